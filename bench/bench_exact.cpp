@@ -1,0 +1,350 @@
+// Exact k-NN benchmark: graft's GPU flat index against its peers in one run.
+//
+//   bench_exact --out results.jsonl [--commit C] [--run-id R] [--quick]
+//
+// Peers in the same process: FAISS GPU GpuIndexFlatL2 (when built with GRAFT_BENCH_FAISS_GPU),
+// FAISS CPU IndexFlatL2 on all cores, graft's CPU reference. The torch peer is
+// bench/torch_exact.py (same shapes, same JSON fields). Every search is timed from host arrays
+// to host arrays (query upload and result download included, as FAISS GPU does), after a warm-up,
+// as the median of repeats. The floors printed beside it: the FP32 GEMM at the rate cuBLAS reaches
+// on this device, and the bytes of the distance matrix (written once, read once) at the measured
+// copy bandwidth.
+#include <cstdint>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <faiss/IndexFlat.h>
+#ifdef GRAFT_BENCH_FAISS_GPU
+#include <faiss/gpu/GpuIndexFlat.h>
+#include <faiss/gpu/StandardGpuResources.h>
+#endif
+
+#include "graft/flat.h"
+#include "graft_gpu.h"
+
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <class F>
+double median_time(int reps, F&& f) {
+    f();  // warm-up
+    std::vector<double> t;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_s();
+        f();
+        t.push_back(now_s() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+void random_fill(std::vector<float>& x, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& v : x) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        v = (float)((s >> 40) * (1.0 / 16777216.0));
+    }
+}
+
+struct Out {
+    FILE* f;
+    std::string run_id, date, commit, device;
+    void record(const char* system, const char* family, const char* index, int64_t n, int64_t d,
+                int64_t nq, int64_t k, const std::string& params, double qps, double latency_ms,
+                double recall, size_t gpu_peak, int threads) {
+        fprintf(f,
+                "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"exact\","
+                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\",\"dataset\":\"random-uniform\","
+                "\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"L2\",\"params\":%s,\"qps\":%.1f,"
+                "\"latency_ms\":%.3f",
+                run_id.c_str(), date.c_str(), commit.c_str(), device.c_str(), system, family, index,
+                (long long)n, (long long)d, (long long)nq, (long long)k, params.c_str(), qps, latency_ms);
+        if (recall >= 0) fprintf(f, ",\"recall\":%.4f", recall);
+        if (gpu_peak) fprintf(f, ",\"gpu_peak_bytes\":%zu", gpu_peak);
+        if (threads) fprintf(f, ",\"threads\":%d", threads);
+        fprintf(f, "}\n");
+        fflush(f);
+    }
+};
+
+// recall@k of `got` against `ref` (both nq x k), over the first nq rows.
+double recall_vs(const int64_t* got, const int64_t* ref, int64_t nq, int64_t k) {
+    int64_t hit = 0;
+    for (int64_t q = 0; q < nq; q++)
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = 0; j < k; j++)
+                if (got[q * k + i] == ref[q * k + j]) {
+                    hit++;
+                    break;
+                }
+    return (double)hit / (double)(nq * k);
+}
+
+#define CK(x)                                                                            \
+    do {                                                                                 \
+        auto e_ = (x);                                                                   \
+        if (e_ != 0) {                                                                   \
+            fprintf(stderr, "%s:%d: %s failed (%d)\n", __FILE__, __LINE__, #x, (int)e_); \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+// cuBLAS SGEMM rate (FLOP/s) for C(m x n) = A(k x m)^T B(k x n), median of 5.
+double sgemm_rate(int64_t m, int64_t n, int64_t kd) {
+    float *A, *B, *C;
+    CK(cudaMalloc(&A, sizeof(float) * m * kd));
+    CK(cudaMalloc(&B, sizeof(float) * n * kd));
+    CK(cudaMalloc(&C, sizeof(float) * m * n));
+    CK(cudaMemset(A, 0x3c, sizeof(float) * m * kd));  // ~0.01: no zeros, no overflow
+    CK(cudaMemset(B, 0x3c, sizeof(float) * n * kd));
+    cublasHandle_t h;
+    CK(cublasCreate(&h));
+    float alpha = -2.f, beta = 0.f;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int i = 0; i < 6; i++) {
+        cudaEventRecord(e0);
+        CK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)kd, &alpha, A, (int)kd, B,
+                       (int)kd, &beta, C, (int)m));
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float t;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (i) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    cublasDestroy(h);
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+    return 2.0 * m * n * kd / (ms[ms.size() / 2] * 1e-3);
+}
+
+// Device-to-device copy bandwidth, bytes read + written per second.
+double copy_bandwidth() {
+    size_t bytes = (size_t)2 << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemset(a, 1, bytes));
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int i = 0; i < 6; i++) {
+        cudaEventRecord(e0);
+        CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float t;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (i) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3);
+}
+
+// Selection alone: graft_gpu_select_k over a rows x cols device matrix, seconds per row.
+double select_seconds_per_row(int64_t rows, int64_t cols, int64_t k) {
+    graft_gpu_ctx* ctx;
+    CK(graft_gpu_ctx_create(0, (size_t)6 << 30, &ctx));
+    std::vector<float> h((size_t)rows * cols);
+    random_fill(h, 77);
+    float* dv;
+    float* dD;
+    int64_t* dI;
+    CK(cudaMalloc(&dv, sizeof(float) * h.size()));
+    CK(cudaMalloc(&dD, sizeof(float) * rows * k));
+    CK(cudaMalloc(&dI, sizeof(int64_t) * rows * k));
+    CK(cudaMemcpy(dv, h.data(), sizeof(float) * h.size(), cudaMemcpyHostToDevice));
+    double t = median_time(5, [&] { CK(graft_gpu_select_k(ctx, dv, rows, cols, cols, k, dD, dI)); });
+    cudaFree(dv);
+    cudaFree(dD);
+    cudaFree(dI);
+    graft_gpu_ctx_destroy(ctx);
+    return t / rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id;
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+        else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
+        else if (a == "--run-id" && i + 1 < argc) run_id = argv[++i];
+        else if (a == "--quick") quick = true;
+        else {
+            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!graft_gpu_available()) {
+        fprintf(stderr, "bench_exact: no CUDA device\n");
+        return 1;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    char date[32];
+    time_t tt = time(nullptr);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
+    if (run_id.empty()) run_id = std::string("exact-") + date;
+    Out out{fopen(out_path.c_str(), "a"), run_id, date, commit, prop.name};
+    if (!out.f) {
+        perror(out_path.c_str());
+        return 1;
+    }
+    const int threads = omp_get_max_threads();
+    printf("device: %s (%d SMs), host threads: %d, commit %s\n", prop.name, prop.multiProcessorCount,
+           threads, commit.c_str());
+
+    // Ceilings measured here, not datasheet numbers.
+    const double bw = copy_bandwidth();
+    const double peak_sgemm = sgemm_rate(8192, 8192, 8192);
+    printf("measured: copy %.2f TB/s (read+write), SGEMM 8192^3 %.1f TFLOP/s\n", bw / 1e12, peak_sgemm / 1e12);
+
+    struct Shape { int64_t nb, d, nq; std::vector<int64_t> ks; };
+    std::vector<Shape> shapes = {{1000000, 128, 10000, {1, 10, 100, 1024, 2048, 4096}},
+                                 {1000000, 960, 1000, {10}}};
+    if (quick) shapes = {{200000, 128, 2000, {10, 1024}}};
+    printf("\n%-10s %-8s %6s %6s %6s %12s %10s  %s\n", "system", "index", "d", "nq", "k", "QPS", "ms",
+           "notes");
+    for (const Shape& s : shapes) {
+        std::vector<float> xb((size_t)s.nb * s.d), xq((size_t)s.nq * s.d);
+        random_fill(xb, 1);
+        random_fill(xq, 2);
+        const double flops = 2.0 * s.nq * s.nb * s.d;
+        const double shape_rate = sgemm_rate(s.nb, 512, s.d);
+        const double gemm_floor = flops / shape_rate;
+        const double dist_bytes_floor = 2.0 * 4.0 * s.nq * s.nb / bw;
+        printf("-- nb=%lld d=%lld nq=%lld: SGEMM at this shape %.1f TFLOP/s -> GEMM floor %.1f ms "
+               "(%.0f QPS); distance matrix write+read %.1f ms\n",
+               (long long)s.nb, (long long)s.d, (long long)s.nq, shape_rate / 1e12, gemm_floor * 1e3,
+               s.nq / gemm_floor, dist_bytes_floor * 1e3);
+        char params[256];
+        snprintf(params, sizeof params, "{\"gemm_floor_ms\":%.2f,\"sgemm_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f}",
+                 gemm_floor * 1e3, shape_rate / 1e12, dist_bytes_floor * 1e3);
+        out.record("reference", "flat", "cuBLAS SGEMM floor", s.nb, s.d, s.nq, 0, params,
+                   s.nq / gemm_floor, gemm_floor * 1e3, -1, 0, 0);
+
+        for (size_t budget_gb : {2, 8}) {
+            graft_flat_params p;
+            graft_flat_params_defaults(&p);
+            p.device = 0;
+            p.memory_budget = budget_gb << 30;
+            graft_flat* g;
+            CK(graft_flat_new(s.d, &p, &g));
+            CK(graft_flat_add(g, s.nb, xb.data()));
+            for (int64_t k : s.ks) {
+                std::vector<float> D((size_t)s.nq * k);
+                std::vector<int64_t> I((size_t)s.nq * k);
+                double t = median_time(5, [&] { CK(graft_flat_search(g, s.nq, xq.data(), k, D.data(), I.data())); });
+                snprintf(params, sizeof params, "{\"memory_budget_gb\":%zu,\"tf32\":0}", budget_gb);
+                out.record("graft", "flat", "GraftFlat", s.nb, s.d, s.nq, k, params, s.nq / t, t * 1e3,
+                           -1, graft_flat_gpu_scratch_peak(g) + (size_t)s.nb * (s.d + 1) * 4, 0);
+                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  budget %zu GiB, %.2fx GEMM floor\n",
+                       "graft", "flat", (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3,
+                       budget_gb, t / gemm_floor);
+            }
+            graft_flat_free(g);
+        }
+        // Selection alone on 1024 rows of nb (the part graft adds on top of the GEMM).
+        if (s.d == 128)
+            for (int64_t k : s.ks) {
+                double per_row = select_seconds_per_row(1024, s.nb, k);
+                printf("%-10s %-8s %6s %6lld %6lld %12.0f %10.2f  select only (1024 rows of %lld), "
+                       "row read floor %.2f ms per 10k rows\n",
+                       "graft", "qms", "-", (long long)s.nq, (long long)k, 1.0 / per_row, per_row * s.nq * 1e3,
+                       (long long)s.nb, 4.0 * s.nb * s.nq / bw * 1e3);
+                snprintf(params, sizeof params, "{\"rows\":1024,\"cols\":%lld}", (long long)s.nb);
+                out.record("graft", "select", "qms_select", s.nb, 0, s.nq, k, params, 1.0 / per_row,
+                           per_row * s.nq * 1e3, -1, 0, 0);
+            }
+
+        // Agreement reference for recall: graft at k=10 on the first 200 queries vs FAISS CPU.
+        const int64_t nq_cpu = std::min<int64_t>(s.nq, s.d == 128 ? 1000 : 200);
+        {
+            faiss::IndexFlatL2 cpu(s.d);
+            cpu.add(s.nb, xb.data());
+            for (int64_t k : {(int64_t)10, (int64_t)100}) {
+                if (std::find(s.ks.begin(), s.ks.end(), k) == s.ks.end()) continue;
+                std::vector<float> D((size_t)nq_cpu * k), Dg((size_t)nq_cpu * k);
+                std::vector<faiss::Index::idx_t> I((size_t)nq_cpu * k);
+                std::vector<int64_t> Ig((size_t)nq_cpu * k);
+                double t = median_time(2, [&] { cpu.search(nq_cpu, xq.data(), k, D.data(), I.data()); });
+                graft_flat* g;
+                graft_flat_params p;
+                graft_flat_params_defaults(&p);
+                CK(graft_flat_new(s.d, &p, &g));
+                CK(graft_flat_add(g, s.nb, xb.data()));
+                CK(graft_flat_search(g, nq_cpu, xq.data(), k, Dg.data(), Ig.data()));
+                graft_flat_free(g);
+                double rec = recall_vs(Ig.data(), reinterpret_cast<int64_t*>(I.data()), nq_cpu, k);
+                snprintf(params, sizeof params, "{}");
+                out.record("faiss-cpu", "flat", "Flat", s.nb, s.d, nq_cpu, k, params, nq_cpu / t, t * 1e3,
+                           -1, 0, threads);
+                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %d threads; graft GPU agrees: recall %.4f\n",
+                       "faiss-cpu", "Flat", (long long)s.d, (long long)nq_cpu, (long long)k, nq_cpu / t,
+                       t * 1e3, threads, rec);
+            }
+        }
+        {
+            const int64_t nq_ref = s.d == 128 ? 64 : 16, k = 10;
+            std::vector<float> D((size_t)nq_ref * k);
+            std::vector<int64_t> I((size_t)nq_ref * k);
+            double t = median_time(1, [&] {
+                CK(graft_knn_cpu(xb.data(), s.nb, xq.data(), nq_ref, s.d, k, GRAFT_METRIC_L2, -1, D.data(), I.data()));
+            });
+            out.record("reference", "flat", "graft_knn_cpu", s.nb, s.d, nq_ref, k, "{}", nq_ref / t, t * 1e3, -1, 0, threads);
+            printf("%-10s %-8s %6lld %6lld %6lld %12.1f %10.2f  graft CPU reference (double), %d threads\n",
+                   "reference", "cpu", (long long)s.d, (long long)nq_ref, (long long)k, nq_ref / t, t * 1e3, threads);
+        }
+#ifdef GRAFT_BENCH_FAISS_GPU
+        {
+            faiss::gpu::StandardGpuResources res;
+            faiss::gpu::GpuIndexFlatL2 gidx(&res, (int)s.d);
+            gidx.add(s.nb, xb.data());
+            for (int64_t k : s.ks) {
+                std::vector<float> D((size_t)s.nq * k);
+                std::vector<faiss::Index::idx_t> I((size_t)s.nq * k);
+                try {
+                    double t = median_time(5, [&] { gidx.search(s.nq, xq.data(), k, D.data(), I.data()); });
+                    out.record("faiss-gpu", "flat", "GpuIndexFlatL2", s.nb, s.d, s.nq, k, "{}", s.nq / t,
+                               t * 1e3, -1, 0, 0);
+                    printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f\n", "faiss-gpu", "GpuFlat",
+                           (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3);
+                } catch (const std::exception& e) {
+                    printf("%-10s %-8s %6lld %6lld %6lld %12s %10s  refused: %.80s\n", "faiss-gpu", "GpuFlat",
+                           (long long)s.d, (long long)s.nq, (long long)k, "-", "-", e.what());
+                }
+            }
+        }
+#else
+        printf("faiss-gpu: not built into this benchmark (configure with GRAFT_FAISS_GPU_DIR)\n");
+#endif
+    }
+    fclose(out.f);
+    return 0;
+}

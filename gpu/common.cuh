@@ -1,0 +1,110 @@
+// Shared helpers of graft's CUDA layer: error checks, the context, warp helpers, ordered keys.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <cstdio>
+
+#include "graft/graft.h"
+#include "graft_gpu.h"
+
+namespace graft {
+
+// Records the message for graft_gpu_last_error() and returns `status`.
+int gpu_fail(int status, const char* fmt, ...);
+
+const char* cublas_status_string(cublasStatus_t s);
+
+}  // namespace graft
+
+// Checks a CUDA call; on failure records "file:line: call: error" and returns a graft status
+// (GRAFT_EGPU_NOMEM for cudaErrorMemoryAllocation, GRAFT_ECUDA otherwise) from the caller.
+#define GRAFT_CUDA_TRY(call)                                                                   \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) {                                                               \
+            (void)cudaGetLastError(); /* clear a sticky-free error so later calls can work */  \
+            return ::graft::gpu_fail(e_ == cudaErrorMemoryAllocation ? GRAFT_EGPU_NOMEM        \
+                                                                     : GRAFT_ECUDA,            \
+                                     "%s:%d: %s: %s", __FILE__, __LINE__, #call,               \
+                                     cudaGetErrorString(e_));                                  \
+        }                                                                                      \
+    } while (0)
+
+// A kernel launch is followed by this: catches bad configurations at once.
+#define GRAFT_CUDA_LAUNCH_CHECK() GRAFT_CUDA_TRY(cudaGetLastError())
+
+#define GRAFT_CUBLAS_TRY(call)                                                                 \
+    do {                                                                                       \
+        cublasStatus_t s_ = (call);                                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                       \
+            return ::graft::gpu_fail(s_ == CUBLAS_STATUS_ALLOC_FAILED ? GRAFT_EGPU_NOMEM       \
+                                                                      : GRAFT_ECUDA,           \
+                                     "%s:%d: %s: %s", __FILE__, __LINE__, #call,               \
+                                     ::graft::cublas_status_string(s_));                       \
+    } while (0)
+
+#define GRAFT_GPU_TRY(expr)                \
+    do {                                   \
+        int rc_ = (expr);                  \
+        if (rc_ != GRAFT_OK) return rc_;   \
+    } while (0)
+
+// The per-index device context (graft_gpu.h): stream, cuBLAS handle, scratch arena.
+struct graft_gpu_ctx {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    int sm_count;
+    size_t scratch_budget;
+    void* scratch;          // grow-only, never shrinks while the context lives
+    size_t scratch_bytes;
+    size_t scratch_peak;
+    int allow_tf32;
+};
+
+namespace graft {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// Makes the context's device current for the calling thread.
+int ctx_enter(graft_gpu_ctx* ctx);
+
+// Returns a device scratch buffer of at least `bytes` (grown within the budget).
+int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out);
+
+// ---- ordered keys -------------------------------------------------------------------------
+// A candidate travels as one 64-bit key: the float's order-preserving bits in the high word and
+// the id in the low word. Keys compare like (value, id), so selection and sort are total orders
+// with FAISS's tie rule (smaller id first) and need no separate index array.
+constexpr uint64_t kKeyNone = ~0ull;  // empty slot; larger than every real key
+
+__host__ __device__ inline uint32_t float_to_ordered(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__host__ __device__ inline float ordered_to_float(uint32_t u) {
+    u = (u & 0x80000000u) ? (u & 0x7fffffffu) : ~u;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+__host__ __device__ inline uint64_t make_key(float v, uint32_t id) {
+    return ((uint64_t)float_to_ordered(v) << 32) | id;
+}
+
+__device__ inline unsigned lanemask_lt() {
+    unsigned m;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+    return m;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace graft

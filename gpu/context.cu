@@ -1,0 +1,179 @@
+// The device context, device buffers and small utility kernels.
+#include <algorithm>
+#include <cstdarg>
+#include <new>
+#include <cstring>
+
+#include "common.cuh"
+
+namespace graft {
+
+static thread_local char g_last_error[1024];
+
+int gpu_fail(int status, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char* cublas_status_string(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_?";
+    }
+}
+
+int ctx_enter(graft_gpu_ctx* ctx) {
+    GRAFT_CUDA_TRY(cudaSetDevice(ctx->device));
+    return GRAFT_OK;
+}
+
+int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out) {
+    if (bytes > ctx->scratch_budget)
+        return gpu_fail(GRAFT_EGPU_NOMEM, "needs %zu bytes of GPU scratch, over the budget of %zu",
+                        bytes, ctx->scratch_budget);
+    if (bytes > ctx->scratch_bytes) {
+        // Grow: the old buffer may still be read by queued work, so finish that first.
+        GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+        if (ctx->scratch) GRAFT_CUDA_TRY(cudaFree(ctx->scratch));
+        ctx->scratch = nullptr;
+        ctx->scratch_bytes = 0;
+        size_t want = bytes + bytes / 8;  // a little headroom so a slightly larger batch fits
+        if (want > ctx->scratch_budget) want = ctx->scratch_budget;
+        GRAFT_CUDA_TRY(cudaMalloc(&ctx->scratch, want));
+        ctx->scratch_bytes = want;
+        if (want > ctx->scratch_peak) ctx->scratch_peak = want;
+    }
+    *out = ctx->scratch;
+    return GRAFT_OK;
+}
+
+__global__ void row_norms_kernel(const float* __restrict__ x, int64_t n, int64_t d,
+                                 float* __restrict__ out) {
+    // One warp per row: strided loads, shuffle reduction.
+    int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const float* p = x + row * d;
+    float s = 0.f;
+    for (int64_t j = lane; j < d; j += 32) s = fmaf(p[j], p[j], s);
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+    if (lane == 0) out[row] = s;
+}
+
+}  // namespace graft
+
+using namespace graft;
+
+extern "C" {
+
+const char* graft_gpu_last_error(void) { return g_last_error; }
+
+int graft_gpu_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out) {
+    if (!out) return gpu_fail(GRAFT_EINVAL, "graft_gpu_ctx_create: out is NULL");
+    int n = graft_gpu_device_count();
+    if (n == 0) return gpu_fail(GRAFT_ENODEVICE, "no CUDA device is visible");
+    if (device < 0 || device >= n)
+        return gpu_fail(GRAFT_EINVAL, "CUDA device %d does not exist (%d visible)", device, n);
+    graft_gpu_ctx* ctx = new (std::nothrow) graft_gpu_ctx();
+    if (!ctx) return gpu_fail(GRAFT_ENOMEM, "out of host memory");
+    ctx->device = device;
+    ctx->scratch_budget = scratch_budget;
+    int rc = [&]() -> int {
+        GRAFT_CUDA_TRY(cudaSetDevice(device));
+        GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
+        GRAFT_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+        GRAFT_CUBLAS_TRY(cublasCreate(&ctx->cublas));
+        GRAFT_CUBLAS_TRY(cublasSetStream(ctx->cublas, ctx->stream));
+        // Default math is exact FP32 SGEMM; TF32 only when the caller opts in (graft_gpu_ctx_set_tf32).
+        GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH));
+        return GRAFT_OK;
+    }();
+    if (rc != GRAFT_OK) {
+        graft_gpu_ctx_destroy(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return GRAFT_OK;
+}
+
+void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) {
+    if (!ctx) return;
+    cudaSetDevice(ctx->device);
+    if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+    if (ctx->scratch) cudaFree(ctx->scratch);
+    if (ctx->cublas) cublasDestroy(ctx->cublas);
+    if (ctx->stream) cudaStreamDestroy(ctx->stream);
+    (void)cudaGetLastError();
+    delete ctx;
+}
+
+void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) {
+    ctx->allow_tf32 = allow;
+    cudaSetDevice(ctx->device);
+    cublasSetMathMode(ctx->cublas, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+}
+
+size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { return ctx->scratch_peak; }
+
+int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes) {
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    *dptr = nullptr;
+    if (bytes == 0) return GRAFT_OK;
+    GRAFT_CUDA_TRY(cudaMalloc(dptr, bytes));
+    return GRAFT_OK;
+}
+
+void graft_gpu_free(graft_gpu_ctx* ctx, void* dptr) {
+    if (!dptr) return;
+    cudaSetDevice(ctx->device);
+    cudaStreamSynchronize(ctx->stream);
+    cudaFree(dptr);
+}
+
+static int copy(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    if (bytes == 0) return GRAFT_OK;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    GRAFT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
+int graft_gpu_upload(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes) {
+    return copy(ctx, dst, src, bytes, cudaMemcpyHostToDevice);
+}
+int graft_gpu_download(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes) {
+    return copy(ctx, dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+int graft_gpu_copy_d2d(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes) {
+    return copy(ctx, dst, src, bytes, cudaMemcpyDeviceToDevice);
+}
+
+int graft_gpu_row_norms(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float* out) {
+    if (n <= 0) return GRAFT_OK;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    const int warps = 8;
+    row_norms_kernel<<<(unsigned)ceil_div(n, warps), warps * 32, 0, ctx->stream>>>(x, n, d, out);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
+}  // extern "C"

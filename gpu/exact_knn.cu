@@ -1,0 +1,228 @@
+// Exact k-NN: cuBLAS distance GEMM + quick multi-select, tiled under the context's budget.
+//
+// For L2, ||q - b||^2 = ||q||^2 + ||b||^2 - 2 q.b. The GEMM computes -2 q.b (alpha = -2) into a
+// tile of queries x base; the selection adds ||b||^2 as it reads the tile, so ranking needs no
+// query norm; ||q||^2 is added back (and the result clamped at 0, as FAISS does) only for the k
+// returned distances. For inner product alpha = -1 makes "smaller is better" for both metrics.
+// No nq x nb matrix is ever allocated: queries go in tiles of qt rows and, when a row of nb
+// distances does not fit the budget, the base goes in tiles whose per-tile winners are merged by
+// a second selection over the concatenated winners.
+#include <cfloat>
+#include <initializer_list>
+
+#include "qms_select.cuh"
+
+namespace graft {
+namespace {
+
+enum DecodeMode { kDecodeRaw = 0, kDecodeL2 = 1, kDecodeIP = 2 };
+
+__global__ void decode_kernel(const uint64_t* __restrict__ sorted, int64_t rows, int64_t ksel,
+                              int64_t k, const float* __restrict__ qnorm, int mode,
+                              float* __restrict__ D, int64_t* __restrict__ I) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * k) return;
+    int64_t r = i / k, c = i % k;
+    uint64_t key = c < ksel ? sorted[r * ksel + c] : kKeyNone;
+    float missing = mode == kDecodeIP ? -FLT_MAX : FLT_MAX;
+    if (key == kKeyNone) {
+        D[i] = missing;
+        I[i] = -1;
+        return;
+    }
+    float v = ordered_to_float((uint32_t)(key >> 32));
+    if (mode == kDecodeL2) v = fmaxf(v + qnorm[r], 0.f);
+    else if (mode == kDecodeIP) v = -v;
+    D[i] = v;
+    I[i] = (int64_t)(uint32_t)key;
+}
+
+int decode(graft_gpu_ctx* ctx, const uint64_t* sorted, int64_t rows, int64_t ksel, int64_t k,
+           const float* qnorm, int mode, float* D, int64_t* I) {
+    int64_t n = rows * k;
+    if (n == 0) return GRAFT_OK;
+    decode_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, ctx->stream>>>(sorted, rows, ksel, k, qnorm,
+                                                                      mode, D, I);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
+// Carves consecutive 256-byte aligned pieces out of one scratch buffer.
+struct Carver {
+    char* base;
+    size_t used = 0;
+    template <class T>
+    T* take(size_t count) {
+        T* p = reinterpret_cast<T*>(base ? base + used : nullptr);
+        used += align_up(count * sizeof(T), 256);
+        return p;
+    }
+};
+
+// Scratch layout of one (query tile, base tile) configuration. With base == nullptr it only
+// counts bytes, so the same code sizes and carves.
+struct KnnTiles {
+    int64_t qt, nbt, ldc, ntiles, ksel;
+    QmsPlan tile_plan, merge_plan;
+    float* dots;
+    float* qnorm;
+    uint64_t* merged;   // qt x ntiles*ksel (ntiles > 1)
+    uint64_t* winners;  // qt x ksel
+    uint64_t* sorted;   // qt x ksel
+    void* qms;          // tile select scratch, then merge select scratch
+    void* sort_temp;
+    size_t bytes;
+
+    void layout(char* base) {
+        Carver c{base};
+        dots = c.take<float>((size_t)qt * ldc);
+        qnorm = c.take<float>(qt);
+        merged = ntiles > 1 ? c.take<uint64_t>((size_t)qt * ntiles * ksel) : nullptr;
+        winners = c.take<uint64_t>((size_t)qt * ksel);
+        sorted = c.take<uint64_t>((size_t)qt * ksel);
+        size_t q1 = qms_scratch_bytes(tile_plan, qt);
+        size_t q2 = ntiles > 1 ? qms_scratch_bytes(merge_plan, qt) : 0;
+        qms = c.take<char>(std::max(q1, q2));
+        sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
+        bytes = c.used;
+    }
+};
+
+KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nbt) {
+    KnnTiles t{};
+    t.qt = qt;
+    t.nbt = nbt;
+    t.ldc = (nbt + 3) / 4 * 4;  // 16-byte rows for the float4 loads
+    t.ntiles = ceil_div(nb, nbt);
+    t.ksel = ksel;
+    t.tile_plan = qms_plan(nbt, ksel);
+    t.merge_plan = qms_plan(t.ntiles * ksel, ksel);
+    t.layout(nullptr);
+    return t;
+}
+
+// Picks tile sizes that fit the budget: the whole base per row when at least `min_rows` query
+// rows fit, else base tiles (multiples of 32 columns) until they do.
+int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTiles* out) {
+    const size_t budget = ctx->scratch_budget;
+    const int64_t min_rows = std::min<int64_t>(nq, 256);
+    int64_t nbt = nb;
+    for (;;) {
+        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt);
+        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt);
+        size_t per_row = two.bytes - one.bytes;
+        size_t fixed = one.bytes > per_row ? one.bytes - per_row : 0;
+        int64_t qt = budget > fixed ? (int64_t)((budget - fixed) / std::max<size_t>(per_row, 1)) : 0;
+        // CUB's segmented sort counts items in int.
+        qt = std::min<int64_t>({qt, nq, INT32_MAX / std::max<int64_t>(ksel * std::max<int64_t>(one.ntiles, 1), 1)});
+        if (qt >= min_rows || nbt <= 4096) {
+            if (qt < 1)
+                return gpu_fail(GRAFT_EGPU_NOMEM,
+                                "exact k-NN with k=%lld over %lld vectors needs more GPU scratch than "
+                                "the budget of %zu bytes; raise the memory budget or lower k",
+                                (long long)ksel, (long long)nb, budget);
+            *out = plan_tiles(nq, nb, ksel, qt, nbt);
+            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt);
+            return GRAFT_OK;
+        }
+        nbt = std::max<int64_t>(4096, (nbt / 2 + 31) / 32 * 32);
+    }
+}
+
+}  // namespace
+}  // namespace graft
+
+using namespace graft;
+
+extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a) {
+    if (!ctx || !a) return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: NULL argument");
+    if (a->k < 1 || a->d < 1 || a->nb < 0 || a->nq < 0)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: bad sizes k=%lld d=%lld nb=%lld nq=%lld",
+                        (long long)a->k, (long long)a->d, (long long)a->nb, (long long)a->nq);
+    if (a->nb >= (int64_t)UINT32_MAX)
+        return gpu_fail(GRAFT_EUNSUPPORTED, "graft_gpu_exact_knn: %lld base vectors; ids are 32-bit "
+                        "inside the selection (at most %u)", (long long)a->nb, UINT32_MAX - 1);
+    if (a->metric != GRAFT_METRIC_L2 && a->metric != GRAFT_METRIC_INNER_PRODUCT)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: unknown metric %d", a->metric);
+    if (a->nq == 0) return GRAFT_OK;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    const bool l2 = a->metric == GRAFT_METRIC_L2;
+    const int mode = l2 ? kDecodeL2 : kDecodeIP;
+    const int64_t ksel = std::max<int64_t>(1, std::min(a->k, a->nb));
+    if (a->nb == 0) {
+        // Nothing to find: every result is missing. A one-row "sorted" buffer of kKeyNone
+        // would do, but decode reads key c < ksel only, so ksel = 0 suffices.
+        return decode(ctx, nullptr, a->nq, 0, a->k, nullptr, mode, a->D, a->I);
+    }
+    KnnTiles t;
+    GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t));
+    void* scratch = nullptr;
+    GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
+    t.layout(static_cast<char*>(scratch));
+
+    const float alpha = l2 ? -2.f : -1.f, beta = 0.f;
+    for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
+        const int64_t qt = std::min(t.qt, a->nq - q0);
+        const float* xq = a->xq + q0 * a->d;
+        if (l2) GRAFT_GPU_TRY(graft_gpu_row_norms(ctx, xq, qt, a->d, t.qnorm));
+        for (int64_t ti = 0; ti < t.ntiles; ti++) {
+            const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
+            // Column-major view: C^T (nbt x qt) = B_tile (nbt x d) * Q^T (d x qt), which is the
+            // row-major qt x ldc tile the selection reads.
+            GRAFT_CUBLAS_TRY(cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
+                                         (int)a->d, &alpha, a->xb + j0 * a->d, (int)a->d, xq,
+                                         (int)a->d, &beta, t.dots, (int)t.ldc));
+            DotSource src{t.dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
+                          a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
+            QmsPlan plan = nbt == t.nbt ? t.tile_plan : qms_plan(nbt, ksel);
+            uint64_t* out = t.ntiles > 1 ? t.merged + ti * ksel : t.winners;
+            int64_t out_ld = t.ntiles > 1 ? t.ntiles * ksel : ksel;
+            GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+        }
+        if (t.ntiles > 1) {
+            KeySource src{t.merged, t.ntiles * ksel};
+            GRAFT_GPU_TRY(qms_select_rows(ctx, src, t.merge_plan, qt, t.winners, ksel, t.qms));
+        }
+        GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
+        GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, t.qnorm, mode, a->D + q0 * a->k,
+                             a->I + q0 * a->k));
+    }
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
+extern "C" int graft_gpu_select_k(graft_gpu_ctx* ctx, const float* vals, int64_t rows, int64_t cols,
+                                  int64_t ld, int64_t k, float* out_vals, int64_t* out_idx) {
+    if (!ctx || !vals || !out_vals || !out_idx || rows < 0 || cols < 1 || k < 1 || ld < cols ||
+        ld % 4 != 0 || cols >= (int64_t)UINT32_MAX)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_select_k: bad arguments (rows=%lld cols=%lld ld=%lld k=%lld)",
+                        (long long)rows, (long long)cols, (long long)ld, (long long)k);
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    const int64_t ksel = std::min(k, cols);
+    QmsPlan plan = qms_plan(cols, ksel);
+    size_t per_row = qms_scratch_bytes(plan, 1) + 2 * align_up(ksel * sizeof(uint64_t), 8);
+    int64_t chunk = std::min<int64_t>(rows, std::max<size_t>(1, ctx->scratch_budget / 2 / per_row));
+    chunk = std::min<int64_t>(chunk, INT32_MAX / ksel);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        int64_t nr = std::min(chunk, rows - r0);
+        Carver c{nullptr};
+        c.take<uint64_t>(nr * ksel);
+        c.take<uint64_t>(nr * ksel);
+        c.take<char>(qms_scratch_bytes(plan, nr));
+        c.take<char>(sort_temp_bytes(nr, ksel));
+        void* scratch = nullptr;
+        GRAFT_GPU_TRY(ctx_scratch(ctx, c.used, &scratch));
+        Carver d{static_cast<char*>(scratch)};
+        uint64_t* winners = d.take<uint64_t>(nr * ksel);
+        uint64_t* sorted = d.take<uint64_t>(nr * ksel);
+        void* qms = d.take<char>(qms_scratch_bytes(plan, nr));
+        void* temp = d.take<char>(sort_temp_bytes(nr, ksel));
+        DotSource src{vals + r0 * ld, ld, nullptr, 0, -1};
+        GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, nr, winners, ksel, qms));
+        GRAFT_GPU_TRY(sort_rows(ctx, winners, sorted, nr, ksel, temp));
+        GRAFT_GPU_TRY(decode(ctx, sorted, nr, ksel, k, nullptr, kDecodeRaw, out_vals + r0 * k,
+                             out_idx + r0 * k));
+    }
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}

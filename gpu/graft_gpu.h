@@ -1,0 +1,79 @@
+/* graft GPU layer: the only header the core includes from gpu/.
+ *
+ * C-callable launchers over device pointers. Knows neither FAISS nor the plugin's objects; returns
+ * graft status codes (graft/graft.h) and keeps the message of the last failure on the calling
+ * thread in graft_gpu_last_error(). Every CUDA and cuBLAS call is checked.
+ *
+ * Memory and streams belong to a context (one per index and device), like FAISS's GpuResources:
+ * a stream, a cuBLAS handle and a grow-only scratch arena capped by a memory budget, so hot paths
+ * never call cudaMalloc once the arena has grown to the working size.
+ */
+#ifndef GRAFT_GPU_H
+#define GRAFT_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct graft_gpu_ctx graft_gpu_ctx;
+
+const char* graft_gpu_last_error(void);
+
+/* Number of visible CUDA devices (0 when the driver or a device is missing; never an error). */
+int graft_gpu_device_count(void);
+
+/* Creates a context on `device` whose scratch arena may grow to `scratch_budget` bytes. */
+int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out);
+void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx);
+/* Allow TF32 tensor cores in the distance GEMM (off by default: exact FP32). */
+void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow);
+/* Largest device scratch the context has held so far, in bytes (for benchmarks). */
+size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);
+
+/* Device buffers, owned by the caller, made on the context's device. */
+int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes);
+void graft_gpu_free(graft_gpu_ctx* ctx, void* dptr);
+/* Copies on the context's stream; they return when the copy is done. */
+int graft_gpu_upload(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes);
+int graft_gpu_download(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes);
+int graft_gpu_copy_d2d(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes);
+
+/* out[i] = ||x_i||^2 for n rows of d floats (device pointers). */
+int graft_gpu_row_norms(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float* out);
+
+/* Exact k-NN: for each of the nq queries, the k nearest of the nb base vectors.
+ * metric: 1 = L2 (squared distances, ascending; needs xb_norms), 0 = inner product (descending).
+ * Distances come from a cuBLAS GEMM, selection from the quick multi-select (qms_select.cu).
+ * Results follow FAISS: row-major nq x k, ties broken by smaller id; when fewer than k
+ * candidates exist, the rest is label -1 with distance FLT_MAX (L2) or -FLT_MAX (IP).
+ * exclude_self >= 0 makes query i skip base id exclude_self + i (the k-NN graph).
+ * All pointers are device pointers; D and I are written on return. */
+typedef struct graft_gpu_knn_args {
+    const float* xb;        /* nb x d */
+    const float* xb_norms;  /* nb, L2 only */
+    int64_t nb;
+    const float* xq;        /* nq x d */
+    int64_t nq;
+    int64_t d;
+    int64_t k;
+    int metric;
+    int64_t exclude_self;
+    float* D;               /* nq x k */
+    int64_t* I;             /* nq x k */
+} graft_gpu_knn_args;
+int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* args);
+
+/* Quick multi-select on its own (tests, benchmarks): for each of `rows` rows of `cols` floats
+ * (row stride ld >= cols, ld % 4 == 0, 16-byte aligned), the k smallest values with their column
+ * indices, sorted ascending (ties by smaller index). Missing entries (k > cols): index -1,
+ * value FLT_MAX. Device pointers. */
+int graft_gpu_select_k(graft_gpu_ctx* ctx, const float* vals, int64_t rows, int64_t cols,
+                       int64_t ld, int64_t k, float* out_vals, int64_t* out_idx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

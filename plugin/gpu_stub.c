@@ -1,0 +1,31 @@
+/* Stands in for the CUDA layer when graft is built without CUDA (GRAFT_CUDA=OFF): every entry
+ * point of graft_gpu.h reports GRAFT_ENODEVICE, so the core still links and runs on the CPU. */
+#include "graft/graft.h"
+#include "graft_gpu.h"
+
+#define NOGPU "graft was built without CUDA (GRAFT_CUDA=OFF)"
+
+const char* graft_gpu_last_error(void) { return NOGPU; }
+int graft_gpu_device_count(void) { return 0; }
+int graft_gpu_ctx_create(int device, size_t budget, graft_gpu_ctx** out) {
+    (void)device; (void)budget; (void)out;
+    return GRAFT_ENODEVICE;
+}
+void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) { (void)ctx; }
+void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) { (void)ctx; (void)allow; }
+size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
+int graft_gpu_malloc(graft_gpu_ctx* ctx, void** p, size_t n) { (void)ctx; (void)p; (void)n; return GRAFT_ENODEVICE; }
+void graft_gpu_free(graft_gpu_ctx* ctx, void* p) { (void)ctx; (void)p; }
+int graft_gpu_upload(graft_gpu_ctx* c, void* d, const void* s, size_t n) { (void)c; (void)d; (void)s; (void)n; return GRAFT_ENODEVICE; }
+int graft_gpu_download(graft_gpu_ctx* c, void* d, const void* s, size_t n) { (void)c; (void)d; (void)s; (void)n; return GRAFT_ENODEVICE; }
+int graft_gpu_copy_d2d(graft_gpu_ctx* c, void* d, const void* s, size_t n) { (void)c; (void)d; (void)s; (void)n; return GRAFT_ENODEVICE; }
+int graft_gpu_row_norms(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d, float* o) {
+    (void)c; (void)x; (void)n; (void)d; (void)o;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_exact_knn(graft_gpu_ctx* c, const graft_gpu_knn_args* a) { (void)c; (void)a; return GRAFT_ENODEVICE; }
+int graft_gpu_select_k(graft_gpu_ctx* c, const float* v, int64_t r, int64_t cols, int64_t ld, int64_t k,
+                       float* ov, int64_t* oi) {
+    (void)c; (void)v; (void)r; (void)cols; (void)ld; (void)k; (void)ov; (void)oi;
+    return GRAFT_ENODEVICE;
+}

@@ -1,0 +1,80 @@
+/* graft: exact k-NN (brute force), the IndexFlat-style index and the oracle for everything else.
+ *
+ * On the GPU, distances are a cuBLAS SGEMM (exact FP32 unless allow_tf32) and selection is the
+ * warp-ballot quick multi-select (gpu/qms_select.cu); on the CPU, the reference below.
+ * Results follow FAISS's IndexFlat exactly: row-major nq x k; L2 gives squared distances,
+ * ascending; inner product gives dot products, descending; ties go to the smaller id; when k
+ * exceeds the number of vectors, the remaining slots hold label -1 and distance FLT_MAX (L2) or
+ * -FLT_MAX (inner product). Any k >= 1 works, and any batch size.
+ */
+#ifndef GRAFT_FLAT_H
+#define GRAFT_FLAT_H
+
+#include "graft/graft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct graft_flat_params {
+    graft_metric metric;   /* GRAFT_METRIC_L2 (default) or GRAFT_METRIC_INNER_PRODUCT */
+    int device;            /* CUDA device that searches; -1: the CPU reference. Default: 0 when a
+                              GPU is visible, else -1 */
+    size_t memory_budget;  /* GPU scratch for distance tiles and selection, bytes; default 2 GiB.
+                              Larger budgets let more queries share one GEMM. */
+    int allow_tf32;        /* 1 lets the GEMM use TF32 tensor cores (faster, ~1e-3 relative error
+                              in distances); default 0 (exact FP32) */
+} graft_flat_params;
+
+void graft_flat_params_defaults(graft_flat_params* params);
+
+/* ---- one-shot functions (no index object) ---------------------------------------------------- */
+
+/* CPU reference: exact k-NN of nq queries among nb base vectors (row-major, d columns), OpenMP
+ * over queries, distances accumulated in double. exclude_self >= 0 makes query i skip base id
+ * exclude_self + i. D (nq x k) and I (nq x k) are written by the caller's buffers. */
+int graft_knn_cpu(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
+                  graft_metric metric, int64_t exclude_self, float* D, int64_t* I);
+
+/* ---- the index ---------------------------------------------------------------------------------- */
+
+typedef struct graft_flat graft_flat;
+
+/* New empty index of dimension d. params may be NULL (defaults). *out is owned by the caller:
+ * release it with graft_flat_free. Fails with GRAFT_ENODEVICE when params->device >= 0 and no
+ * such CUDA device exists. */
+int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out);
+void graft_flat_free(graft_flat* index);
+
+/* Appends n vectors (copied). NaN/Inf values are rejected (GRAFT_EINVAL) and nothing is added. */
+int graft_flat_add(graft_flat* index, int64_t n, const float* x);
+/* Removes every vector. */
+int graft_flat_reset(graft_flat* index);
+
+int64_t graft_flat_ntotal(const graft_flat* index);
+int64_t graft_flat_d(const graft_flat* index);
+graft_metric graft_flat_metric(const graft_flat* index);
+/* -1 when the index searches on the CPU. */
+int graft_flat_device(const graft_flat* index);
+/* The stored vectors (ntotal x d, row-major), owned by the index, valid until the next add/reset. */
+const float* graft_flat_vectors(const graft_flat* index);
+
+/* k nearest stored vectors of each query. Safe to call from several threads at once (GPU work
+ * of one index is serialized). Errors: NULL pointers, k < 1, NaN/Inf in xq -> GRAFT_EINVAL. */
+int graft_flat_search(const graft_flat* index, int64_t nq, const float* xq, int64_t k, float* D,
+                      int64_t* I);
+
+/* k-NN graph of the stored vectors: row i holds the k nearest other vectors of vector i (i itself
+ * excluded; duplicates of it are not). D and I are ntotal x k. */
+int graft_flat_knn_graph(const graft_flat* index, int64_t k, float* D, int64_t* I);
+
+/* Copies stored vector `key` to out (d floats). */
+int graft_flat_reconstruct(const graft_flat* index, int64_t key, float* out);
+
+/* Peak GPU scratch used by searches so far, bytes (0 on the CPU). */
+size_t graft_flat_gpu_scratch_peak(const graft_flat* index);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

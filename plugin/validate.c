@@ -1,0 +1,22 @@
+#include "validate.h"
+
+#include <math.h>
+
+#include "error.h"
+
+int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
+    int64_t bad = n;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const float* row = x + i * d;
+        for (int64_t j = 0; j < d; j++)
+            if (!isfinite(row[j])) {
+                if (i < bad) bad = i;
+                break;
+            }
+    }
+    if (bad < n)
+        return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite values only",
+                          what, (long long)bad);
+    return GRAFT_OK;
+}

@@ -1,0 +1,18 @@
+#include "graft/graft.h"
+
+#define GRAFT_STR2(x) #x
+#define GRAFT_STR(x) GRAFT_STR2(x)
+#define GRAFT_VERSION_NUMBERS \
+    GRAFT_STR(GRAFT_VERSION_MAJOR) "." GRAFT_STR(GRAFT_VERSION_MINOR) "." GRAFT_STR(GRAFT_VERSION_PATCH)
+
+const char* graft_version_string(void) {
+#ifdef GRAFT_HAVE_CUDA
+    return GRAFT_VERSION_NUMBERS " (cuda)";
+#else
+    return GRAFT_VERSION_NUMBERS " (cpu-only)";
+#endif
+}
+
+#include "graft_gpu.h"
+
+int graft_gpu_available(void) { return graft_gpu_device_count() > 0; }

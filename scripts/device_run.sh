@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The GPU-machine command: builds graft for sm_90 with the dependencies carried in .deps/
+# (scripts/fetch_deps.sh), runs every CTest label including gpu, and prints a summary.
+#   bash scripts/device_run.sh                 # build + all tests
+#   bash scripts/device_run.sh --bench         # ... then the exact k-NN benchmark and its torch peer
+#   bash scripts/device_run.sh --faiss-gpu --bench
+#                                              # ... with stock FAISS GPU built (in the background,
+#                                              #     from .deps/faiss-src) and linked as a peer
+# Logs and benchmark records go to $OUT (default ./device-out). GRAFT_COMMIT names the commit.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+OUT=${OUT:-$root/device-out}
+mkdir -p "$OUT"
+bench=0 faiss_gpu=0 quick=0
+for a in "$@"; do
+  case $a in
+    --bench) bench=1 ;;
+    --quick-bench) bench=1 quick=1 ;;
+    --faiss-gpu) faiss_gpu=1 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+  esac
+done
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1)
+stamp "GPU: ${gpu:-none}; $(nvcc --version | tail -n1); $(cmake --version | head -n1)"
+
+# FAISS 1.7.3 from the carried .deb (no FAISS on the GPU machine), BLAS/LAPACK from its OpenBLAS.
+fr=/tmp/graft-faiss
+[ -f $fr/usr/lib/x86_64-linux-gnu/libfaiss.a ] || dpkg -x .deps/debs/libfaiss-dev_*.deb $fr || exit 1
+blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
+[ -n "$blas" ] || blas=$(find / -name 'libopenblas*.so*' 2>/dev/null | head -n1)
+[ -n "$blas" ] || { echo "no OpenBLAS found"; exit 1; }
+stamp "BLAS: $blas"
+
+fgpu=/tmp/faiss-gpu-build
+if [ $faiss_gpu = 1 ] && [ ! -f $fgpu/faiss/libfaiss.a ] && ! pgrep -f device_faiss_gpu.sh >/dev/null; then
+  # Its own session, so that it outlives this command if the command's time runs out.
+  setsid nohup bash scripts/device_faiss_gpu.sh $fgpu "$blas" >"$OUT/faiss_gpu_build.log" 2>&1 < /dev/null &
+  stamp "FAISS GPU build started in the background"
+fi
+
+cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+     -DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
+     -DGRAFT_DATA_DIR="$root/.deps/data")
+cmake -S . -B build-device "${cfg[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+jobs=$([ $faiss_gpu = 1 ] && echo 6 || nproc)
+ninja -C build-device -j$jobs >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
+stamp "graft built"
+
+ctest --test-dir build-device --output-on-failure -j4 >"$OUT/ctest.log" 2>&1
+grep -E "Test +#|tests passed|Skipped|Failed" "$OUT/ctest.log" | head -40
+passed=$(grep -c " Passed " "$OUT/ctest.log")
+failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run" "$OUT/ctest.log")
+skipped=$(grep -c "Skipped" "$OUT/ctest.log")
+stamp "SUMMARY: GPU ${gpu:-none} | tests: $passed passed, $failed failed, $skipped skipped"
+if [ "$failed" != 0 ]; then
+  grep -B5 -A40 "Failed\|failed" "$OUT/ctest.log" | tail -80
+  exit 1
+fi
+
+if [ $bench = 1 ]; then
+  if [ $faiss_gpu = 1 ]; then
+    stamp "waiting for the FAISS GPU build"
+    while pgrep -f device_faiss_gpu.sh >/dev/null; do sleep 5; done
+    tail -3 "$OUT/faiss_gpu_build.log" 2>/dev/null
+    if [ -f $fgpu/faiss/libfaiss.a ]; then
+      cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/configure.log" 2>&1
+    fi
+  fi
+  ninja -C build-device bench_exact >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  stamp "benchmark"
+  args=(--out "$OUT/exact.jsonl" --commit "${GRAFT_COMMIT:-unknown}" --run-id "exact-$(date -u +%Y%m%dT%H%M%SZ)")
+  [ $quick = 1 ] && args+=(--quick)
+  OMP_NUM_THREADS=$(nproc) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
+  rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
+  PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
+    --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) 2>&1 | tee "$OUT/torch_exact.log"
+  stamp "done"
+fi

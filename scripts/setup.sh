@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# graft setup: installs what the build needs on Debian bookworm (as root), fetches the FAISS
+# source package (for its C API) into .deps/, then configures and builds into build/.
+# Idempotent: a second run only rebuilds what changed.
+#   bash scripts/setup.sh            # deps + build (CUDA arch: native if a GPU is visible, else 90)
+#   GRAFT_SKIP_APT=1 bash scripts/setup.sh   # build only
+#   GRAFT_CUDA=OFF bash scripts/setup.sh     # CPU references only, no CUDA
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+if [ "${GRAFT_SKIP_APT:-0}" != 1 ]; then
+  # FAISS's C API library is not packaged by Debian: its sources come from the source package.
+  src=/etc/apt/sources.list.d/graft-deb-src.sources
+  if [ ! -f "$src" ]; then
+    $SUDO tee "$src" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends \
+    build-essential cmake ninja-build pkg-config dpkg-dev \
+    libfaiss-dev libopenblas-dev liblapack-dev libomp-dev \
+    dataset-fashion-mnist >/dev/null
+fi
+
+# FAISS source (same version as libfaiss-dev) for c_api/*.cpp.
+if [ ! -d .deps/faiss-src/c_api ]; then
+  mkdir -p .deps
+  (cd .deps && rm -rf faiss-*/ && apt-get source -qq faiss >/dev/null 2>&1 || apt-get source faiss)
+  d=$(cd .deps && ls -d faiss-*/ | head -n1)
+  rm -rf .deps/faiss-src && mv ".deps/$d" .deps/faiss-src
+fi
+
+cuda=${GRAFT_CUDA:-AUTO}
+arch=${GRAFT_CUDA_ARCH:-}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${GRAFT_BUILD_TYPE:-Release} \
+  -DGRAFT_CUDA=$cuda ${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} \
+  -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
+cmake --build build -j"$(nproc)"
+echo "graft: built in $root/build"

@@ -1,0 +1,179 @@
+/* GPU exact k-NN against the CPU reference, on real data and random shapes (label gpu).
+ *
+ * The GPU ranks by ||b||^2 - 2 q.b in FP32 while the reference sums (q-b)^2 in double, so a
+ * distance may differ by float rounding of the GEMM formula and two neighbours whose distances
+ * are that close may swap. The check is therefore: at every rank the distances agree within
+ * tol = 1e-5 * (||q||^2 + max ||b||^2) + 1e-6 (FP32 rounding of the sum, with room for d terms),
+ * every returned label is a real vector whose exact distance agrees with the returned one within
+ * tol, no label repeats in a row, and labels differ from the reference only where distances tie
+ * within tol. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "graft/flat.h"
+#include "testutil.h"
+
+static double sqnorm(const float* x, int64_t d) {
+    double s = 0;
+    for (int64_t j = 0; j < d; j++) s += (double)x[j] * x[j];
+    return s;
+}
+
+static double exact_dist(const float* a, const float* b, int64_t d, int l2) {
+    double s = 0;
+    for (int64_t j = 0; j < d; j++) s += l2 ? ((double)a[j] - b[j]) * ((double)a[j] - b[j]) : (double)a[j] * b[j];
+    return s;
+}
+
+/* Returns the number of label differences not explained by ties; records failures. */
+static int64_t compare(const char* what, const float* xb, int64_t nb, const float* xq, int64_t nq,
+                       int64_t d, int64_t k, int l2, int64_t exclude_self, const float* Dg,
+                       const int64_t* Ig, const float* Dc, const int64_t* Ic) {
+    double bmax = 0;
+    for (int64_t i = 0; i < nb; i++) bmax = fmax(bmax, sqnorm(xb + i * d, d));
+    int64_t dist_bad = 0, label_bad = 0, swaps = 0, dup = 0;
+    int64_t* seen = malloc(sizeof(int64_t) * (size_t)(nb ? nb : 1)); /* row that last returned id */
+    for (int64_t i = 0; i < nb; i++) seen[i] = -1;
+    for (int64_t q = 0; q < nq; q++) {
+        const float* x = xq + q * d;
+        double tol = 1e-5 * (sqnorm(x, d) + bmax) + 1e-6;
+        if (!l2) tol = 1e-5 * sqrt(sqnorm(x, d) * bmax) * 4 + 1e-6;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t g = Ig[q * k + j], c = Ic[q * k + j];
+            float dg = Dg[q * k + j], dc = Dc[q * k + j];
+            if (c < 0) {
+                if (g != -1 || dg != dc) dist_bad++;
+                continue;
+            }
+            if (g < 0 || g >= nb || (exclude_self >= 0 && g == exclude_self + q)) {
+                label_bad++;
+                continue;
+            }
+            if (fabs((double)dg - dc) > tol) dist_bad++;
+            if (fabs(exact_dist(x, xb + g * d, d, l2) - dg) > tol) label_bad++;
+            if (g != c) swaps++;
+            dup += seen[g] == q;
+            seen[g] = q;
+        }
+    }
+    free(seen);
+    CHECK(dist_bad == 0 && label_bad == 0 && dup == 0,
+          "%s: %lld distances off, %lld wrong labels, %lld repeated labels", what,
+          (long long)dist_bad, (long long)label_bad, (long long)dup);
+    printf("  %-52s ok (%lld near-tie swaps of %lld)\n", what, (long long)swaps, (long long)(nq * k));
+    return dist_bad + label_bad + dup;
+}
+
+static void run_case(const char* name, const float* xb, int64_t nb, const float* xq, int64_t nq,
+                     int64_t d, int64_t k, graft_metric metric, size_t budget, int graph) {
+    graft_flat_params gp, cp;
+    graft_flat_params_defaults(&gp);
+    gp.metric = metric;
+    gp.device = 0;
+    if (budget) gp.memory_budget = budget;
+    cp = gp;
+    cp.device = -1;
+    graft_flat *g = NULL, *c = NULL;
+    CHECK_OK(graft_flat_new(d, &gp, &g));
+    CHECK_OK(graft_flat_new(d, &cp, &c));
+    if (!g || !c) return;
+    CHECK_OK(graft_flat_add(g, nb, xb));
+    CHECK_OK(graft_flat_add(c, nb, xb));
+    int64_t rows = graph ? nb : nq;
+    size_t n = (size_t)rows * k;
+    float *Dg = malloc(n * sizeof(float)), *Dc = malloc(n * sizeof(float));
+    int64_t *Ig = malloc(n * sizeof(int64_t)), *Ic = malloc(n * sizeof(int64_t));
+    /* Poison the outputs so an unwritten slot cannot pass. */
+    memset(Dg, 0x7f, n * sizeof(float));
+    memset(Ig, 0x55, n * sizeof(int64_t));
+    if (graph) {
+        CHECK_OK(graft_flat_knn_graph(g, k, Dg, Ig));
+        CHECK_OK(graft_flat_knn_graph(c, k, Dc, Ic));
+    } else {
+        CHECK_OK(graft_flat_search(g, nq, xq, k, Dg, Ig));
+        CHECK_OK(graft_flat_search(c, nq, xq, k, Dc, Ic));
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s nq=%lld nb=%lld d=%lld k=%lld %s%s", name, (long long)rows,
+             (long long)nb, (long long)d, (long long)k, metric == GRAFT_METRIC_L2 ? "L2" : "IP",
+             budget ? " small-budget" : "");
+    compare(what, xb, nb, graph ? xb : xq, rows, d, k, metric == GRAFT_METRIC_L2, graph ? 0 : -1,
+            Dg, Ig, Dc, Ic);
+    free(Dg); free(Dc); free(Ig); free(Ic);
+    graft_flat_free(g);
+    graft_flat_free(c);
+}
+
+int main(void) {
+    if (!graft_gpu_available()) {
+        printf("no CUDA device: skipped\n");
+        return GRAFT_TEST_SKIP;
+    }
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    const int64_t ks[] = {1, 10, 100, 1024, 4096};
+    for (size_t i = 0; i < 5; i++)
+        run_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, ks[i], GRAFT_METRIC_L2, 0, 0);
+    run_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, 10, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    /* A budget this small forces base tiles that do not divide 4500 evenly, and a merge. */
+    run_case("sift5k tiled", s.xb, s.nb, s.xq, s.nq, s.d, 10, GRAFT_METRIC_L2, 4u << 20, 0);
+    run_case("sift5k tiled", s.xb, s.nb, s.xq, s.nq, s.d, 100, GRAFT_METRIC_L2, 4u << 20, 0);
+    run_case("sift5k k>ntotal", s.xb, 300, s.xq, 50, s.d, 1000, GRAFT_METRIC_L2, 0, 0);
+    run_case("sift5k graph", s.xb, s.nb, NULL, 0, s.d, 10, GRAFT_METRIC_L2, 0, 1);
+    run_case("sift5k graph tiled", s.xb, s.nb, NULL, 0, s.d, 32, GRAFT_METRIC_L2, 4u << 20, 1);
+    run_case("sift5k nq=1", s.xb, s.nb, s.xq, 1, s.d, 10, GRAFT_METRIC_L2, 0, 0);
+
+    /* Random data: large rows (block mode, sampled pivots), many rows (warp mode), odd d. */
+    struct { int64_t nq, nb, d, k; size_t budget; graft_metric m; } rc[] = {
+        {64, 200000, 32, 10, 0, GRAFT_METRIC_L2},
+        {64, 200000, 32, 1024, 0, GRAFT_METRIC_L2},
+        {16, 300001, 8, 4096, 0, GRAFT_METRIC_INNER_PRODUCT},
+        {6000, 20000, 33, 10, 0, GRAFT_METRIC_L2},
+        {6000, 20000, 1, 7, 0, GRAFT_METRIC_L2},
+        {300, 100000, 16, 100, 16u << 20, GRAFT_METRIC_L2},
+        {1000, 5000, 5, 5000, 0, GRAFT_METRIC_INNER_PRODUCT},
+    };
+    for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) {
+        float* xb = malloc(sizeof(float) * rc[i].nb * rc[i].d);
+        float* xq = malloc(sizeof(float) * rc[i].nq * rc[i].d);
+        graft_test_random(xb, (size_t)(rc[i].nb * rc[i].d), 1000 + i);
+        graft_test_random(xq, (size_t)(rc[i].nq * rc[i].d), 2000 + i);
+        run_case("random", xb, rc[i].nb, xq, rc[i].nq, rc[i].d, rc[i].k, rc[i].m, rc[i].budget, 0);
+        free(xb);
+        free(xq);
+    }
+    /* All-identical vectors: every distance ties, so ids must come out 0, 1, 2, ... */
+    {
+        int64_t nb = 5000, d = 16, k = 50;
+        float* xb = malloc(sizeof(float) * nb * d);
+        for (int64_t i = 0; i < nb * d; i++) xb[i] = 0.5f;
+        run_case("identical", xb, nb, xb, 20, d, k, GRAFT_METRIC_L2, 0, 0);
+        graft_flat* g = NULL;
+        CHECK_OK(graft_flat_new(d, NULL, &g));
+        CHECK_OK(graft_flat_add(g, nb, xb));
+        float D[50];
+        int64_t I[50];
+        CHECK_OK(graft_flat_search(g, 1, xb, k, D, I));
+        for (int64_t j = 0; j < k; j++) CHECK(I[j] == j && D[j] == 0.f, "identical: rank %lld got id %lld d %g", (long long)j, (long long)I[j], D[j]);
+        graft_flat_free(g);
+        free(xb);
+    }
+    /* Errors on the GPU path leave the index usable. */
+    {
+        graft_flat* g = NULL;
+        CHECK_OK(graft_flat_new(s.d, NULL, &g));
+        CHECK_OK(graft_flat_add(g, s.nb, s.xb));
+        float bad[128];
+        memcpy(bad, s.xq, sizeof bad);
+        bad[5] = NAN;
+        float D[10];
+        int64_t I[10];
+        CHECK_ERR(graft_flat_search(g, 1, bad, 10, D, I), GRAFT_EINVAL);
+        CHECK_OK(graft_flat_search(g, 1, s.xq, 10, D, I));
+        CHECK(I[0] == s.gt[0], "after an error, query 0's nearest is %lld, want %d", (long long)I[0], s.gt[0]);
+        graft_flat_free(g);
+    }
+    graft_test_free_sift(&s);
+    return graft_test_finish("test_gpu_exact");
+}

@@ -1,0 +1,84 @@
+#include "testutil.h"
+
+#include <string.h>
+
+#include "graft/dataset.h"
+
+int graft_test_failures = 0;
+
+int graft_test_finish(const char* name) {
+    if (graft_test_failures == 0) {
+        printf("%s: all checks passed\n", name);
+        return 0;
+    }
+    printf("%s: %d checks failed\n", name, graft_test_failures);
+    return 1;
+}
+
+const char* graft_test_data_dir(void) {
+    const char* env = getenv("GRAFT_DATA_DIR");
+    return (env && env[0]) ? env : GRAFT_DATA_DIR_DEFAULT;
+}
+
+const char* graft_test_data_path(const char* rel) {
+    static _Thread_local char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", graft_test_data_dir(), rel);
+    return buf;
+}
+
+static void* load_or_die(const char* rel, int64_t* n, int64_t* d, graft_dtype want) {
+    graft_dataset ds;
+    const char* path = graft_test_data_path(rel);
+    if (graft_dataset_read(path, 0, -1, &ds) != GRAFT_OK || ds.dtype != want) {
+        fprintf(stderr, "cannot load real test data %s: %s\n(set GRAFT_DATA_DIR to the folder "
+                        "holding sift5k/)\n", path, graft_last_error());
+        exit(1);
+    }
+    *n = ds.n;
+    *d = ds.d;
+    return ds.data;
+}
+
+void graft_test_load_sift5k(graft_test_sift* s) {
+    int64_t d2;
+    s->xb = load_or_die("sift5k/sift5k_base.fvecs", &s->nb, &s->d, GRAFT_DTYPE_F32);
+    s->xq = load_or_die("sift5k/sift5k_query.fvecs", &s->nq, &d2, GRAFT_DTYPE_F32);
+    int64_t ngt;
+    s->gt = load_or_die("sift5k/sift5k_groundtruth.ivecs", &ngt, &s->gt_k, GRAFT_DTYPE_I32);
+    if (d2 != s->d || ngt != s->nq) {
+        fprintf(stderr, "sift5k files disagree on shape\n");
+        exit(1);
+    }
+}
+
+void graft_test_free_sift(graft_test_sift* s) {
+    free(s->xb);
+    free(s->xq);
+    free(s->gt);
+    memset(s, 0, sizeof *s);
+}
+
+double graft_test_recall(const int64_t* found, int64_t found_stride, const int32_t* truth,
+                         int64_t truth_stride, int64_t nq, int k) {
+    int64_t hits = 0;
+    for (int64_t q = 0; q < nq; q++)
+        for (int i = 0; i < k; i++) {
+            int64_t id = found[q * found_stride + i];
+            for (int j = 0; j < k; j++)
+                if (truth[q * truth_stride + j] == id) {
+                    hits++;
+                    break;
+                }
+        }
+    return (double)hits / ((double)nq * k);
+}
+
+void graft_test_random(float* x, size_t n, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        x[i] = (float)((s >> 40) * (1.0 / 16777216.0));
+    }
+}

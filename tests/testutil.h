@@ -1,0 +1,73 @@
+/* Small test harness shared by graft's CTest programs (C11, no framework). */
+#ifndef GRAFT_TESTUTIL_H
+#define GRAFT_TESTUTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "graft/graft.h"
+
+extern int graft_test_failures;
+
+/* CHECK(cond, fmt, ...): records a failure with file:line and the message, keeps going. */
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, "\n");                                             \
+            graft_test_failures++;                                             \
+        }                                                                      \
+    } while (0)
+
+/* CHECK_OK(expr): expr returns a graft status that must be GRAFT_OK. */
+#define CHECK_OK(expr)                                                         \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        CHECK(rc_ == GRAFT_OK, "%s -> %s: %s", #expr, graft_status_name(rc_),  \
+              graft_last_error());                                             \
+    } while (0)
+
+/* CHECK_ERR(expr, status): expr must fail with exactly `status` and leave a message. */
+#define CHECK_ERR(expr, status)                                                \
+    do {                                                                       \
+        graft_clear_error();                                                   \
+        int rc_ = (expr);                                                      \
+        CHECK(rc_ == (status), "%s -> %s, expected %s (%s)", #expr,            \
+              graft_status_name(rc_), graft_status_name(status), graft_last_error()); \
+        CHECK(graft_last_error()[0] != '\0', "%s left no error message", #expr); \
+    } while (0)
+
+/* Prints "N passed, N failed" style summary and returns the process exit code. */
+int graft_test_finish(const char* name);
+
+/* Directory of the real data (env GRAFT_DATA_DIR, else the configured ../shared/data). */
+const char* graft_test_data_dir(void);
+
+/* Joins data dir and a relative path into a static buffer. */
+const char* graft_test_data_path(const char* rel);
+
+/* The sift5k set (4500 x 128 base, 500 x 128 queries, 500 x 100 ground truth). Exits 1 with a
+ * message when the files are missing: real data is required, never silently skipped. */
+typedef struct graft_test_sift {
+    float* xb;
+    float* xq;
+    int32_t* gt;
+    int64_t nb, nq, d, gt_k;
+} graft_test_sift;
+void graft_test_load_sift5k(graft_test_sift* s);
+void graft_test_free_sift(graft_test_sift* s);
+
+/* recall@k: |found ∩ true top-k| / k averaged over queries. found is nq x found_stride (int64),
+ * truth is nq x truth_stride (int32). */
+double graft_test_recall(const int64_t* found, int64_t found_stride, const int32_t* truth,
+                         int64_t truth_stride, int64_t nq, int k);
+
+/* Deterministic uniform [0,1) floats (xorshift), for random-data tests. */
+void graft_test_random(float* x, size_t n, uint64_t seed);
+
+/* Exit code CTest reads as SKIPPED (SKIP_RETURN_CODE). */
+#define GRAFT_TEST_SKIP 77
+
+#endif
