@@ -246,7 +246,7 @@ int graft_dataset_read_f32(const char* path, int64_t first, int64_t count, float
 }
 
 int graft_dataset_write(const char* path, const void* data, int64_t n, int64_t d, graft_dtype dtype) {
-    const vec_format* fmt;
+    const vec_format* fmt = NULL;
     GRAFT_TRY(find_format(path, &fmt));
     if (!data)
         return graft_fail(GRAFT_EINVAL, "%s: data is NULL", path);

@@ -51,7 +51,7 @@ static uint32_t be32(const unsigned char* b) {
 static int fmnist_load(gzFile g, const char* path, int64_t max_rows, float** out, int64_t* n_out,
                        int64_t* d_out) {
     unsigned char h[16];
-    GRAFT_TRY(gz_read_exact(g, path, h, sizeof h, 0, "the 16-byte IDX header"));
+    GRAFT_TRY(gz_read_exact(g, path, h, sizeof h, 0, "the IDX header"));
     if (be32(h) != IDX_MAGIC_U8_3D)
         return graft_fail(GRAFT_EFORMAT, "%s: bad magic 0x%08x at offset 0 (expected 0x%08x, IDX "
                           "images of unsigned bytes)", path, be32(h), IDX_MAGIC_U8_3D);
@@ -78,7 +78,7 @@ static int fmnist_load(gzFile g, const char* path, int64_t max_rows, float** out
     /* Read the bytes into the front of the float buffer and widen from the end: float i covers
      * bytes 4i..4i+3, all at index >= i, which are already converted when it is written. */
     unsigned char* raw = (unsigned char*)x;
-    int rc = gz_read_exact(g, path, raw, nd, 16, "the pixels");
+    int rc = gz_read_exact(g, path, raw, nd, 16, "the pixel data");
     /* Reading one byte past the pixels makes zlib check the gzip trailer's CRC and length, and
      * catches trailing garbage, as the .fbin reader does. */
     unsigned char extra;
