@@ -37,13 +37,19 @@ int ctx_enter(graft_gpu_ctx* ctx) {
     return GRAFT_OK;
 }
 
+int ctx_sync(graft_gpu_ctx* ctx) {
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->select_stream));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
 int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out) {
     if (bytes > ctx->scratch_budget)
         return gpu_fail(GRAFT_EGPU_NOMEM, "needs %zu bytes of GPU scratch, over the budget of %zu",
                         bytes, ctx->scratch_budget);
     if (bytes > ctx->scratch_bytes) {
         // Grow: the old buffer may still be read by queued work, so finish that first.
-        GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+        GRAFT_GPU_TRY(ctx_sync(ctx));
         if (ctx->scratch) GRAFT_CUDA_TRY(cudaFree(ctx->scratch));
         ctx->scratch = nullptr;
         ctx->scratch_bytes = 0;
@@ -68,6 +74,14 @@ __global__ void row_norms_kernel(const float* __restrict__ x, int64_t n, int64_t
     for (int64_t j = lane; j < d; j += 32) s = fmaf(p[j], p[j], s);
     for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
     if (lane == 0) out[row] = s;
+}
+
+int row_norms(const float* x, int64_t n, int64_t d, float* out, cudaStream_t stream) {
+    if (n <= 0) return GRAFT_OK;
+    const int warps = 8;
+    row_norms_kernel<<<(unsigned)ceil_div(n, warps), warps * 32, 0, stream>>>(x, n, d, out);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
 }
 
 }  // namespace graft
@@ -101,6 +115,11 @@ int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out)
         GRAFT_CUDA_TRY(cudaSetDevice(device));
         GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
         GRAFT_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+        GRAFT_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->select_stream, cudaStreamNonBlocking));
+        for (int i = 0; i < 2; i++) {
+            GRAFT_CUDA_TRY(cudaEventCreateWithFlags(&ctx->gemm_done[i], cudaEventDisableTiming));
+            GRAFT_CUDA_TRY(cudaEventCreateWithFlags(&ctx->select_done[i], cudaEventDisableTiming));
+        }
         GRAFT_CUBLAS_TRY(cublasCreate(&ctx->cublas));
         GRAFT_CUBLAS_TRY(cublasSetStream(ctx->cublas, ctx->stream));
         // Default math is exact FP32 SGEMM; TF32 only when the caller opts in (graft_gpu_ctx_set_tf32).
@@ -119,8 +138,14 @@ void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) {
     if (!ctx) return;
     cudaSetDevice(ctx->device);
     if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+    if (ctx->select_stream) cudaStreamSynchronize(ctx->select_stream);
     if (ctx->scratch) cudaFree(ctx->scratch);
     if (ctx->cublas) cublasDestroy(ctx->cublas);
+    for (int i = 0; i < 2; i++) {
+        if (ctx->gemm_done[i]) cudaEventDestroy(ctx->gemm_done[i]);
+        if (ctx->select_done[i]) cudaEventDestroy(ctx->select_done[i]);
+    }
+    if (ctx->select_stream) cudaStreamDestroy(ctx->select_stream);
     if (ctx->stream) cudaStreamDestroy(ctx->stream);
     (void)cudaGetLastError();
     delete ctx;
@@ -145,7 +170,7 @@ int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes) {
 void graft_gpu_free(graft_gpu_ctx* ctx, void* dptr) {
     if (!dptr) return;
     cudaSetDevice(ctx->device);
-    cudaStreamSynchronize(ctx->stream);
+    ctx_sync(ctx);
     cudaFree(dptr);
 }
 
@@ -168,12 +193,8 @@ int graft_gpu_copy_d2d(graft_gpu_ctx* ctx, void* dst, const void* src, size_t by
 }
 
 int graft_gpu_row_norms(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float* out) {
-    if (n <= 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
-    const int warps = 8;
-    row_norms_kernel<<<(unsigned)ceil_div(n, warps), warps * 32, 0, ctx->stream>>>(x, n, d, out);
-    GRAFT_CUDA_LAUNCH_CHECK();
-    return GRAFT_OK;
+    return row_norms(x, n, d, out, ctx->stream);
 }
 
 }  // extern "C"

@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(W * 32)
         __syncthreads();
         // Pass over the row: ballot, stage in shared memory, flush 32 keys at a time.
         const int64_t n4 = (cols + 3) / 4;
-        constexpr int U = 2;  // float4 loads in flight per lane before the first use
+        constexpr int U = 4;  // float4 loads in flight per lane before the first use
         int pending = 0;
         for (int64_t base4 = (int64_t)warp * 32; base4 < n4; base4 += (int64_t)W * 32 * U) {
             uint64_t key[U][4];
@@ -309,13 +309,13 @@ int launch(graft_gpu_ctx* ctx, const Src& src, const QmsPlan& plan, int64_t rows
     uint64_t* sc = static_cast<uint64_t*>(scratch);
     dim3 grid((unsigned)rows);
     if (rows >= want_warps)
-        qms_select_kernel<1, Src><<<grid, 32, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<1, Src><<<grid, 32, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
     else if (rows * 2 >= want_warps)
-        qms_select_kernel<2, Src><<<grid, 64, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<2, Src><<<grid, 64, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
     else if (rows * 4 >= want_warps)
-        qms_select_kernel<4, Src><<<grid, 128, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<4, Src><<<grid, 128, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
     else
-        qms_select_kernel<8, Src><<<grid, 256, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<8, Src><<<grid, 256, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
     GRAFT_CUDA_LAUNCH_CHECK();
     return GRAFT_OK;
 }
@@ -382,10 +382,10 @@ int sort_rows(graft_gpu_ctx* ctx, const uint64_t* keys, uint64_t* sorted, int64_
     cub::DeviceSegmentedSort::SortKeys(nullptr, temp_bytes, keys, sorted, (int)(rows * k), (int)rows,
                                        (const int*)nullptr, (const int*)nullptr);
     int* off = reinterpret_cast<int*>(static_cast<char*>(temp) + align_up(temp_bytes, 256));
-    row_offsets_kernel<<<(unsigned)ceil_div(rows + 1, 256), 256, 0, ctx->stream>>>(off, rows, k);
+    row_offsets_kernel<<<(unsigned)ceil_div(rows + 1, 256), 256, 0, ctx->select_stream>>>(off, rows, k);
     GRAFT_CUDA_LAUNCH_CHECK();
     GRAFT_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(temp, temp_bytes, keys, sorted, (int)(rows * k),
-                                                      (int)rows, off, off + 1, ctx->stream));
+                                                      (int)rows, off, off + 1, ctx->select_stream));
     return GRAFT_OK;
 }
 

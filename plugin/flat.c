@@ -10,7 +10,7 @@
 #include "graft_gpu.h"
 #include "validate.h"
 
-#define GRAFT_DEFAULT_BUDGET ((size_t)2 << 30)
+#define GRAFT_DEFAULT_BUDGET ((size_t)4 << 30)
 /* Queries, distances and labels of one GPU batch stay under this many bytes. */
 #define GRAFT_IO_BATCH_BYTES ((size_t)256 << 20)
 
