@@ -63,7 +63,7 @@ struct Carver {
 // counts bytes, so the same code sizes and carves.
 struct KnnTiles {
     int64_t qt, nbt, ldc, ntiles, ksel;
-    QmsPlan tile_plan, merge_plan;
+    QmsPlan tile_plan, last_plan, merge_plan;  // full base tiles, the last (shorter) one, the merge
     float* dots[2];  // double-buffered: the GEMM of one tile overlaps the selection of the other
     float* qnorm;
     uint64_t* merged;   // qt x ntiles*ksel (ntiles > 1)
@@ -81,9 +81,11 @@ struct KnnTiles {
         merged = ntiles > 1 ? c.take<uint64_t>((size_t)qt * ntiles * ksel) : nullptr;
         winners = c.take<uint64_t>((size_t)qt * ksel);
         sorted = c.take<uint64_t>((size_t)qt * ksel);
-        size_t q1 = qms_scratch_bytes(tile_plan, qt);
-        size_t q2 = ntiles > 1 ? qms_scratch_bytes(merge_plan, qt) : 0;
-        qms = c.take<char>(std::max(q1, q2));
+        // A shorter last tile can need a larger candidate buffer than a full one (its plan
+        // may take every key), so the scratch fits the largest of the three plans.
+        size_t q1 = qms_scratch_bytes(tile_plan, qt), q2 = qms_scratch_bytes(last_plan, qt);
+        size_t q3 = ntiles > 1 ? qms_scratch_bytes(merge_plan, qt) : 0;
+        qms = c.take<char>(std::max({q1, q2, q3}));
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
         bytes = c.used;
     }
@@ -97,6 +99,7 @@ KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nb
     t.ntiles = ceil_div(nb, nbt);
     t.ksel = ksel;
     t.tile_plan = qms_plan(nbt, ksel);
+    t.last_plan = qms_plan(nb - (t.ntiles - 1) * nbt, ksel);
     t.merge_plan = qms_plan(t.ntiles * ksel, ksel);
     t.layout(nullptr);
     return t;
@@ -184,7 +187,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
             GRAFT_CUDA_TRY(cudaStreamWaitEvent(ctx->select_stream, ctx->gemm_done[buf], 0));
             DotSource src{t.dots[buf], t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
                           a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
-            QmsPlan plan = nbt == t.nbt ? t.tile_plan : qms_plan(nbt, ksel);
+            const QmsPlan& plan = nbt == t.nbt ? t.tile_plan : t.last_plan;
             uint64_t* out = t.ntiles > 1 ? t.merged + ti * ksel : t.winners;
             int64_t out_ld = t.ntiles > 1 ? t.ntiles * ksel : ksel;
             GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
