@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
         out.record("reference", "flat", "cuBLAS SGEMM floor", s.nb, s.d, s.nq, 0, params,
                    s.nq / gemm_floor, gemm_floor * 1e3, -1, 0, 0);
 
-        for (size_t budget_gb : {4, 8}) {
+        for (size_t budget_gb : {2, 8}) {
             graft_flat_params p;
             graft_flat_params_defaults(&p);
             p.device = 0;

@@ -57,9 +57,7 @@ const char* cublas_status_string(cublasStatus_t s);
 // The per-index device context (graft_gpu.h): stream, cuBLAS handle, scratch arena.
 struct graft_gpu_ctx {
     int device;
-    cudaStream_t stream;       // copies and the distance GEMMs
-    cudaStream_t select_stream;  // selection, overlapping the next tile's GEMM
-    cudaEvent_t gemm_done[2], select_done[2];  // hand-offs of the two distance tiles
+    cudaStream_t stream;
     cublasHandle_t cublas;
     int sm_count;
     size_t scratch_budget;
@@ -75,9 +73,6 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 // Makes the context's device current for the calling thread.
 int ctx_enter(graft_gpu_ctx* ctx);
-
-// Waits for all work of the context (both streams).
-int ctx_sync(graft_gpu_ctx* ctx);
 
 // out[i] = ||x_i||^2 on `stream`.
 int row_norms(const float* x, int64_t n, int64_t d, float* out, cudaStream_t stream);

@@ -37,19 +37,13 @@ int ctx_enter(graft_gpu_ctx* ctx) {
     return GRAFT_OK;
 }
 
-int ctx_sync(graft_gpu_ctx* ctx) {
-    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->select_stream));
-    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
-    return GRAFT_OK;
-}
-
 int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out) {
     if (bytes > ctx->scratch_budget)
         return gpu_fail(GRAFT_EGPU_NOMEM, "needs %zu bytes of GPU scratch, over the budget of %zu",
                         bytes, ctx->scratch_budget);
     if (bytes > ctx->scratch_bytes) {
         // Grow: the old buffer may still be read by queued work, so finish that first.
-        GRAFT_GPU_TRY(ctx_sync(ctx));
+        GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
         if (ctx->scratch) GRAFT_CUDA_TRY(cudaFree(ctx->scratch));
         ctx->scratch = nullptr;
         ctx->scratch_bytes = 0;
@@ -101,6 +95,15 @@ int graft_gpu_device_count(void) {
     return n;
 }
 
+size_t graft_gpu_device_memory(int device) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return prop.totalGlobalMem;
+}
+
 int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out) {
     if (!out) return gpu_fail(GRAFT_EINVAL, "graft_gpu_ctx_create: out is NULL");
     int n = graft_gpu_device_count();
@@ -115,11 +118,6 @@ int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out)
         GRAFT_CUDA_TRY(cudaSetDevice(device));
         GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
         GRAFT_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-        GRAFT_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->select_stream, cudaStreamNonBlocking));
-        for (int i = 0; i < 2; i++) {
-            GRAFT_CUDA_TRY(cudaEventCreateWithFlags(&ctx->gemm_done[i], cudaEventDisableTiming));
-            GRAFT_CUDA_TRY(cudaEventCreateWithFlags(&ctx->select_done[i], cudaEventDisableTiming));
-        }
         GRAFT_CUBLAS_TRY(cublasCreate(&ctx->cublas));
         GRAFT_CUBLAS_TRY(cublasSetStream(ctx->cublas, ctx->stream));
         // Default math is exact FP32 SGEMM; TF32 only when the caller opts in (graft_gpu_ctx_set_tf32).
@@ -138,14 +136,8 @@ void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) {
     if (!ctx) return;
     cudaSetDevice(ctx->device);
     if (ctx->stream) cudaStreamSynchronize(ctx->stream);
-    if (ctx->select_stream) cudaStreamSynchronize(ctx->select_stream);
     if (ctx->scratch) cudaFree(ctx->scratch);
     if (ctx->cublas) cublasDestroy(ctx->cublas);
-    for (int i = 0; i < 2; i++) {
-        if (ctx->gemm_done[i]) cudaEventDestroy(ctx->gemm_done[i]);
-        if (ctx->select_done[i]) cudaEventDestroy(ctx->select_done[i]);
-    }
-    if (ctx->select_stream) cudaStreamDestroy(ctx->select_stream);
     if (ctx->stream) cudaStreamDestroy(ctx->stream);
     (void)cudaGetLastError();
     delete ctx;
@@ -170,7 +162,7 @@ int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes) {
 void graft_gpu_free(graft_gpu_ctx* ctx, void* dptr) {
     if (!dptr) return;
     cudaSetDevice(ctx->device);
-    ctx_sync(ctx);
+    cudaStreamSynchronize(ctx->stream);
     cudaFree(dptr);
 }
 

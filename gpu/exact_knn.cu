@@ -41,7 +41,7 @@ int decode(graft_gpu_ctx* ctx, const uint64_t* sorted, int64_t rows, int64_t kse
            const float* qnorm, int mode, float* D, int64_t* I) {
     int64_t n = rows * k;
     if (n == 0) return GRAFT_OK;
-    decode_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, ctx->select_stream>>>(sorted, rows, ksel, k, qnorm,
+    decode_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, ctx->stream>>>(sorted, rows, ksel, k, qnorm,
                                                                       mode, D, I);
     GRAFT_CUDA_LAUNCH_CHECK();
     return GRAFT_OK;
@@ -64,7 +64,7 @@ struct Carver {
 struct KnnTiles {
     int64_t qt, nbt, ldc, ntiles, ksel;
     QmsPlan tile_plan, last_plan, merge_plan;  // full base tiles, the last (shorter) one, the merge
-    float* dots[2];  // double-buffered: the GEMM of one tile overlaps the selection of the other
+    float* dots;
     float* qnorm;
     uint64_t* merged;   // qt x ntiles*ksel (ntiles > 1)
     uint64_t* winners;  // qt x ksel
@@ -75,8 +75,7 @@ struct KnnTiles {
 
     void layout(char* base) {
         Carver c{base};
-        dots[0] = c.take<float>((size_t)qt * ldc);
-        dots[1] = c.take<float>((size_t)qt * ldc);
+        dots = c.take<float>((size_t)qt * ldc);
         qnorm = c.take<float>(qt);
         merged = ntiles > 1 ? c.take<uint64_t>((size_t)qt * ntiles * ksel) : nullptr;
         winners = c.take<uint64_t>((size_t)qt * ksel);
@@ -164,34 +163,24 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
 
-    // Two streams: the GEMMs run on ctx->stream, the selections on ctx->select_stream, handing
-    // the two distance tiles back and forth with events. The GEMM is compute-bound and the
-    // selection memory-bound, so they overlap well.
     const float alpha = l2 ? -2.f : -1.f, beta = 0.f;
-    int64_t chunk = 0;
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
         const int64_t qt = std::min(t.qt, a->nq - q0);
         const float* xq = a->xq + q0 * a->d;
-        if (l2) GRAFT_GPU_TRY(row_norms(xq, qt, a->d, t.qnorm, ctx->select_stream));
-        for (int64_t ti = 0; ti < t.ntiles; ti++, chunk++) {
+        if (l2) GRAFT_GPU_TRY(row_norms(xq, qt, a->d, t.qnorm, ctx->stream));
+        for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
-            const int buf = (int)(chunk & 1);
-            // The tile's previous reader (two chunks ago) must be done before it is overwritten.
-            if (chunk >= 2) GRAFT_CUDA_TRY(cudaStreamWaitEvent(ctx->stream, ctx->select_done[buf], 0));
             // Column-major view: C^T (nbt x qt) = B_tile (nbt x d) * Q^T (d x qt), which is the
             // row-major qt x ldc tile the selection reads.
             GRAFT_CUBLAS_TRY(cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
                                          (int)a->d, &alpha, a->xb + j0 * a->d, (int)a->d, xq,
-                                         (int)a->d, &beta, t.dots[buf], (int)t.ldc));
-            GRAFT_CUDA_TRY(cudaEventRecord(ctx->gemm_done[buf], ctx->stream));
-            GRAFT_CUDA_TRY(cudaStreamWaitEvent(ctx->select_stream, ctx->gemm_done[buf], 0));
-            DotSource src{t.dots[buf], t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
+                                         (int)a->d, &beta, t.dots, (int)t.ldc));
+            DotSource src{t.dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
                           a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
             const QmsPlan& plan = nbt == t.nbt ? t.tile_plan : t.last_plan;
             uint64_t* out = t.ntiles > 1 ? t.merged + ti * ksel : t.winners;
             int64_t out_ld = t.ntiles > 1 ? t.ntiles * ksel : ksel;
             GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
-            GRAFT_CUDA_TRY(cudaEventRecord(ctx->select_done[buf], ctx->select_stream));
         }
         if (t.ntiles > 1) {
             KeySource src{t.merged, t.ntiles * ksel};
@@ -201,7 +190,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
         GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, t.qnorm, mode, a->D + q0 * a->k,
                              a->I + q0 * a->k));
     }
-    GRAFT_GPU_TRY(ctx_sync(ctx));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
     return GRAFT_OK;
 }
 
@@ -237,6 +226,6 @@ extern "C" int graft_gpu_select_k(graft_gpu_ctx* ctx, const float* vals, int64_t
         GRAFT_GPU_TRY(decode(ctx, sorted, nr, ksel, k, nullptr, kDecodeRaw, out_vals + r0 * k,
                              out_idx + r0 * k));
     }
-    GRAFT_GPU_TRY(ctx_sync(ctx));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
     return GRAFT_OK;
 }

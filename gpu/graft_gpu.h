@@ -25,6 +25,9 @@ const char* graft_gpu_last_error(void);
 /* Number of visible CUDA devices (0 when the driver or a device is missing; never an error). */
 int graft_gpu_device_count(void);
 
+/* Total memory of `device` in bytes (0 when unknown). */
+size_t graft_gpu_device_memory(int device);
+
 /* Creates a context on `device` whose scratch arena may grow to `scratch_budget` bytes. */
 int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out);
 void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx);

@@ -22,6 +22,8 @@
 // the right end, the pivot between them; keep the side holding the k-th key. Settled winners are
 // copied straight to the output, once; nothing is copied back between the two arrays, which is
 // what the paper's stack of partition references avoids.
+#include <cmath>
+
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "qms_select.cuh"
@@ -59,31 +61,50 @@ __device__ inline uint64_t key_at(const KeySource& s, int64_t r, int64_t j) {
     return s.keys[r * s.ld + j];
 }
 
-// Loads the four keys of columns 4*j4 .. 4*j4+3 (kKeyNone past cols). The distance row is read
+// Loads columns 4*j4 .. 4*j4+3 (NaN past cols, which no filter passes). The distance row is read
 // once, so it is loaded with the evict-first hint; the base norms are shared by every row and
 // stay in L2.
-__device__ inline void load4(const DotSource& s, int64_t r, int64_t j4, int64_t cols,
-                             uint64_t key[4]) {
+__device__ inline void load4(const DotSource& s, int64_t r, int64_t j4, int64_t cols, float v[4]) {
     int64_t c0 = j4 * 4;
     if (c0 + 3 < cols) {
         float4 d = __ldcs(reinterpret_cast<const float4*>(s.dots + r * s.ld + c0));
         float4 b = s.bnorm ? __ldg(reinterpret_cast<const float4*>(s.bnorm + c0))
                            : make_float4(0.f, 0.f, 0.f, 0.f);
-        key[0] = dot_key(s, r, c0 + 0, d.x + b.x);
-        key[1] = dot_key(s, r, c0 + 1, d.y + b.y);
-        key[2] = dot_key(s, r, c0 + 2, d.z + b.z);
-        key[3] = dot_key(s, r, c0 + 3, d.w + b.w);
+        v[0] = d.x + b.x;
+        v[1] = d.y + b.y;
+        v[2] = d.z + b.z;
+        v[3] = d.w + b.w;
     } else {
 #pragma unroll
-        for (int e = 0; e < 4; e++) key[e] = (c0 + e < cols) ? key_at(s, r, c0 + e) : kKeyNone;
+        for (int e = 0; e < 4; e++)
+            v[e] = (c0 + e < cols) ? s.dots[r * s.ld + c0 + e] + (s.bnorm ? s.bnorm[c0 + e] : 0.f) : NAN;
     }
 }
-__device__ inline void load4(const KeySource& s, int64_t r, int64_t j4, int64_t cols,
-                             uint64_t key[4]) {
+__device__ inline void load4(const KeySource& s, int64_t r, int64_t j4, int64_t cols, uint64_t key[4]) {
     int64_t c0 = j4 * 4;
 #pragma unroll
     for (int e = 0; e < 4; e++) key[e] = (c0 + e < cols) ? __ldcs(s.keys + r * s.ld + c0 + e) : kKeyNone;
 }
+
+// The first filter of a pass. For distances it compares floats against the pivot's value (a
+// superset of the keys below the pivot key), so the common case (nothing passes) costs one add,
+// one compare and one vote per element; keys are built only for the few that pass.
+struct DotFilter {
+    float pf;
+    __device__ DotFilter(uint64_t pivot)
+        : pf(pivot == kKeyNone ? INFINITY : ordered_to_float((uint32_t)((pivot - 1) >> 32))) {}
+    __device__ bool coarse(float v) const { return v <= pf; }
+    __device__ uint64_t key(const DotSource& s, int64_t r, int64_t j, float v) const { return dot_key(s, r, j, v); }
+};
+struct KeyFilter {
+    uint64_t pivot;
+    __device__ KeyFilter(uint64_t p) : pivot(p) {}
+    __device__ bool coarse(uint64_t k) const { return k < pivot; }
+    __device__ uint64_t key(const KeySource&, int64_t, int64_t, uint64_t k) const { return k; }
+};
+template <class Src> struct SourceTraits;
+template <> struct SourceTraits<DotSource> { using Elem = float; using Filter = DotFilter; };
+template <> struct SourceTraits<KeySource> { using Elem = uint64_t; using Filter = KeyFilter; };
 
 // ---- warp helpers -------------------------------------------------------------------------------
 
@@ -236,24 +257,31 @@ __global__ void __launch_bounds__(W * 32)
         __syncthreads();
         // Pass over the row: ballot, stage in shared memory, flush 32 keys at a time.
         const int64_t n4 = (cols + 3) / 4;
-        constexpr int U = 4;  // float4 loads in flight per lane before the first use
+        constexpr int U = 2;  // float4 loads in flight per lane before the first use
+        using Elem = typename SourceTraits<Src>::Elem;
+        const typename SourceTraits<Src>::Filter filter(pivot);
         int pending = 0;
         for (int64_t base4 = (int64_t)warp * 32; base4 < n4; base4 += (int64_t)W * 32 * U) {
-            uint64_t key[U][4];
+            Elem v[U][4];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int64_t j4 = base4 + (int64_t)u * W * 32 + lane;
-                if (j4 < n4) load4(src, r, j4, cols, key[u]);
-                else key[u][0] = key[u][1] = key[u][2] = key[u][3] = kKeyNone;
+                if (j4 < n4) load4(src, r, j4, cols, v[u]);
+                else load4(src, r, 0, 0, v[u]);  // all "past the end"
             }
 #pragma unroll
-            for (int u = 0; u < U; u++)
+            for (int u = 0; u < U; u++) {
+                bool any = filter.coarse(v[u][0]) | filter.coarse(v[u][1]) | filter.coarse(v[u][2]) |
+                           filter.coarse(v[u][3]);
+                if (!__any_sync(kFullMask, any)) continue;
+                const int64_t c0 = (base4 + (int64_t)u * W * 32 + lane) * 4;
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    bool pass = key[u][e] < pivot;
+                    uint64_t key = filter.coarse(v[u][e]) ? filter.key(src, r, c0 + e, v[u][e]) : kKeyNone;
+                    bool pass = key < pivot;
                     unsigned bal = __ballot_sync(kFullMask, pass);
                     if (bal) {
-                        if (pass) stage[pending + __popc(bal & lanemask_lt())] = key[u][e];
+                        if (pass) stage[pending + __popc(bal & lanemask_lt())] = key;
                         pending += __popc(bal);
                         __syncwarp();
                         if (pending >= 32) {
@@ -265,6 +293,7 @@ __global__ void __launch_bounds__(W * 32)
                         }
                     }
                 }
+            }
         }
         if (pending) flush_stage(stage, pending, &s_count, cand, cap, lane);
         __syncthreads();
@@ -309,13 +338,13 @@ int launch(graft_gpu_ctx* ctx, const Src& src, const QmsPlan& plan, int64_t rows
     uint64_t* sc = static_cast<uint64_t*>(scratch);
     dim3 grid((unsigned)rows);
     if (rows >= want_warps)
-        qms_select_kernel<1, Src><<<grid, 32, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<1, Src><<<grid, 32, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
     else if (rows * 2 >= want_warps)
-        qms_select_kernel<2, Src><<<grid, 64, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<2, Src><<<grid, 64, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
     else if (rows * 4 >= want_warps)
-        qms_select_kernel<4, Src><<<grid, 128, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<4, Src><<<grid, 128, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
     else
-        qms_select_kernel<8, Src><<<grid, 256, 0, ctx->select_stream>>>(src, plan, out, out_ld, sc);
+        qms_select_kernel<8, Src><<<grid, 256, 0, ctx->stream>>>(src, plan, out, out_ld, sc);
     GRAFT_CUDA_LAUNCH_CHECK();
     return GRAFT_OK;
 }
@@ -382,10 +411,10 @@ int sort_rows(graft_gpu_ctx* ctx, const uint64_t* keys, uint64_t* sorted, int64_
     cub::DeviceSegmentedSort::SortKeys(nullptr, temp_bytes, keys, sorted, (int)(rows * k), (int)rows,
                                        (const int*)nullptr, (const int*)nullptr);
     int* off = reinterpret_cast<int*>(static_cast<char*>(temp) + align_up(temp_bytes, 256));
-    row_offsets_kernel<<<(unsigned)ceil_div(rows + 1, 256), 256, 0, ctx->select_stream>>>(off, rows, k);
+    row_offsets_kernel<<<(unsigned)ceil_div(rows + 1, 256), 256, 0, ctx->stream>>>(off, rows, k);
     GRAFT_CUDA_LAUNCH_CHECK();
     GRAFT_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(temp, temp_bytes, keys, sorted, (int)(rows * k),
-                                                      (int)rows, off, off + 1, ctx->select_stream));
+                                                      (int)rows, off, off + 1, ctx->stream));
     return GRAFT_OK;
 }
 

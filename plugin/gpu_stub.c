@@ -7,6 +7,7 @@
 
 const char* graft_gpu_last_error(void) { return NOGPU; }
 int graft_gpu_device_count(void) { return 0; }
+size_t graft_gpu_device_memory(int device) { (void)device; return 0; }
 int graft_gpu_ctx_create(int device, size_t budget, graft_gpu_ctx** out) {
     (void)device; (void)budget; (void)out;
     return GRAFT_ENODEVICE;

@@ -20,8 +20,9 @@ typedef struct graft_flat_params {
     graft_metric metric;   /* GRAFT_METRIC_L2 (default) or GRAFT_METRIC_INNER_PRODUCT */
     int device;            /* CUDA device that searches; -1: the CPU reference. Default: 0 when a
                               GPU is visible, else -1 */
-    size_t memory_budget;  /* GPU scratch for distance tiles and selection, bytes; default 4 GiB.
-                              Larger budgets let more queries share one GEMM. */
+    size_t memory_budget;  /* GPU scratch for distance tiles and selection, bytes; 0 (default):
+                              a quarter of the device's memory, at most 8 GiB. Larger budgets let
+                              more queries share one GEMM. */
     int allow_tf32;        /* 1 lets the GEMM use TF32 tensor cores (faster, ~1e-3 relative error
                               in distances); default 0 (exact FP32) */
 } graft_flat_params;
