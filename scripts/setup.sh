@@ -5,6 +5,8 @@
 #   bash scripts/setup.sh            # deps + build (CUDA arch: native if a GPU is visible, else 90)
 #   GRAFT_SKIP_APT=1 bash scripts/setup.sh   # build only
 #   GRAFT_CUDA=OFF bash scripts/setup.sh     # CPU references only, no CUDA
+#   GRAFT_CUDA_ARCH="80;90" bash scripts/setup.sh   # explicit CUDA architectures
+#   GRAFT_SKIP_BUILD=1 bash scripts/setup.sh # dependencies only
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,7 +28,7 @@ SRC
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake ninja-build pkg-config dpkg-dev \
-    libfaiss-dev libopenblas-dev liblapack-dev libomp-dev \
+    libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
     dataset-fashion-mnist >/dev/null
 fi
 
@@ -37,6 +39,8 @@ if [ ! -d .deps/faiss-src/c_api ]; then
   d=$(cd .deps && ls -d faiss-*/ | head -n1)
   rm -rf .deps/faiss-src && mv ".deps/$d" .deps/faiss-src
 fi
+
+[ "${GRAFT_SKIP_BUILD:-0}" = 1 ] && exit 0
 
 cuda=${GRAFT_CUDA:-AUTO}
 arch=${GRAFT_CUDA_ARCH:-}
