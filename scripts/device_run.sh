@@ -3,6 +3,7 @@
 # (scripts/fetch_deps.sh), runs every CTest label including gpu, and prints a summary.
 #   bash scripts/device_run.sh                 # build + all tests
 #   bash scripts/device_run.sh --bench         # ... then the exact k-NN benchmark and its torch peer
+#   bash scripts/device_run.sh --sanitize      # ... and compute-sanitizer memcheck + racecheck on small GPU cases
 #   bash scripts/device_run.sh --faiss-gpu --bench
 #                                              # ... with stock FAISS GPU built (in the background,
 #                                              #     from .deps/faiss-src) and linked as a peer
@@ -12,12 +13,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-bench=0 faiss_gpu=0 quick=0
+bench=0 faiss_gpu=0 quick=0 sanitize=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
     --quick-bench) bench=1 quick=1 ;;
     --faiss-gpu) faiss_gpu=1 ;;
+    --sanitize) sanitize=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -59,6 +61,15 @@ stamp "SUMMARY: GPU ${gpu:-none} | tests: $passed passed, $failed failed, $skipp
 if [ "$failed" != 0 ]; then
   grep -B5 -A40 "Failed\|failed" "$OUT/ctest.log" | tail -80
   exit 1
+fi
+
+if [ $sanitize = 1 ]; then
+  # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
+  for tool in memcheck racecheck; do
+    GRAFT_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./build-device/tests/gpu/test_gpu_exact >"$OUT/sanitize-$tool.log" 2>&1
+    stamp "compute-sanitizer $tool: exit $? ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -n1))"
+  done
 fi
 
 if [ $bench = 1 ]; then

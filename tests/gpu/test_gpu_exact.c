@@ -112,6 +112,16 @@ int main(void) {
     }
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    if (getenv("GRAFT_TEST_QUICK")) {
+        /* A few small cases for compute-sanitizer (memcheck, racecheck), which runs ~100x slower:
+         * sampled pivots, block mode, base tiles with a merge, the k-NN graph, k > ntotal. */
+        run_case("sift5k", s.xb, s.nb, s.xq, 40, s.d, 10, GRAFT_METRIC_L2, 0, 0);
+        run_case("sift5k tiled", s.xb, s.nb, s.xq, 40, s.d, 100, GRAFT_METRIC_L2, 1u << 20, 0);
+        run_case("sift5k graph tiled", s.xb, 1500, NULL, 0, s.d, 16, GRAFT_METRIC_L2, 1u << 20, 1);
+        run_case("sift5k k>ntotal", s.xb, 300, s.xq, 8, s.d, 400, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+        graft_test_free_sift(&s);
+        return graft_test_finish("test_gpu_exact (quick)");
+    }
     const int64_t ks[] = {1, 10, 100, 1024, 4096};
     for (size_t i = 0; i < 5; i++)
         run_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, ks[i], GRAFT_METRIC_L2, 0, 0);
