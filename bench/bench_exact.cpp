@@ -105,6 +105,28 @@ double recall_vs(const int64_t* got, const int64_t* ref, int64_t nq, int64_t k) 
         }                                                                                \
     } while (0)
 
+// Median device time of f() in seconds, with CUDA events, first of 6 runs as warm-up.
+template <class F>
+double event_median_s(F&& f) {
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int i = 0; i < 6; i++) {
+        cudaEventRecord(e0);
+        f();
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float t;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (i) ms.push_back(t);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2] * 1e-3;
+}
+
 // cuBLAS SGEMM rate (FLOP/s) for C(m x n) = A(k x m)^T B(k x n), median of 5.
 double sgemm_rate(int64_t m, int64_t n, int64_t kd) {
     float *A, *B, *C;
@@ -116,26 +138,15 @@ double sgemm_rate(int64_t m, int64_t n, int64_t kd) {
     cublasHandle_t h;
     CK(cublasCreate(&h));
     float alpha = -2.f, beta = 0.f;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int i = 0; i < 6; i++) {
-        cudaEventRecord(e0);
+    double t = event_median_s([&] {
         CK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)kd, &alpha, A, (int)kd, B,
                        (int)kd, &beta, C, (int)m));
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (i) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
+    });
     cublasDestroy(h);
     cudaFree(A);
     cudaFree(B);
     cudaFree(C);
-    return 2.0 * m * n * kd / (ms[ms.size() / 2] * 1e-3);
+    return 2.0 * m * n * kd / t;
 }
 
 // Device-to-device copy bandwidth, bytes read + written per second.
@@ -145,23 +156,10 @@ double copy_bandwidth() {
     CK(cudaMalloc(&a, bytes));
     CK(cudaMalloc(&b, bytes));
     CK(cudaMemset(a, 1, bytes));
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int i = 0; i < 6; i++) {
-        cudaEventRecord(e0);
-        CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (i) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
+    double t = event_median_s([&] { CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); });
     cudaFree(a);
     cudaFree(b);
-    return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3);
+    return 2.0 * bytes / t;
 }
 
 // Selection alone: graft_gpu_select_k over a rows x cols device matrix, seconds per row.
