@@ -3,6 +3,7 @@
 # (scripts/fetch_deps.sh), runs every CTest label including gpu, and prints a summary.
 #   bash scripts/device_run.sh                 # build + all tests
 #   bash scripts/device_run.sh --bench         # ... then the exact k-NN benchmark and its torch peer
+#   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --sanitize      # ... and compute-sanitizer memcheck + racecheck on small GPU cases
 #   bash scripts/device_run.sh --faiss-gpu --bench
 #                                              # ... with stock FAISS GPU built (in the background,
@@ -13,13 +14,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-bench=0 faiss_gpu=0 quick=0 sanitize=0
+bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
     --quick-bench) bench=1 quick=1 ;;
     --faiss-gpu) faiss_gpu=1 ;;
     --sanitize) sanitize=1 ;;
+    --bench-build) bench_build=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +72,23 @@ if [ $sanitize = 1 ]; then
       ./build-device/tests/gpu/test_gpu_exact >"$OUT/sanitize-$tool.log" 2>&1
     stamp "compute-sanitizer $tool: exit $? ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -n1))"
   done
+fi
+
+if [ $bench_build = 1 ]; then
+  ninja -C build-device bench_build >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  dense=/tmp/dense-sift1m
+  if [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u8bin ]; then
+    # The 1M dense-SIFT set, made here (128 MB is over the carry limit); bench_build computes its
+    # own ground truth with FAISS IndexFlatL2.
+    PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $dense --images .deps/data/mate-images --no-gt \
+      >"$OUT/dense_sift.log" 2>&1 || tail -5 "$OUT/dense_sift.log"
+  fi
+  stamp "graph-build benchmark"
+  GRAFT_DEVICE_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)" OMP_NUM_THREADS=$(nproc) \
+    ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+    --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
+    $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) 2>&1 | tee "$OUT/bench_build.log"
+  stamp "graph-build benchmark done"
 fi
 
 if [ $bench = 1 ]; then

@@ -4,6 +4,7 @@
 #   .deps/debs/libfaiss-dev_*.deb   FAISS 1.7.3 (static libfaiss.a + headers, C API headers)
 #   .deps/faiss-src/                the FAISS source package (C API sources; GPU build for benchmarks)
 #   .deps/data/sift5k/              the real test data (../shared/data does not travel)
+#   .deps/data/fashion-mnist/       Fashion-MNIST images (graph-build benchmark)
 # The GPU machine then gets it with the device tool's carry: [".deps"].
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,4 +16,19 @@ fi
 ls .deps/debs/libfaiss-dev_*.deb >/dev/null 2>&1 || (cd .deps/debs && apt-get download -qq libfaiss-dev)
 data=${GRAFT_DATA_DIR:-$root/../shared/data}
 rm -rf .deps/data/sift5k && cp -r "$data/sift5k" .deps/data/
+# Fashion-MNIST images (Debian's dataset-fashion-mnist, installed by setup.sh), for bench_build.
+mkdir -p .deps/data/fashion-mnist
+cp /usr/share/datasets/fashion-mnist/*-images-idx3-ubyte.gz .deps/data/fashion-mnist/
+# The 14 mate-backgrounds JPEGs that scripts/make_dense_sift.py uses (8 MB), when installed
+# (GRAFT_BENCH_DATA=1 bash scripts/setup.sh): the GPU machine makes the 1M set itself.
+if [ -d /usr/share/backgrounds/mate ]; then
+  /usr/bin/python3 - <<'PY'
+import os, runpy, shutil
+m = runpy.run_path("scripts/make_dense_sift.py")
+for rel in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
+    dst = os.path.join(".deps/data/mate-images", rel)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy(os.path.join(m["IMAGES_DIR"], rel), dst)
+PY
+fi
 du -sh .deps

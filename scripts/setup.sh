@@ -7,6 +7,7 @@
 #   GRAFT_CUDA=OFF bash scripts/setup.sh     # CPU references only, no CUDA
 #   GRAFT_CUDA_ARCH="80;90" bash scripts/setup.sh   # explicit CUDA architectures
 #   GRAFT_SKIP_BUILD=1 bash scripts/setup.sh # dependencies only
+#   GRAFT_BENCH_DATA=1 bash scripts/setup.sh # also what scripts/make_dense_sift.py needs
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -30,6 +31,10 @@ SRC
     build-essential cmake ninja-build pkg-config dpkg-dev \
     libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
     dataset-fashion-mnist >/dev/null
+  if [ "${GRAFT_BENCH_DATA:-0}" = 1 ]; then
+    # For scripts/make_dense_sift.py (the 1M-scale benchmark set); not needed to build or test.
+    $SUDO apt-get install -y -qq --no-install-recommends mate-backgrounds python3-opencv python3-numpy >/dev/null
+  fi
 fi
 
 # FAISS source (same version as libfaiss-dev) for c_api/*.cpp.
