@@ -27,6 +27,29 @@ struct GraftIndexFlat : faiss::Index {
     void reconstruct(idx_t key, float* recons) const override;
 
     graft_flat* flat = nullptr;
+
+    // ---- composition with FAISS (factory, parameters, selectors) ----
+    // The parameters the plugin object was created with (device, memory_budget, allow_tf32).
+    graft_flat_params flat_params{};
+    // Index-level defaults by name: "allow_tf32" (0/1) and "device_budget_mb" (0 = auto). Both
+    // take effect on the next add/search: a GPU index re-creates its plugin object with the new
+    // values and re-uploads the vectors (on the CPU they are only recorded). Not safe while
+    // another thread searches this index. Unknown names throw, listing the known ones.
+    void set_param(const char* name, double value);
+    double get_param(const char* name) const;
+    // graft's flat index is append-only: throws a FaissException saying so.
+    size_t remove_ids(const faiss::IDSelector& sel) override;
+};
+
+// Per-search parameters of a GraftIndexFlat (pass to search(); IndexPreTransform forwards them,
+// FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse any search parameters).
+//  - sel (inherited): only ids the selector accepts are searched. Exact: the selected vectors are
+//    gathered and searched with graft's CPU reference (also for a GPU index), so results equal
+//    IndexFlat with the same selector; slots beyond the selected count hold label -1.
+//  - cpu_reference: search with the CPU reference even when the index lives on a GPU.
+// A plain faiss::SearchParameters with only `sel` works the same.
+struct SearchParametersGraftFlat : faiss::SearchParameters {
+    bool cpu_reference = false;
 };
 
 }  // namespace graft

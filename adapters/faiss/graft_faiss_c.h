@@ -10,6 +10,7 @@
 
 #include <faiss/c_api/Index_c.h>
 #include <faiss/c_api/faiss_c.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,6 +22,69 @@ int faiss_GraftIndexFlat_new(FaissIndex** p_index, int d, FaissMetricType metric
 
 /* Tells whether index is a graft flat index (NULL when not), like faiss_IndexFlat_cast. */
 FaissIndex* faiss_GraftIndexFlat_cast(FaissIndex* index);
+
+/* ---- composing with FAISS (adapters/faiss/graft_factory.cpp) ---------------------------------- */
+
+/* faiss_index_factory that also knows graft's strings: a drop-in for it (same arguments, same
+ * ownership), so a faiss_c pipeline switches to graft by changing its description string.
+ *   "GraftFlat"          exact flat index on GPU 0 when graft_gpu_available(), else the CPU
+ *   "GraftFlat,cpu"      ... on the CPU reference
+ *   "GraftFlat,gpu=N"    ... on CUDA device N (fails when there is no such device)
+ * GraftFlat may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
+ * "L2norm,GraftFlat") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
+ * FAISS builds those wrappers and graft's index takes the place of their inner Flat. Every string
+ * without a component starting with "Graft" goes to faiss_index_factory unchanged ("Flat",
+ * "HNSW32", "IVF64,Flat", ...). Other "Graft..." strings fail with a message naming the string and
+ * listing these forms. metric: METRIC_L2 or METRIC_INNER_PRODUCT for graft indexes. */
+int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* description,
+                              FaissMetricType metric);
+
+/* Index-level parameters of every graft index inside `index` (looked up through IndexIDMap/IDMap2,
+ * IndexPreTransform, IndexShards/IndexReplicas and IndexRefine, like faiss_ParameterSpace does):
+ *   "allow_tf32"        0/1: TF32 tensor cores in the GPU distance GEMM (default 0)
+ *   "device_budget_mb"  GPU scratch budget in MiB, 0 = auto (a quarter of the device, <= 8 GiB)
+ *   "device"            read-only: the CUDA device, -1 for the CPU (fixed at creation)
+ * A new value takes effect on the next add/search: a GPU index re-creates its device state and
+ * re-uploads its vectors (do not set while other threads search it); a CPU index only records
+ * it. Unknown names, bad values and an index without a graft index inside fail with a message.
+ * FAISS's own faiss_ParameterSpace_set_index_parameter does not know these names: on a graft
+ * index it fails ("could not set parameter ..."), except for "verbose"; use these instead. */
+int faiss_graft_set_param(FaissIndex* index, const char* name, double value);
+int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
+
+/* index->search restricted to the ids `sel` accepts (faiss::SearchParameters::sel; FAISS 1.7.3's
+ * C API has no SearchParameters). sel == NULL: a plain search. Works on graft flat indexes (exact,
+ * equal to IndexFlat with the same selector; searched with the CPU reference even on a GPU), on
+ * IndexPreTransform over them, and on every FAISS index whose search takes a selector (IndexFlat,
+ * IndexIVF*); FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
+int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const float* x, idx_t k,
+                                     const FaissIDSelector* sel, float* distances, idx_t* labels);
+
+/* ---- index I/O (adapters/faiss/graft_io.cpp) -------------------------------------------------- */
+
+/* Drop-ins for faiss_write_index / faiss_read_index that also know graft indexes, so one call
+ * saves or loads any index:
+ *  - a graft flat index is written as graft's versioned, checksummed GRFTFLAT record
+ *    (graft/io.h documents the bytes);
+ *  - an IndexIDMap or IndexIDMap2 whose inner index is a graft flat index is written as a
+ *    GRFTIDMP record (magic, uint32 version 1, uint32 kind 1 = IDMap / 2 = IDMap2, int64 n,
+ *    n int64 ids, uint64 FNV-1a checksum; little-endian) followed by the inner GRFTFLAT record;
+ *  - every other index goes to faiss::write_index, unchanged (a graft index inside another
+ *    FAISS wrapper, e.g. IndexPreTransform, fails there: FAISS cannot serialize it).
+ * Reading peeks the first 8 bytes: graft's records load into a graft index (GPU 0 when
+ * graft_gpu_available(), else the CPU; io_flags are ignored for them), anything else goes to
+ * faiss::read_index with io_flags. A FILE* is read from its current position and left just after
+ * the record; a non-seekable stream (pipe) gets the 8 bytes back through ungetc. Read errors
+ * (missing file, truncation with the byte offset, checksum mismatch, a newer format version, sizes
+ * out of range) return non-zero with the message in faiss_get_last_error() and leave *p_out
+ * untouched. The _fname writers remove a partially written regular file on failure. */
+int faiss_graft_write_index(const FaissIndex* idx, FILE* f);
+int faiss_graft_write_index_fname(const FaissIndex* idx, const char* fname);
+int faiss_graft_read_index(FILE* f, int io_flags, FaissIndex** p_out);
+int faiss_graft_read_index_fname(const char* fname, int io_flags, FaissIndex** p_out);
+/* faiss_graft_read_index with graft records loaded onto `device` (-1: the CPU reference, >= 0:
+ * that CUDA device, -2: automatic as above). FAISS records are read as FAISS reads them. */
+int faiss_graft_read_index_device(FILE* f, int io_flags, int device, FaissIndex** p_out);
 
 #ifdef __cplusplus
 }
