@@ -1,0 +1,218 @@
+/* Fixed-degree graphs on the CPU: best-first search (the oracle of the SONG/BANG kernels),
+ * structure statistics and k-NN graph recall. See graft/graph.h. */
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "graft/graph.h"
+#include "validate.h"
+
+void graft_graph_free(graft_graph* g) {
+    if (!g) return;
+    free(g->nbrs);
+    memset(g, 0, sizeof *g);
+}
+
+int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d) {
+    double* c = x && n > 0 && d > 0 ? calloc((size_t)d, sizeof(double)) : NULL;
+    if (!c) return 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < d; j++) c[j] += x[i * d + j];
+    for (int64_t j = 0; j < d; j++) c[j] /= (double)n;
+    int64_t entry = 0;
+    double best = INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int64_t j = 0; j < d; j++) s += (x[i * d + j] - c[j]) * (x[i * d + j] - c[j]);
+        if (s < best) best = s, entry = i;
+    }
+    free(c);
+    return entry;
+}
+
+static int check_graph(const graft_graph* g, const char* fn) {
+    if (!g || !g->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL or empty graph", fn);
+    if (g->n < 1 || g->n > INT32_MAX || g->R < 1 || g->entry < 0 || g->entry >= g->n)
+        return graft_fail(GRAFT_EINVAL, "%s: malformed graph (n=%lld R=%d entry=%lld)", fn,
+                          (long long)g->n, g->R, (long long)g->entry);
+    return GRAFT_OK;
+}
+
+/* Same arithmetic as rnnd.c's (kept static so it inlines into the search loop): squared L2 or
+ * minus the dot product, eight partial sums in a fixed order. */
+static inline float vec_dist(const float* a, const float* b, int64_t d, int l2) {
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t j = 0;
+    if (l2) {
+        for (; j + 8 <= d; j += 8)
+            for (int t = 0; t < 8; t++) {
+                float u = a[j + t] - b[j + t];
+                s[t] += u * u;
+            }
+        for (; j < d; j++) s[0] += (a[j] - b[j]) * (a[j] - b[j]);
+    } else {
+        for (; j + 8 <= d; j += 8)
+            for (int t = 0; t < 8; t++) s[t] -= a[j + t] * b[j + t];
+        for (; j < d; j++) s[0] -= a[j] * b[j];
+    }
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+typedef struct {
+    float d;
+    int32_t id;
+    int32_t expanded;
+} cand;
+
+static int cand_less(float d, int32_t id, cand b) { return d < b.d || (d == b.d && id < b.id); }
+
+/* One query: the candidate list (L best seen, sorted) doubles as the beam; the closest
+ * unexpanded entry is expanded next, and the search ends when all L are expanded (as in NSG and
+ * the RNN-Descent code; SONG 3.1 without the separate top-k). Returns the list size. */
+static int search_one(const graft_graph* g, const float* x, int64_t d, int l2, const float* q,
+                      int L, cand* list, uint32_t* seen, uint32_t stamp) {
+    int size = 1;
+    list[0] = (cand){vec_dist(q, x + g->entry * d, d, l2), (int32_t)g->entry, 0};
+    seen[g->entry] = stamp;
+    int i = 0;
+    while (i < size) {
+        if (list[i].expanded) {
+            i++;
+            continue;
+        }
+        list[i].expanded = 1;
+        const int32_t* row = g->nbrs + (int64_t)list[i].id * g->R;
+        int lowest = size; /* smallest position that received a new candidate */
+        for (int j = 0; j < g->R; j++) {
+            int32_t u = row[j];
+            if (u < 0 || u >= g->n || seen[u] == stamp) continue;
+            seen[u] = stamp;
+            float du = vec_dist(q, x + (int64_t)u * d, d, l2);
+            if (size == L && !cand_less(du, u, list[L - 1])) continue;
+            int pos = size < L ? size++ : L - 1;
+            for (; pos > 0 && cand_less(du, u, list[pos - 1]); pos--) list[pos] = list[pos - 1];
+            list[pos] = (cand){du, u, 0};
+            if (pos < lowest) lowest = pos;
+        }
+        i = lowest <= i ? lowest : i + 1;
+    }
+    return size;
+}
+
+int graft_graph_search_cpu(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
+                           const float* xq, int64_t nq, int64_t k, int L, float* D, int64_t* I) {
+    GRAFT_TRY(check_graph(g, "graft_graph_search_cpu"));
+    if (!x || (!xq && nq > 0) || !D || !I)
+        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: NULL pointer argument");
+    if (d < 1 || nq < 0 || k < 1)
+        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: bad sizes d=%lld nq=%lld k=%lld",
+                          (long long)d, (long long)nq, (long long)k);
+    if (L < k)
+        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: beam width L=%d must be >= k=%lld",
+                          L, (long long)k);
+    if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
+        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: unknown metric %d", (int)metric);
+    GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu: queries"));
+    const int l2 = metric == GRAFT_METRIC_L2;
+    int failed = 0;
+#pragma omp parallel
+    {
+        cand* list = malloc((size_t)L * sizeof(cand));
+        uint32_t* seen = calloc((size_t)g->n, sizeof(uint32_t));
+        uint32_t stamp = 0;
+        if (!list || !seen) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 8)
+        for (int64_t q = 0; q < nq; q++) {
+            if (!list || !seen) continue;
+            if (++stamp == 0) { /* visited stamps wrapped: start a clean table */
+                memset(seen, 0, (size_t)g->n * sizeof(uint32_t));
+                stamp = 1;
+            }
+            int size = search_one(g, x, d, l2, xq + q * d, L, list, seen, stamp);
+            for (int64_t j = 0; j < k; j++) {
+                D[q * k + j] = j < size ? (l2 ? list[j].d : -list[j].d) : (l2 ? FLT_MAX : -FLT_MAX);
+                I[q * k + j] = j < size ? list[j].id : -1;
+            }
+        }
+        free(list);
+        free(seen);
+    }
+    if (failed) return graft_fail(GRAFT_ENOMEM, "graft_graph_search_cpu: out of host memory");
+    return GRAFT_OK;
+}
+
+int graft_graph_stats(const graft_graph* g, double* mean_degree, int* max_degree, int64_t* n_at_R,
+                      double* reachable_fraction) {
+    GRAFT_TRY(check_graph(g, "graft_graph_stats"));
+    const int64_t n = g->n;
+    int64_t edges = 0, full = 0;
+    int maxd = 0;
+    for (int64_t v = 0; v < n; v++) {
+        int deg = 0;
+        for (int j = 0; j < g->R; j++) {
+            const int32_t u = g->nbrs[v * g->R + j];
+            deg += u >= 0 && u < n;
+        }
+        edges += deg;
+        full += deg == g->R;
+        if (deg > maxd) maxd = deg;
+    }
+    if (reachable_fraction) {
+        int32_t* queue = malloc((size_t)n * sizeof(int32_t));
+        uint8_t* seen = calloc((size_t)n, 1);
+        if (!queue || !seen) {
+            free(queue);
+            free(seen);
+            return graft_fail(GRAFT_ENOMEM, "graft_graph_stats: out of host memory");
+        }
+        int64_t head = 0, tail = 0;
+        queue[tail++] = (int32_t)g->entry;
+        seen[g->entry] = 1;
+        while (head < tail) {
+            const int32_t* row = g->nbrs + (int64_t)queue[head++] * g->R;
+            for (int j = 0; j < g->R; j++)
+                if (row[j] >= 0 && row[j] < n && !seen[row[j]]) {
+                    seen[row[j]] = 1;
+                    queue[tail++] = row[j];
+                }
+        }
+        *reachable_fraction = (double)tail / (double)n;
+        free(queue);
+        free(seen);
+    }
+    if (mean_degree) *mean_degree = (double)edges / (double)n;
+    if (max_degree) *max_degree = maxd;
+    if (n_at_R) *n_at_R = full;
+    return GRAFT_OK;
+}
+
+double graft_graph_knn_recall(const graft_graph* g, const int64_t* knn_I, int64_t knn_k, int k) {
+    if (check_graph(g, "graft_graph_knn_recall") != GRAFT_OK) return -1.0;
+    if (!knn_I || k < 1 || k > knn_k) {
+        graft_fail(GRAFT_EINVAL, "graft_graph_knn_recall: NULL knn_I or bad k=%d (knn_k=%lld)", k,
+                   (long long)knn_k);
+        return -1.0;
+    }
+    int64_t hits = 0, valid = 0;
+#pragma omp parallel for reduction(+ : hits, valid) schedule(static)
+    for (int64_t v = 0; v < g->n; v++) {
+        const int32_t* row = g->nbrs + v * g->R;
+        for (int i = 0; i < k; i++) {
+            int64_t t = knn_I[v * knn_k + i];
+            if (t < 0) continue;
+            valid++;
+            for (int j = 0; j < g->R; j++)
+                if (row[j] == t) {
+                    hits++;
+                    break;
+                }
+        }
+    }
+    return valid ? (double)hits / (double)valid : 1.0;
+}

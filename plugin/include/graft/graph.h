@@ -1,0 +1,111 @@
+/* graft: fixed-degree proximity graphs — RNN-Descent construction and best-first search, CPU
+ * reference (the oracle of the GPU GRNND builder and of the GPU search kernels).
+ *
+ * Papers (../shared/papers/grnnd-gpu-relative-nn-descent.txt): RNN-Descent (Ono & Matsui 2023,
+ * Algorithms 1-2 there) refines a random S-NN graph with the relative-neighbourhood-graph (RNG)
+ * rule inside NN-Descent's neighbour propagation; GRNND (Algorithms 3-6) is its GPU version, with
+ * fixed-capacity pools of R per vertex and reverse-edge sampling with ratio rho.
+ *
+ * Graph layout (as on the GPU, SONG's fixed-degree adjacency): n rows of R int32 ids, row v holding
+ * v's out-neighbours closest first, unused slots -1. No row holds its own vertex or a duplicate.
+ */
+#ifndef GRAFT_GRAPH_H
+#define GRAFT_GRAPH_H
+
+#include "graft/graft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Construction parameters; names and roles as in the paper's Table 1. */
+typedef struct graft_rnnd_params {
+    int S;        /* random initial neighbours per vertex (Alg. 1 line 3, Alg. 3 lines 3-5) */
+    int R;        /* max out-degree = pool capacity (Alg. 2 line 4; GRNND 3.5 fixed-capacity pool);
+                     the built graph has exactly R columns */
+    int T1;       /* outer iterations; reverse edges are added after each but the last
+                     (Alg. 1 lines 4 and 8-9) */
+    int T2;       /* inner neighbour-propagation rounds per outer iteration (Alg. 1 line 5) */
+    float rho;    /* reverse-edge sampling ratio (GRNND 3.6): after an outer iteration each vertex
+                     offers itself as reverse neighbour to its ceil(rho * degree) closest
+                     neighbours. 1 = every edge, as in Ono & Matsui; 0 = no reverse edges.
+                     Must lie in [0, 1]. */
+    uint64_t seed;       /* seed of the random initial graph */
+    graft_metric metric; /* GRAFT_METRIC_L2 (squared L2) or GRAFT_METRIC_INNER_PRODUCT (the
+                            build ranks by -dot) */
+} graft_rnnd_params;
+
+/* Defaults, measured on sift5k and a 20k Fashion-MNIST subset (numbers in test_graph_cpu.c):
+ * S = 32, R = 64, T1 = 3, T2 = 8, rho = 1, seed = 1234, metric L2.
+ * R = 64: R = 32 caps hub pools and leaves outliers unreachable; 64 is the GPU builder's limit.
+ * S = 32: S = 16 loses ~0.01 recall at equal L, S = 48-64 gains ~0.005 for a denser graph.
+ * T1 = 3, T2 = 8 instead of Ono & Matsui's 4 and 15: same or slightly better search recall on
+ * both sets (GRNND 4.4: low-dimensional data converges in few outer iterations), 20% less time.
+ * rho = 1 (every reverse edge, as published): rho = 0.6 (GRNND's GPU choice) costs ~0.005
+ * recall at equal L. */
+void graft_rnnd_params_defaults(graft_rnnd_params* params);
+
+/* A fixed-degree graph. nbrs is malloc'd n x R, owned by the struct: release it with
+ * graft_graph_free. entry is the search start vertex. */
+typedef struct graft_graph {
+    int64_t n;
+    int R;
+    int32_t* nbrs; /* n x R, -1 padded, each row sorted by distance to its vertex (ties: smaller
+                      id) */
+    int64_t entry;
+} graft_graph;
+
+/* Frees nbrs and zeroes the struct; NULL and an already-freed graph are fine. */
+void graft_graph_free(graft_graph* graph);
+
+/* RNN-Descent (Algorithms 1-2) on the CPU, OpenMP-parallel. x is n x d row-major (not kept).
+ * params may be NULL (defaults). On success *out holds a new graph (n x R) whose entry is the
+ * vertex nearest the dataset centroid (L2, for either metric); on failure *out is untouched.
+ *
+ * Deterministic: the result depends only on (x, n, d, params), not on the thread count or the
+ * schedule. Each vertex draws its S initial neighbours from its own generator seeded by (seed, v);
+ * a round refines every pool in parallel against the previous round's pools (GRNND's double
+ * buffer, 3.5) and then inserts the RNG redirections into their target pools in vertex order.
+ * A redirection that a full pool has no room for stays with its source (Ono & Matsui's pools are
+ * unbounded, so no candidate is lost there); see plugin/rnnd.c for why.
+ * Work: about (n R^2 / 2) distances per round at first, far fewer once entries turn old; memory
+ * about 32 n R bytes besides x.
+ *
+ * Degenerate inputs give valid graphs: n = 1 gives one row of -1; n - 1 <= S links every vertex to
+ * all others at the start; identical vectors are never pruned (the RNG test is strict).
+ * Errors (GRAFT_EINVAL): NULL x or out, n < 1, n > INT32_MAX, d < 1, S < 1, R < 1, T1 < 0,
+ * T2 < 0, rho outside [0, 1], an unknown metric, NaN/Inf in x. GRAFT_ENOMEM: host memory. */
+int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,
+                         graft_graph* out);
+
+/* The search entry point of every graft graph: the vertex nearest (squared L2, ties to the smaller
+ * id) the centroid of x (n x d), a cheap medoid stand-in. 0 when n < 1, d < 1 or x is NULL. */
+int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d);
+
+/* Best-first beam search (width L) from graph->entry, with a visited set; OpenMP over queries.
+ * x is the graph's n x d vectors. Results in FAISS layout, nq x k row-major: L2 squared distances
+ * ascending, inner products descending; slots beyond the vertices found hold label -1 and
+ * distance FLT_MAX (L2) or -FLT_MAX (inner product). Ids outside [0, n) in the graph are ignored.
+ * Errors (GRAFT_EINVAL): NULL pointers, an empty or malformed graph struct, d < 1, nq < 0, k < 1,
+ * L < k, an unknown metric, NaN/Inf in xq. */
+int graft_graph_search_cpu(const graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                           const float* xq, int64_t nq, int64_t k, int L, float* D, int64_t* I);
+
+/* Structure of a graph: mean and max out-degree (valid ids per row), rows holding exactly R
+ * neighbours, and the fraction of vertices reachable from entry along out-edges (BFS). Any output
+ * pointer may be NULL. GRAFT_EINVAL on a NULL or malformed graph. */
+int graft_graph_stats(const graft_graph* graph, double* mean_degree, int* max_degree,
+                      int64_t* n_at_R, double* reachable_fraction);
+
+/* k-NN graph recall: of the true k nearest of every vertex (row v of knn_I, n x knn_k, self
+ * excluded, e.g. from graft_flat_knn_graph or graft_knn_cpu with exclude_self = 0), the fraction
+ * found among that vertex's graph neighbours, pooled over all vertices; -1 entries of knn_I are
+ * not counted.
+ * Returns a value in [0, 1], or -1 with graft_last_error() set on bad arguments (NULL, a malformed
+ * graph, k < 1 or k > knn_k). */
+double graft_graph_knn_recall(const graft_graph* graph, const int64_t* knn_I, int64_t knn_k, int k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
