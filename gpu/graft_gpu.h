@@ -76,6 +76,27 @@ int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* args);
 int graft_gpu_select_k(graft_gpu_ctx* ctx, const float* vals, int64_t rows, int64_t cols,
                        int64_t ld, int64_t k, float* out_vals, int64_t* out_idx);
 
+/* GRNND graph construction (paper: ../shared/papers/grnnd-gpu-relative-nn-descent.txt,
+ * Algorithms 3-6; gpu/grnnd_build.cu). Names as in the paper. */
+typedef struct graft_gpu_grnnd_params {
+    int S;       /* random initial neighbours per vertex (Alg. 3, line 4) */
+    int R;       /* pool capacity = maximum out-degree, 1..64 (Sec. 3.5) */
+    int T1;      /* outer iterations (Alg. 3, line 6) */
+    int T2;      /* inner rounds per outer iteration (Alg. 3, line 7) */
+    float rho;   /* reverse-edge sampling ratio in [0, 1] (Sec. 3.6) */
+    int pairs;   /* random neighbour pairs drawn per vertex and round, 0..256 (Sec. 3.3) */
+    int staged;  /* 1: pair distances from shared-memory tiles; 0: one warp per pair (Alg. 5) */
+    int l2;      /* 1: squared L2; 0: inner product (ranks by -dot) */
+    uint64_t seed;
+} graft_gpu_grnnd_params;
+
+/* Builds the graph of the n vectors x (device, n x d) and copies it to graph (n x R int32, rows
+ * sorted by distance, -1 padded; host or device memory). Device scratch: two pools of n x R
+ * 64-bit keys from the context's arena, nothing else. gpu_ms (nullable) gets the device time of
+ * the build itself (events around the kernels, copy of the graph excluded). */
+int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d,
+                          const graft_gpu_grnnd_params* params, int32_t* graph, float* gpu_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -190,6 +190,22 @@ static int64_t apply_redirects(rnnd* g, redirect* r, const int* nr, int give_bac
     return added;
 }
 
+int graft_check_graph_build(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
+                            const graft_graph* out, const char* fn) {
+    if (!x || !out) return graft_fail(GRAFT_EINVAL, "%s: NULL pointer argument", fn);
+    if (n < 1 || n > INT32_MAX || d < 1)
+        return graft_fail(GRAFT_EINVAL, "%s: bad sizes n=%lld d=%lld (need 0 < n < 2^31, d > 0)",
+                          fn, (long long)n, (long long)d);
+    if (p->S < 1 || p->R < 1 || p->T1 < 0 || p->T2 < 0 || !(p->rho >= 0.0f && p->rho <= 1.0f))
+        return graft_fail(GRAFT_EINVAL,
+                          "%s: bad parameters S=%d R=%d T1=%d T2=%d rho=%g "
+                          "(need S, R >= 1; T1, T2 >= 0; 0 <= rho <= 1)",
+                          fn, p->S, p->R, p->T1, p->T2, (double)p->rho);
+    if (p->metric != GRAFT_METRIC_L2 && p->metric != GRAFT_METRIC_INNER_PRODUCT)
+        return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)p->metric);
+    return graft_check_finite(x, n, d, fn);
+}
+
 void graft_rnnd_params_defaults(graft_rnnd_params* p) {
     if (!p) return;
     p->S = 32;
@@ -208,19 +224,7 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
         p = *params;
     else
         graft_rnnd_params_defaults(&p);
-    if (!x || !out) return graft_fail(GRAFT_EINVAL, "graft_rnnd_build_cpu: NULL pointer argument");
-    if (n < 1 || n > INT32_MAX || d < 1)
-        return graft_fail(GRAFT_EINVAL,
-                          "graft_rnnd_build_cpu: bad sizes n=%lld d=%lld (need 0 < n < 2^31, d > 0)",
-                          (long long)n, (long long)d);
-    if (p.S < 1 || p.R < 1 || p.T1 < 0 || p.T2 < 0 || !(p.rho >= 0.0f && p.rho <= 1.0f))
-        return graft_fail(GRAFT_EINVAL,
-                          "graft_rnnd_build_cpu: bad parameters S=%d R=%d T1=%d T2=%d rho=%g "
-                          "(need S, R >= 1; T1, T2 >= 0; 0 <= rho <= 1)",
-                          p.S, p.R, p.T1, p.T2, (double)p.rho);
-    if (p.metric != GRAFT_METRIC_L2 && p.metric != GRAFT_METRIC_INNER_PRODUCT)
-        return graft_fail(GRAFT_EINVAL, "graft_rnnd_build_cpu: unknown metric %d", (int)p.metric);
-    GRAFT_TRY(graft_check_finite(x, n, d, "graft_rnnd_build_cpu: x"));
+    GRAFT_TRY(graft_check_graph_build(x, n, d, &p, out, "graft_rnnd_build_cpu"));
 
     size_t nR, bytes, rbytes;
     if (graft_mul_overflow((size_t)n, (size_t)p.R, &nR) ||

@@ -9,6 +9,8 @@
 #                                              # ... with stock FAISS GPU built (in the background,
 #                                              #     from .deps/faiss-src) and linked as a peer
 # Logs and benchmark records go to $OUT (default ./device-out). GRAFT_COMMIT names the commit.
+# GRAFT_DEADLINE=S stops the graph-build benchmark S seconds after the script started (records
+# already written are kept), so that a call ends inside the device tool's limit.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -39,6 +41,15 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 [ -n "$blas" ] || { echo "no OpenBLAS found"; exit 1; }
 stamp "BLAS: $blas"
 
+dense=/tmp/dense-sift1m
+if [ $bench_build = 1 ] && [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u8bin ]; then
+  # The 1M dense-SIFT set (128 MB is over the carry limit), made here while graft builds and
+  # tests; bench_build computes its own ground truth with FAISS IndexFlatL2.
+  setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $dense \
+    --images .deps/data/mate-images --no-gt >"$OUT/dense_sift.log" 2>&1 </dev/null &
+  stamp "dense-SIFT 1M generation started in the background"
+fi
+
 fgpu=/tmp/faiss-gpu-build
 if [ $faiss_gpu = 1 ] && [ ! -f $fgpu/faiss/libfaiss.a ] && ! pgrep -f device_faiss_gpu.sh >/dev/null; then
   # Its own session, so that it outlives this command if the command's time runs out.
@@ -67,25 +78,25 @@ fi
 
 if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
-  for tool in memcheck racecheck; do
-    GRAFT_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
-      ./build-device/tests/gpu/test_gpu_exact >"$OUT/sanitize-$tool.log" 2>&1
-    stamp "compute-sanitizer $tool: exit $? ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -n1))"
+  for t in test_gpu_exact test_gpu_grnnd; do
+    for tool in memcheck racecheck; do
+      GRAFT_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
+        ./build-device/tests/gpu/$t >"$OUT/sanitize-$t-$tool.log" 2>&1
+      stamp "compute-sanitizer $tool $t: exit $? ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$t-$tool.log" | tail -n1))"
+    done
   done
 fi
 
 if [ $bench_build = 1 ]; then
   ninja -C build-device bench_build >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-  dense=/tmp/dense-sift1m
-  if [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u8bin ]; then
-    # The 1M dense-SIFT set, made here (128 MB is over the carry limit); bench_build computes its
-    # own ground truth with FAISS IndexFlatL2.
-    PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $dense --images .deps/data/mate-images --no-gt \
-      >"$OUT/dense_sift.log" 2>&1 || tail -5 "$OUT/dense_sift.log"
+  if pgrep -f make_dense_sift.py >/dev/null; then
+    stamp "waiting for the dense-SIFT set"
+    while pgrep -f make_dense_sift.py >/dev/null; do sleep 2; done
   fi
+  tail -n2 "$OUT/dense_sift.log" 2>/dev/null
   stamp "graph-build benchmark"
   GRAFT_DEVICE_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)" OMP_NUM_THREADS=$(nproc) \
-    ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+    timeout $(( ${GRAFT_DEADLINE:-100000} - ($(date +%s) - t0) )) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
     --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
     $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) 2>&1 | tee "$OUT/bench_build.log"
   stamp "graph-build benchmark done"

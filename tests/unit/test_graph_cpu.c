@@ -406,7 +406,37 @@ static void test_bad_input(void) {
     graft_graph_free(&g);
 }
 
+/* The GPU builder's argument checks come before any device work, so they hold without a GPU;
+ * without one a valid call fails with GRAFT_ENODEVICE and a message, never a crash. */
+static void test_gpu_entry_without_device(void) {
+    float x[8 * 4];
+    graft_test_random(x, 32, 5);
+    graft_grnnd_params gp, b;
+    graft_grnnd_params_defaults(&gp);
+    CHECK(gp.base.R == 64 && gp.pairs == 128 && gp.staged == 1, "GPU defaults");
+    graft_graph out = {.n = -3};
+    CHECK_ERR(graft_grnnd_build_gpu(NULL, 8, 4, &gp, &out, NULL), GRAFT_EINVAL);
+    CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &gp, NULL, NULL), GRAFT_EINVAL);
+    CHECK_ERR(graft_grnnd_build_gpu(x, 0, 4, &gp, &out, NULL), GRAFT_EINVAL);
+    b = gp, b.base.R = 65;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);
+    b = gp, b.pairs = -1;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);
+    b = gp, b.base.rho = 2;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);
+    x[3] = NAN;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &gp, &out, NULL), GRAFT_EINVAL);
+    x[3] = 0;
+    if (!graft_gpu_available()) {
+        CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, NULL, &out, NULL), GRAFT_ENODEVICE);
+        printf("GPU build without a device: %s\n", graft_last_error());
+    }
+    CHECK(out.n == -3 && out.nbrs == NULL, "a failed GPU build touched its output");
+    graft_grnnd_params_defaults(NULL);
+}
+
 int main(void) {
+    test_gpu_entry_without_device();
     test_sift5k();
     test_inner_product();
     test_degenerate();

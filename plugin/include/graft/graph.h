@@ -45,6 +45,31 @@ typedef struct graft_rnnd_params {
  * recall at equal L. */
 void graft_rnnd_params_defaults(graft_rnnd_params* params);
 
+/* GRNND on the GPU (the paper's Algorithms 3-6, gpu/grnnd_build.cu): the same roles as the CPU
+ * reference's parameters in `base`, plus the GPU's own knobs. */
+typedef struct graft_grnnd_params {
+    graft_rnnd_params base; /* S, R (at most 64 on the GPU), T1, T2, rho, seed, metric */
+    int pairs;   /* random neighbour pairs drawn per vertex and round (GRNND 3.3, disordered
+                    propagation), 0..256 */
+    int staged;  /* 1 (default): pair distances from the vertex's neighbour vectors staged in
+                    shared memory; 0: the paper's one warp per pair distance (Alg. 5). Same graph
+                    up to float rounding; kept for the ablation */
+    int device;  /* CUDA device */
+    size_t memory_budget; /* device scratch cap in bytes; 0 = what the build needs (two pools of
+                             n x R x 8 bytes) */
+} graft_grnnd_params;
+
+/* Defaults: the CPU reference's (graft_rnnd_params_defaults) with pairs = 128, staged = 1,
+ * device 0, no budget. See bench/RESULTS.md for the measurements behind them. */
+void graft_grnnd_params_defaults(graft_grnnd_params* params);
+
+/* What a GPU build measured (optional output). */
+typedef struct graft_grnnd_report {
+    double gpu_seconds;    /* device time of the build kernels (vector upload, graph download and
+                              context creation excluded) */
+    size_t gpu_peak_bytes; /* device memory the build held: vectors + pools */
+} graft_grnnd_report;
+
 /* A fixed-degree graph. nbrs is malloc'd n x R, owned by the struct: release it with
  * graft_graph_free. entry is the search start vertex. */
 typedef struct graft_graph {
@@ -77,6 +102,17 @@ void graft_graph_free(graft_graph* graph);
  * T2 < 0, rho outside [0, 1], an unknown metric, NaN/Inf in x. GRAFT_ENOMEM: host memory. */
 int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,
                          graft_graph* out);
+
+/* GRNND on the GPU. x is n x d row-major host memory (copied to the device, not kept). params
+ * may be NULL (defaults); report may be NULL. On success *out holds a new graph (n x R, same
+ * layout and entry rule as graft_rnnd_build_cpu); on failure *out is untouched.
+ * Deterministic in its random draws (seed); concurrent insertions into one pool may land in a
+ * different order between runs, so two builds can differ in a few edges.
+ * Errors: GRAFT_EINVAL (as graft_rnnd_build_cpu, and R > 64, pairs outside 0..256),
+ * GRAFT_ENODEVICE (no GPU, or graft built without CUDA), GRAFT_EGPU_NOMEM (device memory or
+ * budget), GRAFT_ECUDA, GRAFT_ENOMEM (host). */
+int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
+                          graft_graph* out, graft_grnnd_report* report);
 
 /* The search entry point of every graft graph: the vertex nearest (squared L2, ties to the smaller
  * id) the centroid of x (n x d), a cheap medoid stand-in. 0 when n < 1, d < 1 or x is NULL. */

@@ -1,0 +1,284 @@
+// Graph-build benchmark: GPU GRNND against the CPU RNN-Descent reference and FAISS CPU HNSW/NSG,
+// in one run, on real data.
+//
+//   bench_build --out results.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
+//               [--dense-sift DIR]
+//
+// Every graph built here is searched with the same algorithm (graft_graph_search_cpu, beam L)
+// for graft's graphs; FAISS HNSW uses its own search (efSearch), as the paper does for
+// hierarchical methods. Ground truth: FAISS IndexFlatL2 (never graft). Build times are wall
+// clock, GPU times include the upload of the vectors and the download of the graph.
+#include <cstdint>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexNSG.h>
+
+#include "graft/dataset.h"
+#include "graft/graph.h"
+
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Data {
+    std::string name;
+    std::vector<float> xb, xq;
+    int64_t nb = 0, nq = 0, d = 0;
+    std::vector<faiss::Index::idx_t> gt;  // nq x 10, from FAISS IndexFlatL2
+};
+
+bool load(Data& D, const std::string& name, const std::string& base, const std::string& query,
+          bool fmnist, int64_t max_q) {
+    float *xb = nullptr, *xq = nullptr;
+    int64_t nb, nq, d, d2;
+    int rc = fmnist ? graft_fmnist_read(base.c_str(), -1, &xb, &nb, &d)
+                    : graft_dataset_read_f32(base.c_str(), 0, -1, &xb, &nb, &d);
+    if (rc == GRAFT_OK)
+        rc = fmnist ? graft_fmnist_read(query.c_str(), max_q, &xq, &nq, &d2)
+                    : graft_dataset_read_f32(query.c_str(), 0, -1, &xq, &nq, &d2);
+    if (rc != GRAFT_OK) {
+        printf("skip %s: %s\n", name.c_str(), graft_last_error());
+        free(xb);
+        return false;
+    }
+    nq = std::min(nq, max_q);
+    D.name = name;
+    D.xb.assign(xb, xb + nb * d);
+    D.xq.assign(xq, xq + nq * d);
+    free(xb);
+    free(xq);
+    D.nb = nb;
+    D.nq = nq;
+    D.d = d;
+    faiss::IndexFlatL2 flat(d);
+    flat.add(nb, D.xb.data());
+    std::vector<float> dist(nq * 10);
+    D.gt.resize(nq * 10);
+    flat.search(nq, D.xq.data(), 10, dist.data(), D.gt.data());
+    return true;
+}
+
+double recall10(const Data& D, const int64_t* I) {
+    int64_t hit = 0;
+    for (int64_t q = 0; q < D.nq; q++)
+        for (int i = 0; i < 10; i++)
+            for (int j = 0; j < 10; j++)
+                if (I[q * 10 + i] == D.gt[q * 10 + j]) {
+                    hit++;
+                    break;
+                }
+    return (double)hit / (D.nq * 10.0);
+}
+
+struct Out {
+    FILE* f;
+    std::string run_id, date, commit, device;
+    void rec(const char* system, const char* family, const char* index, const Data& D,
+             const std::string& params, double build_s, double recall, double qps, int threads,
+             size_t gpu_bytes) {
+        fprintf(f,
+                "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"build\","
+                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,"
+                "\"nq\":%lld,\"k\":10,\"metric\":\"L2\",\"params\":%s,\"build_s\":%.3f,\"recall\":%.4f,\"qps\":%.1f",
+                run_id.c_str(), date.c_str(), commit.c_str(), device.c_str(), system, family, index,
+                D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)D.nq, params.c_str(), build_s,
+                recall, qps);
+        if (threads) fprintf(f, ",\"threads\":%d", threads);
+        if (gpu_bytes) fprintf(f, ",\"gpu_peak_bytes\":%zu", gpu_bytes);
+        fprintf(f, "}\n");
+        fflush(f);
+    }
+};
+
+// Searches a graft graph at an L sweep; records one line per L.
+void sweep_graph(Out& out, const char* system, const char* index, const Data& D, const graft_graph& g, const std::string& p,
+                 double build_s, int threads, size_t gpu_bytes) {
+    std::vector<float> dist(D.nq * 10);
+    std::vector<int64_t> I(D.nq * 10);
+    printf("  %-9s %-14s build %8.3f s  recall@10 (CPU search QPS) by L:", system, D.name.c_str(), build_s);
+    for (int L : {16, 32, 48, 64, 96, 128}) {
+        double t0 = now_s();
+        graft_graph_search_cpu(&g, D.xb.data(), D.d, GRAFT_METRIC_L2, D.xq.data(), D.nq, 10, L, dist.data(), I.data());
+        double t = now_s() - t0;
+        double r = recall10(D, I.data());
+        std::string pl = p.substr(0, p.size() - 1) + ",\"L\":" + std::to_string(L) + "}";
+        out.rec(system, "graph", index, D, pl, build_s, r, D.nq / t, threads, gpu_bytes);
+        printf(" %d: %.4f (%.0f)", L, r, D.nq / t);
+    }
+    printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string out_path = "bench_build.jsonl", commit = "unknown", run_id, data = "../shared/data",
+                fmnist = "/usr/share/datasets/fashion-mnist", dense;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string a = argv[i];
+        if (a == "--out") out_path = argv[i + 1];
+        else if (a == "--commit") commit = argv[i + 1];
+        else if (a == "--run-id") run_id = argv[i + 1];
+        else if (a == "--data") data = argv[i + 1];
+        else if (a == "--fmnist") fmnist = argv[i + 1];
+        else if (a == "--dense-sift") dense = argv[i + 1];
+    }
+    char date[32];
+    time_t tt = time(nullptr);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
+    if (run_id.empty()) run_id = std::string("build-") + date;
+    const char* dev = getenv("GRAFT_DEVICE_NAME");
+    Out out{fopen(out_path.c_str(), "a"), run_id, date, commit, dev ? dev : "unknown"};
+    const int threads = omp_get_max_threads();
+
+    std::vector<Data> sets(3);
+    bool ok[3] = {load(sets[0], "sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false, 500),
+                  load(sets[1], "fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true, 1000),
+                  !dense.empty() && load(sets[2], "dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false, 1000)};
+    for (int s = 0; s < 3; s++) {
+        if (!ok[s]) continue;
+        const Data& D = sets[s];
+        printf("== %s: n=%lld d=%lld nq=%lld, %d host threads\n", D.name.c_str(), (long long)D.nb, (long long)D.d,
+               (long long)D.nq, threads);
+        graft_grnnd_params gp;
+        graft_grnnd_params_defaults(&gp);
+        // GPU GRNND: defaults, then one knob at a time (the paper's ablations: rho, T1/T2; ours:
+        // pairs, Alg. 5 warp distances vs staged tiles). Median of 3 builds after a warm-up.
+        struct Var { const char* what; int S, R, T1, T2, pairs, staged; float rho; };
+        const graft_rnnd_params& b = gp.base;
+        std::vector<Var> vars = {
+            {"default", b.S, b.R, b.T1, b.T2, gp.pairs, 1, b.rho},
+            {"alg5-warp-distance", b.S, b.R, b.T1, b.T2, gp.pairs, 0, b.rho},
+            {"T1=1", b.S, b.R, 1, b.T2, gp.pairs, 1, b.rho},
+            {"T1=2", b.S, b.R, 2, b.T2, gp.pairs, 1, b.rho},
+            {"T1=4", b.S, b.R, 4, b.T2, gp.pairs, 1, b.rho},
+            {"T2=4", b.S, b.R, b.T1, 4, gp.pairs, 1, b.rho},
+            {"T2=12", b.S, b.R, b.T1, 12, gp.pairs, 1, b.rho},
+            {"rho=0.6", b.S, b.R, b.T1, b.T2, gp.pairs, 1, 0.6f},
+            {"rho=0.3", b.S, b.R, b.T1, b.T2, gp.pairs, 1, 0.3f},
+            {"pairs=64", b.S, b.R, b.T1, b.T2, 64, 1, b.rho},
+            {"pairs=256", b.S, b.R, b.T1, b.T2, 256, 1, b.rho},
+            {"S=16", 16, b.R, b.T1, b.T2, gp.pairs, 1, b.rho},
+            {"R=32", b.S, 32, b.T1, b.T2, gp.pairs, 1, b.rho},
+            {"fast: T1=2 T2=4 pairs=64", b.S, b.R, 2, 4, 64, 1, b.rho},
+        };
+        if (D.nb > 100000)  // 1M: the knobs that matter most, to keep the run short
+            vars.erase(std::remove_if(vars.begin(), vars.end(), [](const Var& v) {
+                           const std::string w = v.what;
+                           return w == "T1=4" || w == "T2=12" || w == "rho=0.3" || w == "S=16" || w == "R=32";
+                       }), vars.end());
+        {
+            graft_graph g{};
+            if (graft_grnnd_build_gpu(D.xb.data(), D.nb, D.d, &gp, &g, nullptr) != GRAFT_OK) {
+                printf("GRNND failed: %s\n", graft_last_error());
+                vars.clear();
+            }
+            graft_graph_free(&g);  // warm-up: context, module load
+        }
+        for (const Var& v : vars) {
+            graft_grnnd_params p = gp;
+            p.base.S = v.S; p.base.R = v.R; p.base.T1 = v.T1; p.base.T2 = v.T2; p.base.rho = v.rho;
+            p.pairs = v.pairs; p.staged = v.staged;
+            std::vector<double> wall, kern;
+            graft_graph g{};
+            graft_grnnd_report rep{};
+            bool failed = false;
+            for (int rep_i = 0; rep_i < 3 && !failed; rep_i++) {
+                graft_graph_free(&g);
+                double t0 = now_s();
+                failed = graft_grnnd_build_gpu(D.xb.data(), D.nb, D.d, &p, &g, &rep) != GRAFT_OK;
+                wall.push_back(now_s() - t0);
+                kern.push_back(rep.gpu_seconds);
+            }
+            if (failed) {
+                printf("GRNND %s failed: %s\n", v.what, graft_last_error());
+                continue;
+            }
+            std::sort(wall.begin(), wall.end());
+            std::sort(kern.begin(), kern.end());
+            double md;
+            int mx;
+            int64_t full;
+            double reach;
+            graft_graph_stats(&g, &md, &mx, &full, &reach);
+            char ps[384];
+            snprintf(ps, sizeof ps,
+                     "{\"variant\":\"%s\",\"S\":%d,\"R\":%d,\"T1\":%d,\"T2\":%d,\"rho\":%.2f,\"pairs\":%d,"
+                     "\"staged\":%d,\"gpu_kernel_s\":%.4f,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                     v.what, v.S, v.R, v.T1, v.T2, (double)v.rho, v.pairs, v.staged, kern[1], md, reach);
+            printf(" GRNND %-26s wall %.3f s, kernels %.4f s, %.0f MB device, mean degree %.2f, reachable %.5f\n",
+                   v.what, wall[1], kern[1], rep.gpu_peak_bytes / 1e6, md, reach);
+            sweep_graph(out, "graft", "GRNND", D, g, ps, wall[1], 0, rep.gpu_peak_bytes);
+            graft_graph_free(&g);
+        }
+        {   // CPU reference (RNN-Descent), all host threads.
+            graft_graph g{};
+            double t0 = now_s();
+            if (graft_rnnd_build_cpu(D.xb.data(), D.nb, D.d, &gp.base, &g) == GRAFT_OK) {
+                double t = now_s() - t0;
+                double md, reach;
+                int mx;
+                int64_t full;
+                graft_graph_stats(&g, &md, &mx, &full, &reach);
+                char ps[256];
+                snprintf(ps, sizeof ps, "{\"S\":%d,\"R\":%d,\"T1\":%d,\"T2\":%d,\"rho\":%.2f,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                         gp.base.S, gp.base.R, gp.base.T1, gp.base.T2, (double)gp.base.rho, md, reach);
+                printf(" reference RNN-Descent: %.3f s on %d threads, mean degree %.2f, reachable %.5f\n", t, threads, md, reach);
+                sweep_graph(out, "reference", "RNN-Descent", D, g, ps, t, threads, 0);
+                graft_graph_free(&g);
+            }
+        }
+        {   // FAISS HNSW32, efConstruction 40 (FAISS's default), efSearch sweep.
+            faiss::IndexHNSWFlat h(D.d, 32);
+            double t0 = now_s();
+            h.add(D.nb, D.xb.data());
+            double t = now_s() - t0;
+            std::vector<float> dist(D.nq * 10);
+            std::vector<faiss::Index::idx_t> I(D.nq * 10);
+            for (int ef : {16, 32, 64, 128, 256}) {
+                h.hnsw.efSearch = ef;
+                double s0 = now_s();
+                h.search(D.nq, D.xq.data(), 10, dist.data(), I.data());
+                double st = now_s() - s0;
+                double r = recall10(D, reinterpret_cast<int64_t*>(I.data()));
+                out.rec("faiss-cpu", "hnsw", "HNSW32", D, "{\"efConstruction\":40,\"efSearch\":" + std::to_string(ef) + "}",
+                        t, r, D.nq / st, threads, 0);
+                printf("  %-10s %-14s build %8.3f s  ef=%-3d recall@10 %.4f  (%.0f QPS)\n", "faiss-hnsw", D.name.c_str(), t, ef, r, D.nq / st);
+            }
+        }
+    }
+    // FAISS NSG32 last (its NN-Descent k-NN graph build is the slowest peer), small sets only.
+    for (int si = 0; si < 3; si++) {
+        if (!ok[si]) continue;
+        const Data& D = sets[si];
+        if (D.nb <= 100000) {   // FAISS NSG32 (builds its k-NN graph with NN-Descent first).
+            faiss::IndexNSGFlat nsg(D.d, 32);
+            double t0 = now_s();
+            nsg.add(D.nb, D.xb.data());
+            double t = now_s() - t0;
+            std::vector<float> dist(D.nq * 10);
+            std::vector<faiss::Index::idx_t> I(D.nq * 10);
+            for (int L : {16, 32, 64, 128}) {
+                nsg.nsg.search_L = L;
+                double s0 = now_s();
+                nsg.search(D.nq, D.xq.data(), 10, dist.data(), I.data());
+                double st = now_s() - s0;
+                double r = recall10(D, reinterpret_cast<int64_t*>(I.data()));
+                out.rec("faiss-cpu", "nsg", "NSG32", D, "{\"search_L\":" + std::to_string(L) + "}", t, r, D.nq / st, threads, 0);
+                printf("  %-10s %-14s build %8.3f s  L=%-4d recall@10 %.4f  (%.0f QPS)\n", "faiss-nsg", D.name.c_str(), t, L, r, D.nq / st);
+            }
+        }
+    }
+    fclose(out.f);
+    return 0;
+}

@@ -1,0 +1,445 @@
+// GRNND: graph construction by GPU-parallel Relative NN-Descent.
+//
+// Paper: ../shared/papers/grnnd-gpu-relative-nn-descent.txt (Algorithms 3-6). One warp per vertex
+// (Sec. 3.4). Each vertex owns two fixed pools of R slots (Sec. 3.5): the read pool holds its
+// current candidates, the write pool collects the next round's. A slot is one 64-bit ordered key
+// (common.cuh): the distance to the pool's owner in the high word, the neighbour id in the low
+// word; an empty slot (kKeyNone) is the largest key, so "insert if closer than the farthest" is a
+// compare-and-swap on the pool's maximum (Alg. 6) and no lock or allocation is ever needed.
+//
+// A round (Alg. 4): vertex v draws `pairs` random pairs (ni, nj) from its read pool (disordered
+// propagation, Sec. 3.3) and resolves them in draw order: a pair whose member was already
+// redirected is skipped; when d(ni, nj) < max(d(v, ni), d(v, nj)) the farther one is inserted
+// into the closer one's write pool (eq. 2) and leaves v's list. The survivors go to v's own write
+// pool. Between outer iterations each vertex offers itself to its ceil(rho * |N_v|) closest
+// neighbours (reverse-edge sampling, Sec. 3.6), all offers read from one snapshot.
+//
+// Two choices beyond the paper, both with a reason:
+//  - Pair distances (staged variant, the default): the warp stages its c <= R neighbour vectors
+//    in shared memory 32 dimensions at a time and each lane computes whole pair distances from
+//    there (lanes over pairs instead of Alg. 5's lanes over dimensions). Each neighbour vector then
+//    crosses the memory system once per round instead of once per pair it is in (about
+//    2 * pairs / c times). The paper's Alg. 5 (one warp per pair distance) is kept as the
+//    `staged = 0` variant so the two can be measured against each other.
+//  - Give-back (as in the CPU reference, plugin/rnnd.c): a redirected candidate that the closer
+//    vertex's full pool refuses stays in v's list instead of being lost. Without it an outlier
+//    can lose its last in-edge and become unreachable.
+//
+// Deterministic: the random draws (a hash of seed, round, vertex, pair). Not deterministic: the
+// order in which concurrent warps insert into one pool, so two runs can differ in a few edges.
+#include "common.cuh"
+
+namespace graft {
+namespace {
+
+constexpr int kMaxR = 64;        // pool slots: two per lane
+constexpr int kMaxPairs = 256;   // pairs drawn per vertex and round: at most eight per lane
+constexpr int kChunk = 32;       // dimensions staged per step, one per lane
+constexpr int kWarps = 4;        // warps per block: 4 x (64 x 33 floats) = 33.8 KB of tiles
+
+enum InsertResult { kInserted, kPresent, kRefused };
+
+__host__ __device__ inline uint64_t mix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+__device__ inline uint32_t key_id(uint64_t k) { return (uint32_t)k; }
+__device__ inline float key_dist(uint64_t k) { return ordered_to_float((uint32_t)(k >> 32)); }
+
+// One term of a dissimilarity: squared L2, or minus the dot product (inner product graphs rank
+// by -dot, as the CPU reference does).
+template <bool L2>
+__device__ inline float acc_term(float a, float b, float s) {
+    if (L2) {
+        const float t = a - b;
+        return fmaf(t, t, s);
+    }
+    return fmaf(-a, b, s);
+}
+
+// WARP_DISTANCE (Alg. 5): lanes stride over the dimensions, shuffle reduction; every lane gets
+// the result.
+template <bool L2>
+__device__ float warp_dist(const float* __restrict__ a, const float* __restrict__ b, int d,
+                           int lane) {
+    float s = 0.f;
+    if ((d & 3) == 0) {  // rows are 16-byte aligned when d % 4 == 0 (cudaMalloc'd base)
+        for (int j = lane * 4; j < d; j += 128) {
+            const float4 x = __ldg(reinterpret_cast<const float4*>(a + j));
+            const float4 y = __ldg(reinterpret_cast<const float4*>(b + j));
+            s = acc_term<L2>(x.x, y.x, s);
+            s = acc_term<L2>(x.y, y.y, s);
+            s = acc_term<L2>(x.z, y.z, s);
+            s = acc_term<L2>(x.w, y.w, s);
+        }
+    } else {
+        for (int j = lane; j < d; j += 32) s = acc_term<L2>(__ldg(a + j), __ldg(b + j), s);
+    }
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+    return s;
+}
+
+// WARP_INSERT (Alg. 6) into the pool of `owner`: ballot de-duplication by id, then the largest
+// slot (empty slots are largest) is replaced by compare-and-swap when `key` is smaller. Pool
+// reads bypass L1 (other SMs write these pools during the same launch). Returns kPresent for an
+// id already there (or owner itself), kRefused when every slot holds a closer entry.
+__device__ int warp_insert(uint64_t* pool, int R, uint32_t owner, uint64_t key, int lane) {
+    const uint32_t id = key_id(key);
+    if (id == owner) return kPresent;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        uint64_t mx = 0;
+        int mi = -1;
+        bool dup = false;
+        if (lane < R) {
+            const uint64_t e = __ldcg(reinterpret_cast<const unsigned long long*>(pool) + lane);
+            dup = e != kKeyNone && key_id(e) == id;
+            mx = e;
+            mi = lane;
+        }
+        if (lane + 32 < R) {
+            const uint64_t e =
+                __ldcg(reinterpret_cast<const unsigned long long*>(pool) + lane + 32);
+            dup |= e != kKeyNone && key_id(e) == id;
+            if (e > mx) mx = e, mi = lane + 32;
+        }
+        if (__any_sync(kFullMask, dup)) return kPresent;
+        for (int o = 16; o; o >>= 1) {  // arg-max, ties to the smaller slot
+            const uint64_t omx = __shfl_xor_sync(kFullMask, mx, o);
+            const int omi = __shfl_xor_sync(kFullMask, mi, o);
+            if (omi >= 0 && (mi < 0 || omx > mx || (omx == mx && omi < mi))) mx = omx, mi = omi;
+        }
+        if (key >= mx) return kRefused;
+        unsigned long long old = 0;
+        if (lane == 0)
+            old = atomicCAS(reinterpret_cast<unsigned long long*>(pool) + mi,
+                            (unsigned long long)mx, (unsigned long long)key);
+        old = __shfl_sync(kFullMask, old, 0);
+        if (old == mx) return kInserted;
+        // another warp changed that slot between our read and the swap: look again
+    }
+    return kRefused;  // lost 64 races in a row: treat as full (the caller keeps the candidate)
+}
+
+// Copies v's valid pool entries, compacted, into the warp's shared list; returns their count.
+__device__ int load_list(const uint64_t* __restrict__ pool, int R, uint64_t* list, int lane) {
+    int c = 0;
+    for (int i0 = 0; i0 < R; i0 += 32) {
+        const int i = i0 + lane;
+        const uint64_t e = i < R ? pool[i] : kKeyNone;
+        const unsigned b = __ballot_sync(kFullMask, e != kKeyNone);
+        if (e != kKeyNone) list[c + __popc(b & lanemask_lt())] = e;
+        c += __popc(b);
+    }
+    __syncwarp();
+    return c;
+}
+
+// Pair p of vertex v in one round: two distinct list positions (c >= 2), packed i | j << 8.
+__device__ inline uint32_t draw_pair(uint64_t seed, int64_t v, int p, int c) {
+    const uint64_t h = mix64(seed ^ mix64((uint64_t)v * 0x2545F4914F6CDD1Dull + (uint64_t)p));
+    const uint32_t i = (uint32_t)(h % (uint64_t)c);
+    const uint32_t j = (i + 1u + (uint32_t)((h >> 32) % (uint64_t)(c - 1))) % (uint32_t)c;
+    return i | (j << 8);
+}
+
+// Applies eq. (2) to pair (i, j) of v's list at distance dij, unless a member already left.
+__device__ inline void resolve_pair(const uint64_t* list, int i, int j, float dij,
+                                    uint64_t* __restrict__ pool_write, int R, uint64_t& dropped,
+                                    int lane) {
+    if (((dropped >> i) & 1) || ((dropped >> j) & 1)) return;
+    const uint64_t ki = list[i], kj = list[j];
+    if (!(dij < fmaxf(key_dist(ki), key_dist(kj)))) return;
+    const bool i_close = ki < kj;
+    const uint32_t close = key_id(i_close ? ki : kj), far = key_id(i_close ? kj : ki);
+    const int far_pos = i_close ? j : i;
+    if (close == far) {  // one id twice in a pool (an insertion race): drop the copy
+        dropped |= 1ull << far_pos;
+        return;
+    }
+    if (warp_insert(pool_write + (int64_t)close * R, R, close, make_key(dij, far), lane) != kRefused)
+        dropped |= 1ull << far_pos;
+}
+
+// Survivors of v's list go to v's own write pool (Alg. 4, lines 11-15).
+__device__ inline void keep_survivors(const uint64_t* list, int c, uint64_t dropped,
+                                      uint64_t* __restrict__ pool_write, int64_t v, int R,
+                                      int lane) {
+    for (int i = 0; i < c; i++)
+        if (!((dropped >> i) & 1))
+            warp_insert(pool_write + v * R, R, (uint32_t)v, list[i], lane);
+}
+
+// INITIAL NEIGHBORS (Alg. 3, line 4): S random vertices other than v (every other vertex when
+// n - 1 <= S). Draws may repeat; the pool de-duplicates.
+template <bool L2>
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t seed,
+           uint64_t* __restrict__ pool) {
+    const int lane = threadIdx.x & 31;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+    if (v >= n) return;
+    uint64_t* p = pool + v * R;
+    for (int i = lane; i < R; i += 32) p[i] = kKeyNone;
+    __syncwarp();
+    const bool all = n - 1 <= S;
+    const int draws = all ? (int)(n - 1) : S;
+    for (int s = 0; s < draws; s++) {
+        int64_t u;
+        if (all) {
+            u = (v + 1 + s) % n;
+        } else {
+            u = (int64_t)(mix64(seed ^ mix64((uint64_t)v * 1315423911ull + (uint64_t)s)) %
+                          (uint64_t)(n - 1));
+            if (u >= v) u++;  // never v itself
+        }
+        const float dist = warp_dist<L2>(x + v * d, x + u * d, d, lane);
+        warp_insert(p, R, (uint32_t)v, make_key(dist, (uint32_t)u), lane);
+    }
+}
+
+// UPDATE_NEIGHBORS_PARALLEL (Alg. 4), staged variant: pair distances from shared-memory tiles.
+template <bool L2>
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_round_staged(const float* __restrict__ x, int64_t n, int d, int R, int P, uint64_t seed,
+                   const uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
+    __shared__ float tiles[kWarps][kMaxR][kChunk + 1];  // +1: rows fall in different banks
+    __shared__ uint64_t lists[kWarps][kMaxR];
+    __shared__ uint16_t pairs[kWarps][kMaxPairs];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + w;
+    if (v >= n) return;  // whole warps leave; the kernel has no block-wide barrier
+    uint64_t* list = lists[w];
+    const int c = load_list(pool_read + v * R, R, list, lane);
+    uint64_t dropped = 0;  // bit i: list[i] was redirected away from v
+    if (c >= 2 && P > 0) {
+        for (int p = lane; p < P; p += 32) pairs[w][p] = (uint16_t)draw_pair(seed, v, p, c);
+        float acc[kMaxPairs / 32];
+#pragma unroll
+        for (int t = 0; t < kMaxPairs / 32; t++) acc[t] = 0.f;
+        float(*tile)[kChunk + 1] = tiles[w];
+        for (int j0 = 0; j0 < d; j0 += kChunk) {
+            const int dj = min(kChunk, d - j0);
+            __syncwarp();  // the previous chunk is consumed (and the pairs are visible)
+            if (lane < dj)
+#pragma unroll 4
+                for (int r = 0; r < c; r++)
+                    tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
+            __syncwarp();
+#pragma unroll
+            for (int t = 0; t < kMaxPairs / 32; t++) {
+                const int p = t * 32 + lane;
+                if (p < P) {
+                    const uint32_t pr = pairs[w][p];
+                    const float* a = tile[pr & 255];
+                    const float* b = tile[pr >> 8];
+                    float s = acc[t];
+                    if (dj == kChunk) {
+#pragma unroll 8
+                        for (int jj = 0; jj < kChunk; jj++) s = acc_term<L2>(a[jj], b[jj], s);
+                    } else {
+                        for (int jj = 0; jj < dj; jj++) s = acc_term<L2>(a[jj], b[jj], s);
+                    }
+                    acc[t] = s;
+                }
+            }
+        }
+        // Resolve in draw order; only pairs that pass the RNG test need the warp.
+#pragma unroll
+        for (int t = 0; t < kMaxPairs / 32; t++) {
+            if (t * 32 >= P) break;
+            const int p = t * 32 + lane;
+            bool hit = false;
+            if (p < P) {
+                const uint32_t pr = pairs[w][p];
+                hit = acc[t] < fmaxf(key_dist(list[pr & 255]), key_dist(list[pr >> 8]));
+            }
+            unsigned m = __ballot_sync(kFullMask, hit);
+            while (m) {
+                const int l = __ffs(m) - 1;
+                m &= m - 1;
+                const float dij = __shfl_sync(kFullMask, acc[t], l);
+                const uint32_t pr = pairs[w][t * 32 + l];
+                resolve_pair(list, pr & 255, pr >> 8, dij, pool_write, R, dropped, lane);
+            }
+        }
+    }
+    keep_survivors(list, c, dropped, pool_write, v, R, lane);
+}
+
+// UPDATE_NEIGHBORS_PARALLEL (Alg. 4) as published: one warp distance (Alg. 5) per pair, pairs
+// whose member already left are skipped before their distance is computed.
+template <bool L2>
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_round_warp(const float* __restrict__ x, int64_t n, int d, int R, int P, uint64_t seed,
+                 const uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
+    __shared__ uint64_t lists[kWarps][kMaxR];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + w;
+    if (v >= n) return;
+    uint64_t* list = lists[w];
+    const int c = load_list(pool_read + v * R, R, list, lane);
+    uint64_t dropped = 0;
+    if (c >= 2)
+        for (int p = 0; p < P; p++) {
+            const uint32_t pr = draw_pair(seed, v, p, c);
+            const int i = pr & 255, j = pr >> 8;
+            if (((dropped >> i) & 1) || ((dropped >> j) & 1)) continue;
+            const float dij = warp_dist<L2>(x + (int64_t)key_id(list[i]) * d,
+                                            x + (int64_t)key_id(list[j]) * d, d, lane);
+            resolve_pair(list, i, j, dij, pool_write, R, dropped, lane);
+        }
+    keep_survivors(list, c, dropped, pool_write, v, R, lane);
+}
+
+// REVERSE EDGE SAMPLING (Sec. 3.6): v joins the pools (in dst, a copy of src) of its closest
+// ceil(rho * |N_v|) neighbours in src.
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_reverse(int64_t n, int R, float rho, const uint64_t* __restrict__ src,
+              uint64_t* __restrict__ dst) {
+    __shared__ uint64_t lists[kWarps][kMaxR];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + w;
+    if (v >= n) return;
+    uint64_t* list = lists[w];
+    const int c = load_list(src + v * R, R, list, lane);
+    const int take = min(c, (int)ceilf(rho * (float)c));
+    for (int i0 = 0; i0 < c; i0 += 32) {
+        const int i = i0 + lane;
+        int rank = 0;
+        if (i < c)
+            for (int j = 0; j < c; j++) rank += list[j] < list[i];
+        unsigned sel = __ballot_sync(kFullMask, i < c && rank < take);
+        while (sel) {
+            const int src_lane = __ffs(sel) - 1;
+            sel &= sel - 1;
+            const uint64_t k = list[i0 + src_lane];
+            const uint32_t u = key_id(k);
+            warp_insert(dst + (int64_t)u * R, R, u, make_key(key_dist(k), (uint32_t)v), lane);
+        }
+    }
+}
+
+// Final graph: each pool sorted by (distance, id) with a warp bitonic sort, ids that occur twice
+// (insertion races) kept once, -1 padding. graph may not alias pool.
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_extract(const uint64_t* __restrict__ pool, int64_t n, int R, int32_t* __restrict__ graph) {
+    __shared__ uint64_t rows[kWarps][kMaxR];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + w;
+    if (v >= n) return;
+    uint64_t* s = rows[w];
+    s[lane] = lane < R ? pool[v * R + lane] : kKeyNone;
+    s[lane + 32] = lane + 32 < R ? pool[v * R + lane + 32] : kKeyNone;
+    __syncwarp();
+    for (int k = 2; k <= kMaxR; k <<= 1)
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const int i = (lane / j) * 2 * j + lane % j, l = i + j;  // one compare per lane
+            const uint64_t a = s[i], b = s[l];
+            if ((a > b) == ((i & k) == 0)) s[i] = b, s[l] = a;
+            __syncwarp();
+        }
+    int out = 0;
+    for (int i0 = 0; i0 < kMaxR; i0 += 32) {
+        const int i = i0 + lane;
+        const uint64_t e = s[i];
+        bool keep = e != kKeyNone;
+        for (int j = 0; keep && j < i; j++) keep = key_id(s[j]) != key_id(e);
+        const unsigned b = __ballot_sync(kFullMask, keep);
+        if (keep) graph[v * R + out + __popc(b & lanemask_lt())] = (int32_t)key_id(e);
+        out += __popc(b);
+    }
+    for (int i = out + lane; i < R; i += 32) graph[v * R + i] = -1;
+}
+
+template <bool L2>
+int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_gpu_grnnd_params* p,
+              uint64_t* pool[2], int32_t** graph_dev) {
+    const int R = p->R;
+    const unsigned blocks = (unsigned)ceil_div(n, kWarps), threads = kWarps * 32;
+    const size_t pool_bytes = (size_t)n * R * sizeof(uint64_t);
+    cudaStream_t st = ctx->stream;
+    grnnd_init<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, pool[0]);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    int cur = 0;
+    uint64_t round = 0;
+    for (int t1 = 0; t1 < p->T1; t1++) {
+        for (int t2 = 0; t2 < p->T2; t2++, round++) {
+            // Clear the write pool, run the round, swap (Alg. 4, lines 17-18).
+            GRAFT_CUDA_TRY(cudaMemsetAsync(pool[cur ^ 1], 0xff, pool_bytes, st));
+            const uint64_t seed = mix64(p->seed + 0x51ED27ull * (round + 1));
+            if (p->staged)
+                grnnd_round_staged<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
+                                                                   pool[cur], pool[cur ^ 1]);
+            else
+                grnnd_round_warp<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
+                                                                 pool[cur], pool[cur ^ 1]);
+            GRAFT_CUDA_LAUNCH_CHECK();
+            cur ^= 1;
+        }
+        if (t1 + 1 < p->T1 && p->rho > 0.f) {
+            GRAFT_CUDA_TRY(cudaMemcpyAsync(pool[cur ^ 1], pool[cur], pool_bytes,
+                                           cudaMemcpyDeviceToDevice, st));
+            grnnd_reverse<<<blocks, threads, 0, st>>>(n, R, p->rho, pool[cur], pool[cur ^ 1]);
+            GRAFT_CUDA_LAUNCH_CHECK();
+            cur ^= 1;
+        }
+    }
+    // The other pool's memory holds the int32 graph (half its size): no extra device memory.
+    *graph_dev = reinterpret_cast<int32_t*>(pool[cur ^ 1]);
+    grnnd_extract<<<blocks, threads, 0, st>>>(pool[cur], n, R, *graph_dev);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
+// The build between two events, then the graph to `graph` (host or device memory).
+int build_timed(graft_gpu_ctx* ctx, const float* x, int64_t n, int d,
+                const graft_gpu_grnnd_params* p, uint64_t* pool[2], int32_t* graph,
+                cudaEvent_t ev[2], float* gpu_ms) {
+    cudaStream_t st = ctx->stream;
+    int32_t* g = nullptr;
+    GRAFT_CUDA_TRY(cudaEventRecord(ev[0], st));
+    GRAFT_GPU_TRY(p->l2 ? run_build<true>(ctx, x, n, d, p, pool, &g)
+                        : run_build<false>(ctx, x, n, d, p, pool, &g));
+    GRAFT_CUDA_TRY(cudaEventRecord(ev[1], st));
+    GRAFT_CUDA_TRY(cudaMemcpyAsync(graph, g, (size_t)n * p->R * sizeof(int32_t), cudaMemcpyDefault, st));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
+    if (gpu_ms) GRAFT_CUDA_TRY(cudaEventElapsedTime(gpu_ms, ev[0], ev[1]));
+    return GRAFT_OK;
+}
+
+}  // namespace
+}  // namespace graft
+
+using namespace graft;
+
+extern "C" int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d,
+                                     const graft_gpu_grnnd_params* p, int32_t* graph,
+                                     float* gpu_ms) {
+    if (!ctx || !x || !p || !graph || n < 1 || d < 1 || d > INT32_MAX)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_grnnd_build: bad arguments");
+    if (p->R < 1 || p->R > kMaxR || p->S < 0 || p->T1 < 0 || p->T2 < 0 || p->pairs < 0 ||
+        p->pairs > kMaxPairs || !(p->rho >= 0.f && p->rho <= 1.f))
+        return gpu_fail(GRAFT_EINVAL,
+                        "graft_gpu_grnnd_build: need R in [1, %d], pairs in [0, %d], S, T1, T2 >= 0, "
+                        "rho in [0, 1] (got R=%d pairs=%d S=%d T1=%d T2=%d rho=%g)",
+                        kMaxR, kMaxPairs, p->R, p->pairs, p->S, p->T1, p->T2, (double)p->rho);
+    if (n > INT32_MAX)
+        return gpu_fail(GRAFT_EUNSUPPORTED, "graft_gpu_grnnd_build: at most 2^31 - 1 vectors");
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    const size_t pool_bytes = align_up((size_t)n * p->R * sizeof(uint64_t), 256);
+    void* scratch;
+    GRAFT_GPU_TRY(ctx_scratch(ctx, 2 * pool_bytes, &scratch));
+    uint64_t* pool[2] = {static_cast<uint64_t*>(scratch),
+                         reinterpret_cast<uint64_t*>(static_cast<char*>(scratch) + pool_bytes)};
+    cudaEvent_t ev[2] = {nullptr, nullptr};
+    GRAFT_CUDA_TRY(cudaEventCreate(&ev[0]));
+    int rc = cudaEventCreate(&ev[1]) == cudaSuccess
+                 ? build_timed(ctx, x, n, (int)d, p, pool, graph, ev, gpu_ms)
+                 : gpu_fail(GRAFT_ECUDA, "graft_gpu_grnnd_build: cudaEventCreate failed");
+    cudaEventDestroy(ev[0]);
+    if (ev[1]) cudaEventDestroy(ev[1]);
+    return rc;
+}

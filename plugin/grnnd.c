@@ -1,0 +1,74 @@
+/* GRNND on the GPU, host side (see graft/graph.h): checks the arguments as the CPU reference
+ * does, uploads the vectors, runs gpu/grnnd_build.cu and takes the graph back in graft_graph form
+ * with the same entry-point rule as the reference. */
+#include <stdlib.h>
+
+#include "error.h"
+#include "graft/graph.h"
+#include "graft_gpu.h"
+#include "validate.h"
+
+void graft_grnnd_params_defaults(graft_grnnd_params* p) {
+    if (!p) return;
+    graft_rnnd_params_defaults(&p->base);
+    p->pairs = 128;
+    p->staged = 1;
+    p->device = 0;
+    p->memory_budget = 0;
+}
+
+int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
+                          graft_graph* out, graft_grnnd_report* report) {
+    graft_grnnd_params p;
+    if (params)
+        p = *params;
+    else
+        graft_grnnd_params_defaults(&p);
+    const graft_rnnd_params* b = &p.base;
+    GRAFT_TRY(graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
+    if (b->R > 64 || p.pairs < 0 || p.pairs > 256)
+        return graft_fail(GRAFT_EINVAL,
+                          "graft_grnnd_build_gpu: R=%d pairs=%d (the GPU builder needs R <= 64 and "
+                          "0 <= pairs <= 256)",
+                          b->R, p.pairs);
+    size_t xbytes, gbytes, pool_bytes;
+    if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
+        graft_mul_overflow((size_t)n, (size_t)b->R * sizeof(int32_t), &gbytes) ||
+        graft_mul_overflow(gbytes, 2, &pool_bytes))
+        return graft_fail(GRAFT_ENOMEM, "graft_grnnd_build_gpu: n x d = %lld x %lld overflows",
+                          (long long)n, (long long)d);
+    /* Two pools of n x R 8-byte keys, each rounded up to 256 bytes. */
+    const size_t need = 2 * (pool_bytes + 256);
+    const size_t budget = p.memory_budget ? p.memory_budget : need;
+    int32_t* nbrs = malloc(gbytes);
+    if (!nbrs) return graft_fail(GRAFT_ENOMEM, "graft_grnnd_build_gpu: out of host memory");
+
+    graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho, p.pairs, p.staged != 0,
+                                 b->metric == GRAFT_METRIC_L2, b->seed};
+    graft_gpu_ctx* ctx = NULL;
+    float* dx = NULL;
+    float ms = 0;
+    int rc = graft_gpu_ctx_create(p.device, budget, &ctx);
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dx, xbytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dx, x, xbytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_grnnd_build(ctx, dx, n, d, &gp, nbrs, &ms);
+    const size_t peak = ctx ? xbytes + graft_gpu_ctx_scratch_peak(ctx) : 0;
+    if (rc != GRAFT_OK) rc = graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
+    if (ctx) {
+        graft_gpu_free(ctx, dx);
+        graft_gpu_ctx_destroy(ctx);
+    }
+    if (rc != GRAFT_OK) {
+        free(nbrs);
+        return rc;
+    }
+    out->n = n;
+    out->R = b->R;
+    out->nbrs = nbrs;
+    out->entry = graft_graph_entry_point(x, n, d);
+    if (report) {
+        report->gpu_seconds = ms / 1000.0;
+        report->gpu_peak_bytes = peak;
+    }
+    return GRAFT_OK;
+}

@@ -1,0 +1,306 @@
+/* GRNND on the GPU against the CPU RNN-Descent reference (label gpu).
+ * Graphs are compared the paper's way: the same search (graft_graph_search_cpu) at the same L on
+ * each graph; the GPU graph's recall@10 must be within 0.01 of the reference's, or better, at
+ * every L of the sweep, and every vertex must be reachable from the entry point.
+ * GRAFT_TEST_QUICK=1: one small build of each kernel variant (for compute-sanitizer). */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "graft/dataset.h"
+#include "graft/flat.h"
+#include "graft/graph.h"
+#include "testutil.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* Ids in [0, n) first, then only -1; no self loop, no duplicate. */
+static void check_valid(const graft_graph* g, int64_t n, int R, const char* what) {
+    CHECK(g->nbrs && g->n == n && g->R == R, "%s: graph %lld x %d", what, (long long)g->n, g->R);
+    if (!g->nbrs) return;
+    int64_t bad = 0;
+    for (int64_t v = 0; v < g->n; v++) {
+        const int32_t* row = g->nbrs + v * g->R;
+        int ended = 0;
+        for (int i = 0; i < g->R; i++) {
+            if (row[i] == -1) {
+                ended = 1;
+                continue;
+            }
+            bad += ended || row[i] < 0 || row[i] >= g->n || row[i] == v;
+            for (int j = 0; j < i; j++) bad += row[j] == row[i];
+        }
+    }
+    CHECK(bad == 0, "%s: %lld invalid slots (out of range, self, duplicate or after padding)", what,
+          (long long)bad);
+    CHECK(g->entry >= 0 && g->entry < g->n, "%s: entry %lld", what, (long long)g->entry);
+}
+
+/* Rows sorted by distance to their vertex (float sums of the GPU vs double here: 1e-5 slack). */
+static void check_sorted(const graft_graph* g, const float* x, int64_t d, int l2, const char* what) {
+    int64_t bad = 0;
+    for (int64_t v = 0; v < g->n; v++) {
+        double prev = -INFINITY;
+        for (int i = 0; i < g->R && g->nbrs[v * g->R + i] >= 0; i++) {
+            const float* a = x + v * d;
+            const float* b = x + (int64_t)g->nbrs[v * g->R + i] * d;
+            double s = 0;
+            for (int64_t j = 0; j < d; j++) s += l2 ? ((double)a[j] - b[j]) * ((double)a[j] - b[j]) : -(double)a[j] * b[j];
+            bad += s < prev - 1e-5 * (fabs(prev) + 1);
+            prev = s;
+        }
+    }
+    CHECK(bad == 0, "%s: %lld entries out of distance order", what, (long long)bad);
+}
+
+static double reach_of(const graft_graph* g) {
+    double r = -1;
+    CHECK_OK(graft_graph_stats(g, NULL, NULL, NULL, &r));
+    return r;
+}
+
+/* recall@10 of graft_graph_search_cpu at beam L against exact top-10 (gt, nq x gt_k int32). */
+static double search_recall(const graft_graph* g, const float* x, int64_t d, graft_metric m,
+                            const float* xq, int64_t nq, const int32_t* gt, int64_t gt_k, int L) {
+    float* D = malloc(sizeof(float) * nq * 10);
+    int64_t* I = malloc(sizeof(int64_t) * nq * 10);
+    CHECK_OK(graft_graph_search_cpu(g, x, d, m, xq, nq, 10, L, D, I));
+    double r = graft_test_recall(I, 10, gt, gt_k, nq, 10);
+    free(D);
+    free(I);
+    return r;
+}
+
+/* Exact top-10 by the CPU reference (int32 ids). */
+static int32_t* exact_top10(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d,
+                            graft_metric m) {
+    float* D = malloc(sizeof(float) * nq * 10);
+    int64_t* I = malloc(sizeof(int64_t) * nq * 10);
+    int32_t* gt = malloc(sizeof(int32_t) * nq * 10);
+    CHECK_OK(graft_knn_cpu(xb, nb, xq, nq, d, 10, m, -1, D, I));
+    for (int64_t i = 0; i < nq * 10; i++) gt[i] = (int32_t)I[i];
+    free(D);
+    free(I);
+    return gt;
+}
+
+/* Builds on the CPU and the GPU with the same parameters and compares them over an L sweep. */
+static void compare(const char* what, const float* xb, int64_t nb, int64_t d, const float* xq,
+                    int64_t nq, const int32_t* gt, int64_t gt_k, const graft_grnnd_params* gp,
+                    const int* Ls, int nL) {
+    graft_graph cpu = {0}, gpu = {0};
+    graft_grnnd_report rep = {0};
+    double t0 = now();
+    CHECK_OK(graft_rnnd_build_cpu(xb, nb, d, &gp->base, &cpu));
+    double t1 = now();
+    CHECK_OK(graft_grnnd_build_gpu(xb, nb, d, gp, &gpu, &rep));
+    double t2 = now();
+    if (!cpu.nbrs || !gpu.nbrs) return;
+    const int l2 = gp->base.metric == GRAFT_METRIC_L2;
+    printf("%s: n=%lld d=%lld; CPU reference %.3f s, GPU %.3f s (kernels %.4f s, %.1f MB device); "
+           "S=%d R=%d T1=%d T2=%d rho=%.2f pairs=%d staged=%d\n",
+           what, (long long)nb, (long long)d, t1 - t0, t2 - t1, rep.gpu_seconds,
+           rep.gpu_peak_bytes / 1e6, gp->base.S, gp->base.R, gp->base.T1, gp->base.T2,
+           (double)gp->base.rho, gp->pairs, gp->staged);
+    check_valid(&gpu, nb, gp->base.R, what);
+    check_sorted(&gpu, xb, d, l2, what);
+    double md_c, md_g, reach_c, reach_g;
+    int mx_c, mx_g;
+    int64_t atR_c, atR_g;
+    CHECK_OK(graft_graph_stats(&cpu, &md_c, &mx_c, &atR_c, &reach_c));
+    CHECK_OK(graft_graph_stats(&gpu, &md_g, &mx_g, &atR_g, &reach_g));
+    printf("  degree mean/max/at R: cpu %.2f/%d/%lld gpu %.2f/%d/%lld; reachable cpu %.4f gpu %.4f\n",
+           md_c, mx_c, (long long)atR_c, md_g, mx_g, (long long)atR_g, reach_c, reach_g);
+    CHECK(reach_g == 1.0, "%s: GPU graph reachability %.4f", what, reach_g);
+    const size_t vec = (size_t)nb * d * 4, pools = (size_t)nb * gp->base.R * 16;
+    CHECK(rep.gpu_peak_bytes <= vec + pools + pools / 10 + (1 << 20),
+          "%s: %zu device bytes, over vectors + 2 pools + 10%%", what, rep.gpu_peak_bytes);
+    for (int i = 0; i < nL; i++) {
+        const graft_metric m = l2 ? GRAFT_METRIC_L2 : GRAFT_METRIC_INNER_PRODUCT;
+        double rc = search_recall(&cpu, xb, d, m, xq, nq, gt, gt_k, Ls[i]);
+        double rg = search_recall(&gpu, xb, d, m, xq, nq, gt, gt_k, Ls[i]);
+        printf("  L=%-3d recall@10 cpu %.4f gpu %.4f\n", Ls[i], rc, rg);
+        CHECK(rg >= rc - 0.01, "%s L=%d: GPU recall %.4f more than 0.01 under the reference's %.4f",
+              what, Ls[i], rg, rc);
+    }
+    graft_graph_free(&cpu);
+    graft_graph_free(&gpu);
+}
+
+static void test_sift5k(const graft_test_sift* s) {
+    const int Ls[] = {16, 24, 32, 48, 64};
+    graft_grnnd_params gp;
+    graft_grnnd_params_defaults(&gp);
+    compare("sift5k", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &gp, Ls, 5);
+    graft_grnnd_params w = gp;
+    w.staged = 0;
+    compare("sift5k Alg.5 warp distances", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &w, Ls, 5);
+    graft_grnnd_params r6 = gp;
+    r6.base.rho = 0.6f;
+    compare("sift5k rho=0.6", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &r6, Ls + 2, 1);
+
+    /* Same seed twice: the random draws repeat; concurrent insertion order may move a few edges. */
+    graft_graph a = {0}, b = {0};
+    CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &a, NULL));
+    CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &b, NULL));
+    if (a.nbrs && b.nbrs) {
+        int64_t same = 0;
+        for (int64_t i = 0; i < s->nb * gp.base.R; i++) same += a.nbrs[i] == b.nbrs[i];
+        double f = (double)same / (double)(s->nb * gp.base.R);
+        printf("repeat build: %.4f of slots identical\n", f);
+        CHECK(f > 0.9, "two builds with one seed share only %.4f of their slots", f);
+    }
+    graft_graph_free(&a);
+    graft_graph_free(&b);
+}
+
+/* Cosine: inner product on normalized sift5k. */
+static void test_inner_product(const graft_test_sift* s0) {
+    const int64_t nb = s0->nb, nq = s0->nq, d = s0->d;
+    float* xb = malloc(sizeof(float) * nb * d);
+    float* xq = malloc(sizeof(float) * nq * d);
+    memcpy(xb, s0->xb, sizeof(float) * nb * d);
+    memcpy(xq, s0->xq, sizeof(float) * nq * d);
+    for (int64_t i = 0; i < nb + nq; i++) {
+        float* v = i < nb ? xb + i * d : xq + (i - nb) * d;
+        double n2 = 0;
+        for (int64_t j = 0; j < d; j++) n2 += (double)v[j] * v[j];
+        for (int64_t j = 0; j < d; j++) v[j] = (float)(v[j] / sqrt(n2 > 0 ? n2 : 1));
+    }
+    int32_t* gt = exact_top10(xb, nb, xq, nq, d, GRAFT_METRIC_INNER_PRODUCT);
+    graft_grnnd_params gp;
+    graft_grnnd_params_defaults(&gp);
+    gp.base.metric = GRAFT_METRIC_INNER_PRODUCT;
+    const int Ls[] = {16, 32};
+    compare("sift5k cosine (IP)", xb, nb, d, xq, nq, gt, 10, &gp, Ls, 2);
+    free(gt);
+    free(xb);
+    free(xq);
+}
+
+/* Fashion-MNIST (real images, d = 784: 24.5 tiles of 32 dimensions), first 10k training images. */
+static void test_fmnist(void) {
+    char base[1024], query[1024];
+    const char* dirs[] = {graft_test_data_path("fashion-mnist"), "/usr/share/datasets/fashion-mnist"};
+    float *xb = NULL, *xq = NULL;
+    int64_t nb = 0, nq = 0, d = 0, d2 = 0;
+    for (int i = 0; i < 2 && !xb; i++) {
+        snprintf(base, sizeof base, "%s/train-images-idx3-ubyte.gz", dirs[i]);
+        snprintf(query, sizeof query, "%s/t10k-images-idx3-ubyte.gz", dirs[i]);
+        if (graft_fmnist_read(base, 10000, &xb, &nb, &d) != GRAFT_OK) xb = NULL;
+    }
+    CHECK(xb != NULL, "Fashion-MNIST not found (%s)", graft_last_error());
+    if (!xb) return;
+    CHECK_OK(graft_fmnist_read(query, 200, &xq, &nq, &d2));
+    if (!xq) {
+        free(xb);
+        return;
+    }
+    int32_t* gt = exact_top10(xb, nb, xq, nq, d, GRAFT_METRIC_L2);
+    graft_grnnd_params gp;
+    graft_grnnd_params_defaults(&gp);
+    const int Ls[] = {16, 32, 64};
+    compare("fashion-mnist 10k", xb, nb, d, xq, nq, gt, 10, &gp, Ls, 3);
+    free(gt);
+    free(xb);
+    free(xq);
+}
+
+static void build_ok(const char* what, const float* x, int64_t n, int64_t d,
+                     const graft_grnnd_params* gp, int want_reach) {
+    graft_graph g = {0};
+    CHECK_OK(graft_grnnd_build_gpu(x, n, d, gp, &g, NULL));
+    if (!g.nbrs) return;
+    check_valid(&g, n, gp->base.R, what);
+    double mean, reach = reach_of(&g);
+    int maxd;
+    CHECK_OK(graft_graph_stats(&g, &mean, &maxd, NULL, NULL));
+    printf("%-26s n=%-5lld mean degree %6.2f max %2d reachable %.4f\n", what, (long long)n, mean, maxd, reach);
+    if (want_reach) CHECK(reach == 1.0, "%s: reachable %.4f", what, reach);
+    graft_graph_free(&g);
+}
+
+/* Degenerate inputs: a valid graph or a clear error, never a hang or a bad write. */
+static void test_degenerate(const graft_test_sift* s) {
+    graft_grnnd_params gp;
+    graft_grnnd_params_defaults(&gp);
+    graft_graph g = {0};
+    CHECK_OK(graft_grnnd_build_gpu(s->xb, 1, s->d, &gp, &g, NULL));
+    CHECK(g.nbrs && g.n == 1 && g.entry == 0, "n=1 graph");
+    for (int j = 0; g.nbrs && j < g.R; j++) CHECK(g.nbrs[j] == -1, "n=1 slot %d = %d", j, g.nbrs[j]);
+    graft_graph_free(&g);
+    build_ok("n=2", s->xb, 2, s->d, &gp, 1);
+    build_ok("n=5", s->xb, 5, s->d, &gp, 1);
+    build_ok("n=33 (S+1)", s->xb, 33, s->d, &gp, 1);
+    build_ok("n=64 (R)", s->xb, 64, s->d, &gp, 1);
+    graft_grnnd_params e = gp;
+    e.base.S = 1000;
+    build_ok("S=1000 > n=50", s->xb, 50, s->d, &e, 1);
+    float* x = malloc(sizeof(float) * 3000 * 8);
+    for (int i = 0; i < 3000 * 8; i++) x[i] = 1.f;
+    build_ok("identical n=2000", x, 2000, 8, &gp, 1);
+    graft_test_random(x, 50 * 8, 22);
+    for (int64_t i = 50; i < 2000; i++) memcpy(x + i * 8, x + (i % 50) * 8, sizeof(float) * 8);
+    build_ok("50 distinct x 40 copies", x, 2000, 8, &gp, 1);
+    for (int i = 0; i < 3000; i++) x[i] = (float)(i % 100);
+    build_ok("d=1, 100 values x 30", x, 3000, 1, &gp, 1);
+    graft_test_random(x, 3000, 23);
+    build_ok("d=1 random", x, 3000, 1, &gp, 1);
+    graft_test_random(x, 1000 * 8, 25);
+    e = gp, e.base.S = 1, e.base.R = 1;
+    build_ok("S=1 R=1", x, 1000, 8, &e, 0);
+    e = gp, e.base.R = 40, e.pairs = 256;
+    build_ok("R=40 pairs=256", x, 1000, 8, &e, 1);
+    e = gp, e.base.T1 = 0;
+    build_ok("T1=0 (random graph)", x, 1000, 8, &e, 1);
+    e = gp, e.pairs = 0;
+    build_ok("pairs=0 (no pruning)", x, 1000, 8, &e, 1);
+    e = gp, e.base.rho = 0;
+    build_ok("rho=0", x, 1000, 8, &e, 0);
+
+    /* Errors leave *out untouched. */
+    graft_graph out = {.n = -7};
+    e = gp, e.base.R = 65;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 100, 8, &e, &out, NULL), GRAFT_EINVAL);
+    e = gp, e.pairs = 257;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 100, 8, &e, &out, NULL), GRAFT_EINVAL);
+    e = gp, e.memory_budget = 1000;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 1000, 8, &e, &out, NULL), GRAFT_EGPU_NOMEM);
+    e = gp, e.device = 99;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 100, 8, &e, &out, NULL), GRAFT_EINVAL);
+    x[17] = NAN;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 1000, 8, &gp, &out, NULL), GRAFT_EINVAL);
+    CHECK(out.n == -7 && out.nbrs == NULL, "a failed build touched its output");
+    free(x);
+}
+
+int main(void) {
+    if (!graft_gpu_available()) {
+        printf("no CUDA device: skipped\n");
+        return GRAFT_TEST_SKIP;
+    }
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    if (getenv("GRAFT_TEST_QUICK")) {
+        graft_grnnd_params gp;
+        graft_grnnd_params_defaults(&gp);
+        gp.base.T1 = 2, gp.base.T2 = 2;
+        build_ok("quick staged", s.xb, 500, s.d, &gp, 0);
+        gp.staged = 0;
+        build_ok("quick Alg.5", s.xb, 500, s.d, &gp, 0);
+        gp.base.metric = GRAFT_METRIC_INNER_PRODUCT;
+        build_ok("quick IP", s.xb, 300, s.d, &gp, 0);
+        graft_test_free_sift(&s);
+        return graft_test_finish("test_gpu_grnnd (quick)");
+    }
+    test_sift5k(&s);
+    test_inner_product(&s);
+    test_fmnist();
+    test_degenerate(&s);
+    graft_test_free_sift(&s);
+    return graft_test_finish("test_gpu_grnnd");
+}
