@@ -154,28 +154,30 @@ int main(int argc, char** argv) {
         graft_grnnd_params_defaults(&gp);
         // GPU GRNND: defaults, then one knob at a time (the paper's ablations: rho, T1/T2; ours:
         // pairs, Alg. 5 warp distances vs staged tiles). Median of 3 builds after a warm-up.
-        struct Var { const char* what; int S, R, T1, T2, pairs, staged; float rho; };
+        struct Var { const char* what; int S, R, T1, T2, order, pairs, staged; float rho; };
         const graft_rnnd_params& b = gp.base;
+        const int SO = GRAFT_GRNND_SORTED, RA = GRAFT_GRNND_RANDOM;
         std::vector<Var> vars = {
-            {"default", b.S, b.R, b.T1, b.T2, gp.pairs, 1, b.rho},
-            {"alg5-warp-distance", b.S, b.R, b.T1, b.T2, gp.pairs, 0, b.rho},
-            {"T1=1", b.S, b.R, 1, b.T2, gp.pairs, 1, b.rho},
-            {"T1=2", b.S, b.R, 2, b.T2, gp.pairs, 1, b.rho},
-            {"T1=4", b.S, b.R, 4, b.T2, gp.pairs, 1, b.rho},
-            {"T2=4", b.S, b.R, b.T1, 4, gp.pairs, 1, b.rho},
-            {"T2=12", b.S, b.R, b.T1, 12, gp.pairs, 1, b.rho},
-            {"rho=0.6", b.S, b.R, b.T1, b.T2, gp.pairs, 1, 0.6f},
-            {"rho=0.3", b.S, b.R, b.T1, b.T2, gp.pairs, 1, 0.3f},
-            {"pairs=64", b.S, b.R, b.T1, b.T2, 64, 1, b.rho},
-            {"pairs=256", b.S, b.R, b.T1, b.T2, 256, 1, b.rho},
-            {"S=16", 16, b.R, b.T1, b.T2, gp.pairs, 1, b.rho},
-            {"R=32", b.S, 32, b.T1, b.T2, gp.pairs, 1, b.rho},
-            {"fast: T1=2 T2=4 pairs=64", b.S, b.R, 2, 4, 64, 1, b.rho},
+            {"default", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
+            {"random-order", b.S, b.R, b.T1, b.T2, RA, gp.pairs, 1, b.rho},
+            {"random-order-alg5", b.S, b.R, b.T1, b.T2, RA, gp.pairs, 0, b.rho},
+            {"random-order-pairs=256", b.S, b.R, b.T1, b.T2, RA, 256, 1, b.rho},
+            {"T1=1", b.S, b.R, 1, b.T2, SO, gp.pairs, 1, b.rho},
+            {"T1=2", b.S, b.R, 2, b.T2, SO, gp.pairs, 1, b.rho},
+            {"T1=4", b.S, b.R, 4, b.T2, SO, gp.pairs, 1, b.rho},
+            {"T2=4", b.S, b.R, b.T1, 4, SO, gp.pairs, 1, b.rho},
+            {"T2=12", b.S, b.R, b.T1, 12, SO, gp.pairs, 1, b.rho},
+            {"rho=0.6", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, 0.6f},
+            {"rho=0.3", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, 0.3f},
+            {"S=16", 16, b.R, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
+            {"R=32", b.S, 32, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
+            {"T1=2 T2=4", b.S, b.R, 2, 4, SO, gp.pairs, 1, b.rho},
         };
         if (D.nb > 100000)  // 1M: the knobs that matter most, to keep the run short
             vars.erase(std::remove_if(vars.begin(), vars.end(), [](const Var& v) {
                            const std::string w = v.what;
-                           return w == "T1=4" || w == "T2=12" || w == "rho=0.3" || w == "S=16" || w == "R=32";
+                           return w == "T1=4" || w == "T2=12" || w == "rho=0.3" || w == "S=16" ||
+                                  w == "R=32" || w == "random-order-pairs=256";
                        }), vars.end());
         {
             graft_graph g{};
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
         for (const Var& v : vars) {
             graft_grnnd_params p = gp;
             p.base.S = v.S; p.base.R = v.R; p.base.T1 = v.T1; p.base.T2 = v.T2; p.base.rho = v.rho;
-            p.pairs = v.pairs; p.staged = v.staged;
+            p.order = v.order; p.pairs = v.pairs; p.staged = v.staged;
             std::vector<double> wall, kern;
             graft_graph g{};
             graft_grnnd_report rep{};
@@ -213,9 +215,10 @@ int main(int argc, char** argv) {
             graft_graph_stats(&g, &md, &mx, &full, &reach);
             char ps[384];
             snprintf(ps, sizeof ps,
-                     "{\"variant\":\"%s\",\"S\":%d,\"R\":%d,\"T1\":%d,\"T2\":%d,\"rho\":%.2f,\"pairs\":%d,"
-                     "\"staged\":%d,\"gpu_kernel_s\":%.4f,\"mean_degree\":%.2f,\"reachable\":%.5f}",
-                     v.what, v.S, v.R, v.T1, v.T2, (double)v.rho, v.pairs, v.staged, kern[1], md, reach);
+                     "{\"variant\":\"%s\",\"S\":%d,\"R\":%d,\"T1\":%d,\"T2\":%d,\"rho\":%.2f,\"order\":\"%s\","
+                     "\"pairs\":%d,\"staged\":%d,\"gpu_kernel_s\":%.4f,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                     v.what, v.S, v.R, v.T1, v.T2, (double)v.rho, v.order == SO ? "sorted" : "random", v.pairs,
+                     v.staged, kern[1], md, reach);
             printf(" GRNND %-26s wall %.3f s, kernels %.4f s, %.0f MB device, mean degree %.2f, reachable %.5f\n",
                    v.what, wall[1], kern[1], rep.gpu_peak_bytes / 1e6, md, reach);
             sweep_graph(out, "graft", "GRNND", D, g, ps, wall[1], 0, rep.gpu_peak_bytes);

@@ -84,8 +84,9 @@ typedef struct graft_gpu_grnnd_params {
     int T1;      /* outer iterations (Alg. 3, line 6) */
     int T2;      /* inner rounds per outer iteration (Alg. 3, line 7) */
     float rho;   /* reverse-edge sampling ratio in [0, 1] (Sec. 3.6) */
-    int pairs;   /* random neighbour pairs drawn per vertex and round, 0..256 (Sec. 3.3) */
-    int staged;  /* 1: pair distances from shared-memory tiles; 0: one warp per pair (Alg. 5) */
+    int sorted;  /* 1: Alg. 2 order (sorted candidates, new/old pairs); 0: random pairs (Sec. 3.3) */
+    int pairs;   /* random order: pairs drawn per vertex and round, 0..256 */
+    int staged;  /* random order: 1 = pair distances from shared-memory tiles, 0 = Alg. 5 */
     int l2;      /* 1: squared L2; 0: inner product (ranks by -dot) */
     uint64_t seed;
 } graft_gpu_grnnd_params;

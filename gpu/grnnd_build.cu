@@ -7,15 +7,23 @@
 // word; an empty slot (kKeyNone) is the largest key, so "insert if closer than the farthest" is a
 // compare-and-swap on the pool's maximum (Alg. 6) and no lock or allocation is ever needed.
 //
-// A round (Alg. 4): vertex v draws `pairs` random pairs (ni, nj) from its read pool (disordered
-// propagation, Sec. 3.3) and resolves them in draw order: a pair whose member was already
-// redirected is skipped; when d(ni, nj) < max(d(v, ni), d(v, nj)) the farther one is inserted
-// into the closer one's write pool (eq. 2) and leaves v's list. The survivors go to v's own write
-// pool. Between outer iterations each vertex offers itself to its ceil(rho * |N_v|) closest
-// neighbours (reverse-edge sampling, Sec. 3.6), all offers read from one snapshot.
+// A round updates every vertex's list in parallel, read pool to write pools, in one of two orders:
+//  - sorted (the default): Algorithm 2 (RNN-Descent's UPDATE_NEIGHBORS) by one warp, candidates
+//    in ascending distance, each tested against the accepted closer ones, pairs of two old
+//    entries skipped (NN-Descent's new/old flag). This is what the CPU reference does per round,
+//    so the two build graphs of the same quality (tests/gpu/test_gpu_grnnd.c).
+//  - random (GRNND's disordered propagation, Sec. 3.3, Alg. 4): `pairs` random pairs (ni, nj),
+//    resolved in draw order; when d(ni, nj) < max(d(v, ni), d(v, nj)) the farther one moves to
+//    the closer one's write pool (eq. 2). Measured on sift5k, Fashion-MNIST and 1M dense SIFT it
+//    prunes more than Algorithm 2 (an entry can be pruned by a closer one that is pruned later),
+//    giving sparser graphs with lower recall at equal L (bench/RESULTS.md), so it is the ablation,
+//    not the default.
+// Redirected candidates enter the target's write pool as new, accepted ones v's as old. Between
+// outer iterations each vertex offers itself to its ceil(rho * |N_v|) closest neighbours
+// (reverse-edge sampling, Sec. 3.6), all offers read from one snapshot.
 //
 // Two choices beyond the paper, both with a reason:
-//  - Pair distances (staged variant, the default): the warp stages its c <= R neighbour vectors
+//  - Pair distances (both orders; `staged = 0` is Alg. 5 for the random order): the warp stages its c <= R neighbour vectors
 //    in shared memory 32 dimensions at a time and each lane computes whole pair distances from
 //    there (lanes over pairs instead of Alg. 5's lanes over dimensions). Each neighbour vector then
 //    crosses the memory system once per round instead of once per pair it is in (about
@@ -36,6 +44,8 @@ constexpr int kMaxR = 64;        // pool slots: two per lane
 constexpr int kMaxPairs = 256;   // pairs drawn per vertex and round: at most eight per lane
 constexpr int kChunk = 32;       // dimensions staged per step, one per lane
 constexpr int kWarps = 4;        // warps per block: 4 x (64 x 33 floats) = 33.8 KB of tiles
+constexpr int kMaxAllPairs = kMaxR * (kMaxR - 1) / 2;
+constexpr int kWarpsSorted = 2;  // 2 x (tile 8.4 KB + pair sums 8.1 KB + list): 34 KB per block
 
 enum InsertResult { kInserted, kPresent, kRefused };
 
@@ -46,7 +56,12 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-__device__ inline uint32_t key_id(uint64_t k) { return (uint32_t)k; }
+// Bit 31 of a pool key's id word is NN-Descent's "old" flag (the entry was already compared with
+// the pool's other entries); ids are below 2^31. It sits below the distance, so it only orders
+// entries of equal distance.
+constexpr uint64_t kOld = 1ull << 31;
+__device__ inline uint32_t key_id(uint64_t k) { return (uint32_t)k & 0x7fffffffu; }
+__device__ inline bool key_old(uint64_t k) { return (k & kOld) != 0; }
 __device__ inline float key_dist(uint64_t k) { return ordered_to_float((uint32_t)(k >> 32)); }
 
 // One term of a dissimilarity: squared L2, or minus the dot product (inner product graphs rank
@@ -92,20 +107,27 @@ __device__ int warp_insert(uint64_t* pool, int R, uint32_t owner, uint64_t key, 
     for (int attempt = 0; attempt < 64; attempt++) {
         uint64_t mx = 0;
         int mi = -1;
-        bool dup = false;
+        int dup = -1;  // slot holding id, if any
+        uint64_t de = 0;
         if (lane < R) {
             const uint64_t e = __ldcg(reinterpret_cast<const unsigned long long*>(pool) + lane);
-            dup = e != kKeyNone && key_id(e) == id;
+            if (e != kKeyNone && key_id(e) == id) dup = lane, de = e;
             mx = e;
             mi = lane;
         }
         if (lane + 32 < R) {
             const uint64_t e =
                 __ldcg(reinterpret_cast<const unsigned long long*>(pool) + lane + 32);
-            dup |= e != kKeyNone && key_id(e) == id;
+            if (e != kKeyNone && key_id(e) == id) dup = lane + 32, de = e;
             if (e > mx) mx = e, mi = lane + 32;
         }
-        if (__any_sync(kFullMask, dup)) return kPresent;
+        if (__any_sync(kFullMask, dup >= 0)) {
+            // As in the CPU reference, a copy stays old if either copy is old.
+            if (dup >= 0 && key_old(key) && !key_old(de))
+                atomicCAS(reinterpret_cast<unsigned long long*>(pool) + dup,
+                          (unsigned long long)de, (unsigned long long)(de | kOld));
+            return kPresent;
+        }
         for (int o = 16; o; o >>= 1) {  // arg-max, ties to the smaller slot
             const uint64_t omx = __shfl_xor_sync(kFullMask, mx, o);
             const int omi = __shfl_xor_sync(kFullMask, mi, o);
@@ -135,6 +157,19 @@ __device__ int load_list(const uint64_t* __restrict__ pool, int R, uint64_t* lis
     }
     __syncwarp();
     return c;
+}
+
+// Sorts 64 keys in shared memory ascending: bitonic network, one compare-exchange per lane and
+// step (21 steps).
+__device__ void warp_sort64(uint64_t* s, int lane) {
+    __syncwarp();
+    for (int k = 2; k <= kMaxR; k <<= 1)
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const int i = (lane / j) * 2 * j + lane % j, l = i + j;
+            const uint64_t a = s[i], b = s[l];
+            if ((a > b) == ((i & k) == 0)) s[i] = b, s[l] = a;
+            __syncwarp();
+        }
 }
 
 // Pair p of vertex v in one round: two distinct list positions (c >= 2), packed i | j << 8.
@@ -198,6 +233,88 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
         const float dist = warp_dist<L2>(x + v * d, x + u * d, d, lane);
         warp_insert(p, R, (uint32_t)v, make_key(dist, (uint32_t)u), lane);
     }
+}
+
+// UPDATE_NEIGHBORS (Alg. 2 of the paper, RNN-Descent as published) by one warp: the list sorted
+// by distance; candidate i is accepted unless an accepted closer entry j has d(i, j) < d(v, i),
+// in which case it is redirected to j's write pool (Alg. 2 lines 7-11). Pairs of two old
+// entries were compared in an earlier round and are skipped, as in NN-Descent. All pair
+// distances the decisions may need (i > j, not both old) are computed first from tiles of the
+// neighbour vectors staged 32 dimensions at a time (lanes over pairs), then the accept/redirect
+// pass runs in order. Accepted entries go to v's write pool as old; a redirection that the
+// target's full pool refuses goes back to v as old (the reference's give-back).
+template <bool L2>
+__global__ void __launch_bounds__(kWarpsSorted * 32)
+grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
+                   const uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
+    __shared__ float tiles[kWarpsSorted][kMaxR][kChunk + 1];
+    __shared__ float sums[kWarpsSorted][kMaxAllPairs];  // pair (i > j) at i (i - 1) / 2 + j
+    __shared__ uint64_t lists[kWarpsSorted][kMaxR];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
+    const int64_t v = (int64_t)blockIdx.x * kWarpsSorted + w;
+    if (v >= n) return;
+    uint64_t* list = lists[w];
+    float* pd = sums[w];
+    float(*tile)[kChunk + 1] = tiles[w];
+    const int c = load_list(pool_read + v * R, R, list, lane);
+    for (int i = c + lane; i < kMaxR; i += 32) list[i] = kKeyNone;
+    warp_sort64(list, lane);
+    const int P = c * (c - 1) / 2;
+    for (int p = lane; p < P; p += 32) pd[p] = 0.f;
+    for (int j0 = 0; j0 < d && P > 0; j0 += kChunk) {
+        const int dj = min(kChunk, d - j0);
+        __syncwarp();
+        if (lane < dj)
+#pragma unroll 4
+            for (int r = 0; r < c; r++)
+                tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
+        __syncwarp();
+        for (int p = lane; p < P; p += 32) {
+            int i = (int)((1.f + sqrtf(1.f + 8.f * (float)p)) * 0.5f);  // p = i (i - 1) / 2 + j
+            while (i * (i - 1) / 2 > p) i--;
+            while ((i + 1) * i / 2 <= p) i++;
+            const int j = p - i * (i - 1) / 2;
+            if (key_old(list[i]) && key_old(list[j])) continue;
+            const float* a = tile[i];
+            const float* b = tile[j];
+            float s = pd[p];
+            if (dj == kChunk) {
+#pragma unroll 8
+                for (int jj = 0; jj < kChunk; jj++) s = acc_term<L2>(a[jj], b[jj], s);
+            } else {
+                for (int jj = 0; jj < dj; jj++) s = acc_term<L2>(a[jj], b[jj], s);
+            }
+            pd[p] = s;
+        }
+    }
+    __syncwarp();
+    uint64_t keep = 0;  // bit i: list[i] stays in v's pool (accepted, or given back)
+    uint64_t accepted = 0;
+    for (int i = 0; i < c; i++) {
+        const uint64_t ki = list[i];
+        const float di = key_dist(ki);
+        const bool oi = key_old(ki);
+        const float* row = pd + i * (i - 1) / 2;
+        int by = -1;  // the closest accepted entry that prunes i
+        for (int j0 = 0; j0 < i && by < 0; j0 += 32) {
+            const int j = j0 + lane;
+            const bool h = j < i && ((accepted >> j) & 1) && !(oi && key_old(list[j])) &&
+                           row[j] < di;  // strict: identical vectors never prune each other
+            const unsigned b = __ballot_sync(kFullMask, h);
+            if (b) by = j0 + __ffs(b) - 1;
+        }
+        if (by < 0) {
+            accepted |= 1ull << i;
+            keep |= 1ull << i;
+            continue;
+        }
+        const uint32_t u = key_id(list[by]), wid = key_id(ki);
+        if (u == wid) continue;  // one id twice in the pool (an insertion race): drop the copy
+        if (warp_insert(pool_write + (int64_t)u * R, R, u, make_key(row[by], wid), lane) == kRefused)
+            keep |= 1ull << i;
+    }
+    for (int i = 0; i < c; i++)
+        if ((keep >> i) & 1) warp_insert(pool_write + v * R, R, (uint32_t)v, list[i] | kOld, lane);
 }
 
 // UPDATE_NEIGHBORS_PARALLEL (Alg. 4), staged variant: pair distances from shared-memory tiles.
@@ -331,16 +448,11 @@ grnnd_extract(const uint64_t* __restrict__ pool, int64_t n, int R, int32_t* __re
     const int64_t v = (int64_t)blockIdx.x * kWarps + w;
     if (v >= n) return;
     uint64_t* s = rows[w];
-    s[lane] = lane < R ? pool[v * R + lane] : kKeyNone;
-    s[lane + 32] = lane + 32 < R ? pool[v * R + lane + 32] : kKeyNone;
-    __syncwarp();
-    for (int k = 2; k <= kMaxR; k <<= 1)
-        for (int j = k >> 1; j > 0; j >>= 1) {
-            const int i = (lane / j) * 2 * j + lane % j, l = i + j;  // one compare per lane
-            const uint64_t a = s[i], b = s[l];
-            if ((a > b) == ((i & k) == 0)) s[i] = b, s[l] = a;
-            __syncwarp();
-        }
+    const uint64_t e0 = lane < R ? pool[v * R + lane] : kKeyNone;
+    const uint64_t e1 = lane + 32 < R ? pool[v * R + lane + 32] : kKeyNone;
+    s[lane] = e0 == kKeyNone ? e0 : e0 & ~kOld;  // ties by id alone, as in the reference
+    s[lane + 32] = e1 == kKeyNone ? e1 : e1 & ~kOld;
+    warp_sort64(s, lane);
     int out = 0;
     for (int i0 = 0; i0 < kMaxR; i0 += 32) {
         const int i = i0 + lane;
@@ -370,7 +482,10 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             // Clear the write pool, run the round, swap (Alg. 4, lines 17-18).
             GRAFT_CUDA_TRY(cudaMemsetAsync(pool[cur ^ 1], 0xff, pool_bytes, st));
             const uint64_t seed = mix64(p->seed + 0x51ED27ull * (round + 1));
-            if (p->staged)
+            if (p->sorted)
+                grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
+                                         0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
+            else if (p->staged)
                 grnnd_round_staged<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
                                                                    pool[cur], pool[cur ^ 1]);
             else

@@ -11,6 +11,7 @@
 void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     if (!p) return;
     graft_rnnd_params_defaults(&p->base);
+    p->order = GRAFT_GRNND_SORTED;
     p->pairs = 128;
     p->staged = 1;
     p->device = 0;
@@ -26,11 +27,12 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
         graft_grnnd_params_defaults(&p);
     const graft_rnnd_params* b = &p.base;
     GRAFT_TRY(graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
-    if (b->R > 64 || p.pairs < 0 || p.pairs > 256)
+    if (b->R > 64 || p.pairs < 0 || p.pairs > 256 ||
+        (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM))
         return graft_fail(GRAFT_EINVAL,
-                          "graft_grnnd_build_gpu: R=%d pairs=%d (the GPU builder needs R <= 64 and "
-                          "0 <= pairs <= 256)",
-                          b->R, p.pairs);
+                          "graft_grnnd_build_gpu: R=%d order=%d pairs=%d (the GPU builder needs "
+                          "R <= 64, order GRAFT_GRNND_SORTED or GRAFT_GRNND_RANDOM, 0 <= pairs <= 256)",
+                          b->R, p.order, p.pairs);
     size_t xbytes, gbytes, pool_bytes;
     if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
         graft_mul_overflow((size_t)n, (size_t)b->R * sizeof(int32_t), &gbytes) ||
@@ -43,7 +45,8 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     int32_t* nbrs = malloc(gbytes);
     if (!nbrs) return graft_fail(GRAFT_ENOMEM, "graft_grnnd_build_gpu: out of host memory");
 
-    graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho, p.pairs, p.staged != 0,
+    graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho,
+                                 p.order == GRAFT_GRNND_SORTED, p.pairs, p.staged != 0,
                                  b->metric == GRAFT_METRIC_L2, b->seed};
     graft_gpu_ctx* ctx = NULL;
     float* dx = NULL;

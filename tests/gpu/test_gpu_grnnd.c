@@ -88,10 +88,12 @@ static int32_t* exact_top10(const float* xb, int64_t nb, const float* xq, int64_
     return gt;
 }
 
-/* Builds on the CPU and the GPU with the same parameters and compares them over an L sweep. */
+/* Builds on the CPU and the GPU with the same parameters and compares them over an L sweep.
+ * strict: the GPU graph must be fully reachable and within 0.01 recall of the reference (the
+ * sorted order); otherwise (the random-order ablation) the numbers are only printed. */
 static void compare(const char* what, const float* xb, int64_t nb, int64_t d, const float* xq,
                     int64_t nq, const int32_t* gt, int64_t gt_k, const graft_grnnd_params* gp,
-                    const int* Ls, int nL) {
+                    const int* Ls, int nL, int strict) {
     graft_graph cpu = {0}, gpu = {0};
     graft_grnnd_report rep = {0};
     double t0 = now();
@@ -102,10 +104,11 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
     if (!cpu.nbrs || !gpu.nbrs) return;
     const int l2 = gp->base.metric == GRAFT_METRIC_L2;
     printf("%s: n=%lld d=%lld; CPU reference %.3f s, GPU %.3f s (kernels %.4f s, %.1f MB device); "
-           "S=%d R=%d T1=%d T2=%d rho=%.2f pairs=%d staged=%d\n",
+           "S=%d R=%d T1=%d T2=%d rho=%.2f order=%s pairs=%d staged=%d\n",
            what, (long long)nb, (long long)d, t1 - t0, t2 - t1, rep.gpu_seconds,
            rep.gpu_peak_bytes / 1e6, gp->base.S, gp->base.R, gp->base.T1, gp->base.T2,
-           (double)gp->base.rho, gp->pairs, gp->staged);
+           (double)gp->base.rho, gp->order == GRAFT_GRNND_SORTED ? "sorted" : "random", gp->pairs,
+           gp->staged);
     check_valid(&gpu, nb, gp->base.R, what);
     check_sorted(&gpu, xb, d, l2, what);
     double md_c, md_g, reach_c, reach_g;
@@ -115,7 +118,7 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
     CHECK_OK(graft_graph_stats(&gpu, &md_g, &mx_g, &atR_g, &reach_g));
     printf("  degree mean/max/at R: cpu %.2f/%d/%lld gpu %.2f/%d/%lld; reachable cpu %.4f gpu %.4f\n",
            md_c, mx_c, (long long)atR_c, md_g, mx_g, (long long)atR_g, reach_c, reach_g);
-    CHECK(reach_g == 1.0, "%s: GPU graph reachability %.4f", what, reach_g);
+    if (strict) CHECK(reach_g == 1.0, "%s: GPU graph reachability %.4f", what, reach_g);
     const size_t vec = (size_t)nb * d * 4, pools = (size_t)nb * gp->base.R * 16;
     CHECK(rep.gpu_peak_bytes <= vec + pools + pools / 10 + (1 << 20),
           "%s: %zu device bytes, over vectors + 2 pools + 10%%", what, rep.gpu_peak_bytes);
@@ -124,7 +127,8 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
         double rc = search_recall(&cpu, xb, d, m, xq, nq, gt, gt_k, Ls[i]);
         double rg = search_recall(&gpu, xb, d, m, xq, nq, gt, gt_k, Ls[i]);
         printf("  L=%-3d recall@10 cpu %.4f gpu %.4f\n", Ls[i], rc, rg);
-        CHECK(rg >= rc - 0.01, "%s L=%d: GPU recall %.4f more than 0.01 under the reference's %.4f",
+        if (strict)
+            CHECK(rg >= rc - 0.01, "%s L=%d: GPU recall %.4f more than 0.01 under the reference's %.4f",
               what, Ls[i], rg, rc);
     }
     graft_graph_free(&cpu);
@@ -135,13 +139,17 @@ static void test_sift5k(const graft_test_sift* s) {
     const int Ls[] = {16, 24, 32, 48, 64};
     graft_grnnd_params gp;
     graft_grnnd_params_defaults(&gp);
-    compare("sift5k", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &gp, Ls, 5);
-    graft_grnnd_params w = gp;
-    w.staged = 0;
-    compare("sift5k Alg.5 warp distances", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &w, Ls, 5);
+    compare("sift5k", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &gp, Ls, 5, 1);
     graft_grnnd_params r6 = gp;
     r6.base.rho = 0.6f;
-    compare("sift5k rho=0.6", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &r6, Ls + 2, 1);
+    compare("sift5k rho=0.6", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &r6, Ls + 2, 1, 1);
+    /* The paper's disordered propagation, staged and Alg. 5 distances: valid graphs, numbers
+     * printed for the ordering ablation. */
+    graft_grnnd_params rnd = gp;
+    rnd.order = GRAFT_GRNND_RANDOM;
+    compare("sift5k random order", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &rnd, Ls, 5, 0);
+    rnd.staged = 0;
+    compare("sift5k random order, Alg.5", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &rnd, Ls + 2, 1, 0);
 
     /* Same seed twice: the random draws repeat; concurrent insertion order may move a few edges. */
     graft_graph a = {0}, b = {0};
@@ -176,7 +184,7 @@ static void test_inner_product(const graft_test_sift* s0) {
     graft_grnnd_params_defaults(&gp);
     gp.base.metric = GRAFT_METRIC_INNER_PRODUCT;
     const int Ls[] = {16, 32};
-    compare("sift5k cosine (IP)", xb, nb, d, xq, nq, gt, 10, &gp, Ls, 2);
+    compare("sift5k cosine (IP)", xb, nb, d, xq, nq, gt, 10, &gp, Ls, 2, 1);
     free(gt);
     free(xb);
     free(xq);
@@ -204,7 +212,9 @@ static void test_fmnist(void) {
     graft_grnnd_params gp;
     graft_grnnd_params_defaults(&gp);
     const int Ls[] = {16, 32, 64};
-    compare("fashion-mnist 10k", xb, nb, d, xq, nq, gt, 10, &gp, Ls, 3);
+    compare("fashion-mnist 10k", xb, nb, d, xq, nq, gt, 10, &gp, Ls, 3, 1);
+    gp.order = GRAFT_GRNND_RANDOM;
+    compare("fashion-mnist 10k random order", xb, nb, d, xq, nq, gt, 10, &gp, Ls + 1, 1, 0);
     free(gt);
     free(xb);
     free(xq);
@@ -253,18 +263,24 @@ static void test_degenerate(const graft_test_sift* s) {
     graft_test_random(x, 1000 * 8, 25);
     e = gp, e.base.S = 1, e.base.R = 1;
     build_ok("S=1 R=1", x, 1000, 8, &e, 0);
-    e = gp, e.base.R = 40, e.pairs = 256;
-    build_ok("R=40 pairs=256", x, 1000, 8, &e, 1);
+    e = gp, e.base.R = 40;
+    build_ok("R=40", x, 1000, 8, &e, 1);
+    e = gp, e.order = GRAFT_GRNND_RANDOM, e.pairs = 256;
+    build_ok("random order, pairs=256", x, 1000, 8, &e, 0);
+    e = gp, e.order = GRAFT_GRNND_RANDOM, e.pairs = 0;
+    build_ok("random order, pairs=0", x, 1000, 8, &e, 1);
     e = gp, e.base.T1 = 0;
     build_ok("T1=0 (random graph)", x, 1000, 8, &e, 1);
-    e = gp, e.pairs = 0;
-    build_ok("pairs=0 (no pruning)", x, 1000, 8, &e, 1);
+    e = gp, e.base.T2 = 0;
+    build_ok("T2=0 (reverse edges only)", x, 1000, 8, &e, 1);
     e = gp, e.base.rho = 0;
     build_ok("rho=0", x, 1000, 8, &e, 0);
 
     /* Errors leave *out untouched. */
     graft_graph out = {.n = -7};
     e = gp, e.base.R = 65;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 100, 8, &e, &out, NULL), GRAFT_EINVAL);
+    e = gp, e.order = 7;
     CHECK_ERR(graft_grnnd_build_gpu(x, 100, 8, &e, &out, NULL), GRAFT_EINVAL);
     e = gp, e.pairs = 257;
     CHECK_ERR(graft_grnnd_build_gpu(x, 100, 8, &e, &out, NULL), GRAFT_EINVAL);
@@ -289,9 +305,12 @@ int main(void) {
         graft_grnnd_params gp;
         graft_grnnd_params_defaults(&gp);
         gp.base.T1 = 2, gp.base.T2 = 2;
-        build_ok("quick staged", s.xb, 500, s.d, &gp, 0);
+        build_ok("quick sorted", s.xb, 500, s.d, &gp, 0);
+        gp.order = GRAFT_GRNND_RANDOM;
+        build_ok("quick random staged", s.xb, 500, s.d, &gp, 0);
         gp.staged = 0;
-        build_ok("quick Alg.5", s.xb, 500, s.d, &gp, 0);
+        build_ok("quick random Alg.5", s.xb, 500, s.d, &gp, 0);
+        gp.order = GRAFT_GRNND_SORTED;
         gp.base.metric = GRAFT_METRIC_INNER_PRODUCT;
         build_ok("quick IP", s.xb, 300, s.d, &gp, 0);
         graft_test_free_sift(&s);
