@@ -46,6 +46,7 @@ constexpr int kChunk = 32;       // dimensions staged per step, one per lane
 constexpr int kWarps = 4;        // warps per block: 4 x (64 x 33 floats) = 33.8 KB of tiles
 constexpr int kMaxAllPairs = kMaxR * (kMaxR - 1) / 2;
 constexpr int kWarpsSorted = 2;  // 2 x (tile 8.4 KB + pair sums 8.1 KB + list): 34 KB per block
+constexpr uint8_t kNoPrune = 0xff;
 
 enum InsertResult { kInserted, kPresent, kRefused };
 
@@ -63,6 +64,11 @@ constexpr uint64_t kOld = 1ull << 31;
 __device__ inline uint32_t key_id(uint64_t k) { return (uint32_t)k & 0x7fffffffu; }
 __device__ inline bool key_old(uint64_t k) { return (k & kOld) != 0; }
 __device__ inline float key_dist(uint64_t k) { return ordered_to_float((uint32_t)(k >> 32)); }
+// A redirect record (target u, candidate w) in a consumed read-pool slot; never kKeyNone since
+// u < 2^31 - 1.
+__device__ inline uint64_t redirect_record(uint32_t u, uint32_t w) {
+    return ((uint64_t)(u | 0x80000000u) << 32) | w;
+}
 
 // One term of a dissimilarity: squared L2, or minus the dot product (inner product graphs rank
 // by -dot, as the CPU reference does).
@@ -246,10 +252,11 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
 template <bool L2>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
 grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
-                   const uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
+                   uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
     __shared__ float tiles[kWarpsSorted][kMaxR][kChunk + 1];
     __shared__ float sums[kWarpsSorted][kMaxAllPairs];  // pair (i > j) at i (i - 1) / 2 + j
     __shared__ uint64_t lists[kWarpsSorted][kMaxR];
+    __shared__ uint8_t prune_by[kWarpsSorted][kMaxR];    // list position that prunes i, or kNoPrune
     const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
     const int64_t v = (int64_t)blockIdx.x * kWarpsSorted + w;
     if (v >= n) return;
@@ -288,7 +295,6 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
         }
     }
     __syncwarp();
-    uint64_t keep = 0;  // bit i: list[i] stays in v's pool (accepted, or given back)
     uint64_t accepted = 0;
     for (int i = 0; i < c; i++) {
         const uint64_t ki = list[i];
@@ -303,18 +309,56 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
             const unsigned b = __ballot_sync(kFullMask, h);
             if (b) by = j0 + __ffs(b) - 1;
         }
-        if (by < 0) {
-            accepted |= 1ull << i;
-            keep |= 1ull << i;
-            continue;
-        }
-        const uint32_t u = key_id(list[by]), wid = key_id(ki);
-        if (u == wid) continue;  // one id twice in the pool (an insertion race): drop the copy
-        if (warp_insert(pool_write + (int64_t)u * R, R, u, make_key(row[by], wid), lane) == kRefused)
-            keep |= 1ull << i;
+        if (by < 0) accepted |= 1ull << i;
+        if (lane == 0) prune_by[w][i] = by < 0 ? kNoPrune : (uint8_t)by;
     }
-    for (int i = 0; i < c; i++)
-        if ((keep >> i) & 1) warp_insert(pool_write + v * R, R, (uint32_t)v, list[i] | kOld, lane);
+    __syncwarp();
+    // No other warp writes v's write pool in this kernel: the accepted entries (old now) go there
+    // with plain stores, and the redirections wait in v's consumed read slots for
+    // grnnd_redirect, as (target, candidate) records.
+    const int na = __popcll(accepted);
+    for (int i = lane; i < kMaxR; i += 32) {
+        if (i < c && ((accepted >> i) & 1))
+            pool_write[v * R + __popcll(accepted & ((1ull << i) - 1))] = list[i] | kOld;
+        if (i >= na && i < R) pool_write[v * R + i] = kKeyNone;
+        if (i < R) {
+            uint64_t rec = kKeyNone;
+            if (i < c && prune_by[w][i] != kNoPrune) {
+                const uint32_t u = key_id(list[prune_by[w][i]]), cand = key_id(list[i]);
+                if (u != cand) rec = redirect_record(u, cand);  // else a duplicate id: drop it
+            }
+            pool_read[v * R + i] = rec;
+        }
+    }
+}
+
+// The second half of a sorted round: v's redirect records (candidate w pruned by accepted u)
+// are inserted into u's write pool at distance d(u, w) (Alg. 2 lines 9-11); one that u's full
+// pool refuses goes back to v's pool as an old entry (the reference's give-back). Little shared
+// memory, so many warps per SM hide the latency of the atomic inserts.
+template <bool L2>
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_redirect(const float* __restrict__ x, int64_t n, int d, int R,
+               const uint64_t* __restrict__ records, uint64_t* __restrict__ pool_write) {
+    const int lane = threadIdx.x & 31;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+    if (v >= n) return;
+    for (int i0 = 0; i0 < R; i0 += 32) {
+        const uint64_t e = i0 + lane < R ? records[v * R + i0 + lane] : kKeyNone;
+        unsigned m = __ballot_sync(kFullMask, e != kKeyNone);
+        while (m) {
+            const int l = __ffs(m) - 1;
+            m &= m - 1;
+            const uint64_t r = __shfl_sync(kFullMask, e, l);
+            const uint32_t u = (uint32_t)(r >> 32) & 0x7fffffffu, cand = (uint32_t)r;
+            const float* xc = x + (int64_t)cand * d;
+            const float duw = warp_dist<L2>(x + (int64_t)u * d, xc, d, lane);
+            if (warp_insert(pool_write + (int64_t)u * R, R, u, make_key(duw, cand), lane) == kRefused) {
+                const float dvw = warp_dist<L2>(x + v * d, xc, d, lane);
+                warp_insert(pool_write + v * R, R, (uint32_t)v, make_key(dvw, cand) | kOld, lane);
+            }
+        }
+    }
 }
 
 // UPDATE_NEIGHBORS_PARALLEL (Alg. 4), staged variant: pair distances from shared-memory tiles.
@@ -479,13 +523,20 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     uint64_t round = 0;
     for (int t1 = 0; t1 < p->T1; t1++) {
         for (int t2 = 0; t2 < p->T2; t2++, round++) {
-            // Clear the write pool, run the round, swap (Alg. 4, lines 17-18).
-            GRAFT_CUDA_TRY(cudaMemsetAsync(pool[cur ^ 1], 0xff, pool_bytes, st));
             const uint64_t seed = mix64(p->seed + 0x51ED27ull * (round + 1));
-            if (p->sorted)
+            if (p->sorted) {
+                // Fills every write slot itself, leaves redirect records in the read pool.
                 grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
                                          0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
-            else if (p->staged)
+                GRAFT_CUDA_LAUNCH_CHECK();
+                grnnd_redirect<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
+                GRAFT_CUDA_LAUNCH_CHECK();
+                cur ^= 1;
+                continue;
+            }
+            // Clear the write pool, run the round, swap (Alg. 4, lines 17-18).
+            GRAFT_CUDA_TRY(cudaMemsetAsync(pool[cur ^ 1], 0xff, pool_bytes, st));
+            if (p->staged)
                 grnnd_round_staged<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
                                                                    pool[cur], pool[cur ^ 1]);
             else

@@ -19,15 +19,37 @@ void graft_graph_free(graft_graph* g) {
 int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d) {
     double* c = x && n > 0 && d > 0 ? calloc((size_t)d, sizeof(double)) : NULL;
     if (!c) return 0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < d; j++) c[j] += x[i * d + j];
+    /* Column sums per block of rows (OpenMP), then added in block order: the result does not
+     * depend on the thread count. Falls back to one pass when the partial sums do not fit. */
+    const int64_t B = n < 64 ? 1 : 64, rows = (n + B - 1) / B;
+    double* part = calloc((size_t)(B * d), sizeof(double));
+    if (part) {
+#pragma omp parallel for schedule(static)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = b * rows; i < n && i < (b + 1) * rows; i++)
+                for (int64_t j = 0; j < d; j++) part[b * d + j] += x[i * d + j];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < d; j++) c[j] += part[b * d + j];
+        free(part);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < d; j++) c[j] += x[i * d + j];
+    }
     for (int64_t j = 0; j < d; j++) c[j] /= (double)n;
     int64_t entry = 0;
     double best = INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        double s = 0;
-        for (int64_t j = 0; j < d; j++) s += (x[i * d + j] - c[j]) * (x[i * d + j] - c[j]);
-        if (s < best) best = s, entry = i;
+#pragma omp parallel
+    {
+        int64_t e = 0;
+        double b = INFINITY;
+#pragma omp for schedule(static) nowait
+        for (int64_t i = 0; i < n; i++) {
+            double s = 0;
+            for (int64_t j = 0; j < d; j++) s += (x[i * d + j] - c[j]) * (x[i * d + j] - c[j]);
+            if (s < b) b = s, e = i;
+        }
+#pragma omp critical
+        if (b < best || (b == best && e < entry)) best = b, entry = e;
     }
     free(c);
     return entry;
