@@ -71,6 +71,10 @@ passed=$(grep -c " Passed " "$OUT/ctest.log")
 failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run" "$OUT/ctest.log")
 skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 stamp "SUMMARY: GPU ${gpu:-none} | tests: $passed passed, $failed failed, $skipped skipped"
+# The GPU tests' own output (numbers quoted in the issue notes), passed or not.
+for t in build-device/tests/gpu/test_gpu_*; do
+  [ -x "$t" ] && { echo "=== $t"; "$t" 2>&1; } >>"$OUT/gpu_tests.log"
+done
 if [ "$failed" != 0 ]; then
   grep -B5 -A40 "Failed\|failed" "$OUT/ctest.log" | tail -80
   exit 1
@@ -81,8 +85,10 @@ if [ $sanitize = 1 ]; then
   for t in test_gpu_exact test_gpu_grnnd; do
     for tool in memcheck racecheck; do
       GRAFT_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
-        ./build-device/tests/gpu/$t >"$OUT/sanitize-$t-$tool.log" 2>&1
-      stamp "compute-sanitizer $tool $t: exit $? ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$t-$tool.log" | tail -n1))"
+        ./build-device/tests/gpu/$t >/tmp/sanitize.log 2>&1
+      rc=$?
+      { echo "=== $tool $t: exit $rc"; cat /tmp/sanitize.log; } >>"$OUT/sanitize.log"
+      stamp "compute-sanitizer $tool $t: exit $rc ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" /tmp/sanitize.log | tail -n1))"
     done
   done
 fi
