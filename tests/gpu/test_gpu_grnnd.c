@@ -151,16 +151,22 @@ static void test_sift5k(const graft_test_sift* s) {
     rnd.staged = 0;
     compare("sift5k random order, Alg.5", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &rnd, Ls + 2, 1, 0);
 
-    /* Same seed twice: the random draws repeat; concurrent insertion order may move a few edges. */
+    /* Same seed twice. The initial graph repeats exactly; concurrent inserts into one pool land
+     * in a different order between runs, so edges differ (the share of identical slots is
+     * printed), but the quality must not: both valid, fully reachable, recall within 0.005. */
     graft_graph a = {0}, b = {0};
     CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &a, NULL));
     CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &b, NULL));
     if (a.nbrs && b.nbrs) {
+        check_valid(&b, s->nb, gp.base.R, "repeat build");
         int64_t same = 0;
         for (int64_t i = 0; i < s->nb * gp.base.R; i++) same += a.nbrs[i] == b.nbrs[i];
-        double f = (double)same / (double)(s->nb * gp.base.R);
-        printf("repeat build: %.4f of slots identical\n", f);
-        CHECK(f > 0.9, "two builds with one seed share only %.4f of their slots", f);
+        double ra = search_recall(&a, s->xb, s->d, GRAFT_METRIC_L2, s->xq, s->nq, s->gt, s->gt_k, 32);
+        double rb = search_recall(&b, s->xb, s->d, GRAFT_METRIC_L2, s->xq, s->nq, s->gt, s->gt_k, 32);
+        printf("repeat build: %.4f of slots identical; recall@10 at L=32 %.4f and %.4f\n",
+               (double)same / (double)(s->nb * gp.base.R), ra, rb);
+        CHECK(fabs(ra - rb) <= 0.005 && reach_of(&a) == 1.0 && reach_of(&b) == 1.0,
+              "repeat builds differ in quality: recall %.4f vs %.4f", ra, rb);
     }
     graft_graph_free(&a);
     graft_graph_free(&b);
