@@ -77,6 +77,10 @@ int ctx_enter(graft_gpu_ctx* ctx);
 // out[i] = ||x_i||^2 on `stream`.
 int row_norms(const float* x, int64_t n, int64_t d, float* out, cudaStream_t stream);
 
+// The context's cuBLAS handle, made on first use (callers hold the context alone, as for every
+// other context call).
+int ctx_cublas(graft_gpu_ctx* ctx);
+
 // Returns a device scratch buffer of at least `bytes` (grown within the budget).
 int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out);
 

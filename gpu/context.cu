@@ -78,6 +78,17 @@ int row_norms(const float* x, int64_t n, int64_t d, float* out, cudaStream_t str
     return GRAFT_OK;
 }
 
+int ctx_cublas(graft_gpu_ctx* ctx) {
+    if (ctx->cublas) return GRAFT_OK;
+    cublasHandle_t h = nullptr;
+    GRAFT_CUBLAS_TRY(cublasCreate(&h));
+    ctx->cublas = h;  // owned by the context from here on, destroyed with it
+    GRAFT_CUBLAS_TRY(cublasSetStream(h, ctx->stream));
+    // Default math is exact FP32 SGEMM; TF32 only when the caller opts in (graft_gpu_ctx_set_tf32).
+    GRAFT_CUBLAS_TRY(cublasSetMathMode(h, ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    return GRAFT_OK;
+}
+
 }  // namespace graft
 
 using namespace graft;
@@ -118,11 +129,7 @@ int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out)
         GRAFT_CUDA_TRY(cudaSetDevice(device));
         GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
         GRAFT_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-        GRAFT_CUBLAS_TRY(cublasCreate(&ctx->cublas));
-        GRAFT_CUBLAS_TRY(cublasSetStream(ctx->cublas, ctx->stream));
-        // Default math is exact FP32 SGEMM; TF32 only when the caller opts in (graft_gpu_ctx_set_tf32).
-        GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH));
-        return GRAFT_OK;
+        return GRAFT_OK;  // cuBLAS comes with the first GEMM (ctx_cublas): a graph build needs none
     }();
     if (rc != GRAFT_OK) {
         graft_gpu_ctx_destroy(ctx);
@@ -145,9 +152,11 @@ void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) {
 
 void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) {
     ctx->allow_tf32 = allow;
+    if (!ctx->cublas) return;  // applied when the handle is made
     cudaSetDevice(ctx->device);
     cublasSetMathMode(ctx->cublas, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
+
 
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { return ctx->scratch_peak; }
 

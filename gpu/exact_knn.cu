@@ -162,6 +162,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     void* scratch = nullptr;
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
+    GRAFT_GPU_TRY(ctx_cublas(ctx));
 
     const float alpha = l2 ? -2.f : -1.f, beta = 0.f;
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {

@@ -241,13 +241,54 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
     }
 }
 
+// Adds one staged chunk (dj dimensions of the c rows in tile) to the pair sums pd of every pair
+// (i > j) that is not old-old, pd[i (i - 1) / 2 + j]. Each lane owns 4 x 4 blocks of the lower
+// triangle: per dimension it reads 8 staged values for 16 pair terms, a quarter of the shared
+// loads of one pair per lane. Blocks whose rows and columns are all old are skipped.
+template <bool L2>
+__device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, uint64_t old,
+                              float* pd, int lane) {
+    const int nb = (c + 3) / 4, T = nb * (nb + 1) / 2;
+    for (int t = lane; t < T; t += 32) {
+        int bi = (int)((sqrtf(8.f * (float)t + 1.f) - 1.f) * 0.5f);  // t = bi (bi + 1) / 2 + bj
+        while (bi * (bi + 1) / 2 > t) bi--;
+        while ((bi + 1) * (bi + 2) / 2 <= t) bi++;
+        const int bj = t - bi * (bi + 1) / 2;
+        const int i0 = 4 * bi, j0 = 4 * bj;
+        if (((old >> i0) & 0xf) == 0xf && ((old >> j0) & 0xf) == 0xf) continue;
+        float acc[4][4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+#pragma unroll
+            for (int l = 0; l < 4; l++) acc[k][l] = 0.f;
+#pragma unroll 4
+        for (int jj = 0; jj < dj; jj++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) a[k] = tile[i0 + k][jj], b[k] = tile[j0 + k][jj];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+#pragma unroll
+                for (int l = 0; l < 4; l++) acc[k][l] = acc_term<L2>(a[k], b[l], acc[k][l]);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+#pragma unroll
+            for (int l = 0; l < 4; l++) {
+                const int i = i0 + k, j = j0 + l;
+                if (i < c && j < i && !(((old >> i) & 1) && ((old >> j) & 1)))
+                    pd[i * (i - 1) / 2 + j] += acc[k][l];
+            }
+    }
+}
+
 // UPDATE_NEIGHBORS (Alg. 2 of the paper, RNN-Descent as published) by one warp: the list sorted
 // by distance; candidate i is accepted unless an accepted closer entry j has d(i, j) < d(v, i),
 // in which case it is redirected to j's write pool (Alg. 2 lines 7-11). Pairs of two old
 // entries were compared in an earlier round and are skipped, as in NN-Descent. All pair
 // distances the decisions may need (i > j, not both old) are computed first from tiles of the
-// neighbour vectors staged 32 dimensions at a time (lanes over pairs), then the accept/redirect
-// pass runs in order. Accepted entries go to v's write pool as old; a redirection that the
+// neighbour vectors staged 32 dimensions at a time (lanes over 4 x 4 blocks of pairs), then the
+// accept/redirect pass runs in order. Accepted entries go to v's write pool as old; a redirection that the
 // target's full pool refuses goes back to v as old (the reference's give-back).
 template <bool L2>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
@@ -268,31 +309,25 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
     warp_sort64(list, lane);
     const int P = c * (c - 1) / 2;
     for (int p = lane; p < P; p += 32) pd[p] = 0.f;
+    // Old entries as a bit mask (positions >= c count as old, so they are never computed).
+    uint64_t old = c < kMaxR ? ~0ull << c : 0ull;
+    for (int i0 = 0; i0 < c; i0 += 32) {
+        const int i = i0 + lane;
+        const unsigned b = __ballot_sync(kFullMask, i < c && key_old(list[i]));
+        old |= (uint64_t)b << i0;
+    }
+    const int rows = (c + 3) & ~3;  // 4 x 4 blocks cover rows [0, rows)
     for (int j0 = 0; j0 < d && P > 0; j0 += kChunk) {
         const int dj = min(kChunk, d - j0);
         __syncwarp();
-        if (lane < dj)
+        if (lane < dj) {
 #pragma unroll 4
             for (int r = 0; r < c; r++)
                 tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
-        __syncwarp();
-        for (int p = lane; p < P; p += 32) {
-            int i = (int)((1.f + sqrtf(1.f + 8.f * (float)p)) * 0.5f);  // p = i (i - 1) / 2 + j
-            while (i * (i - 1) / 2 > p) i--;
-            while ((i + 1) * i / 2 <= p) i++;
-            const int j = p - i * (i - 1) / 2;
-            if (key_old(list[i]) && key_old(list[j])) continue;
-            const float* a = tile[i];
-            const float* b = tile[j];
-            float s = pd[p];
-            if (dj == kChunk) {
-#pragma unroll 8
-                for (int jj = 0; jj < kChunk; jj++) s = acc_term<L2>(a[jj], b[jj], s);
-            } else {
-                for (int jj = 0; jj < dj; jj++) s = acc_term<L2>(a[jj], b[jj], s);
-            }
-            pd[p] = s;
+            for (int r = c; r < rows; r++) tile[r][lane] = 0.f;
         }
+        __syncwarp();
+        pair_sums_4x4<L2>(tile, c, dj, old, pd, lane);
     }
     __syncwarp();
     uint64_t accepted = 0;

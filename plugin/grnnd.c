@@ -2,11 +2,18 @@
  * does, uploads the vectors, runs gpu/grnnd_build.cu and takes the graph back in graft_graph form
  * with the same entry-point rule as the reference. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "error.h"
 #include "graft/graph.h"
 #include "graft_gpu.h"
 #include "validate.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     if (!p) return;
@@ -26,6 +33,7 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     else
         graft_grnnd_params_defaults(&p);
     const graft_rnnd_params* b = &p.base;
+    const double t0 = now_s();
     GRAFT_TRY(graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
     if (b->R > 64 || p.pairs < 0 || p.pairs > 256 ||
         (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM))
@@ -51,10 +59,13 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     graft_gpu_ctx* ctx = NULL;
     float* dx = NULL;
     float ms = 0;
+    const double t1 = now_s();
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);
     if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dx, xbytes);
     if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dx, x, xbytes);
+    const double t2 = now_s();
     if (rc == GRAFT_OK) rc = graft_gpu_grnnd_build(ctx, dx, n, d, &gp, nbrs, &ms);
+    const double t3 = now_s();
     const size_t peak = ctx ? xbytes + graft_gpu_ctx_scratch_peak(ctx) : 0;
     if (rc != GRAFT_OK) rc = graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
     if (ctx) {
@@ -68,9 +79,13 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     out->n = n;
     out->R = b->R;
     out->nbrs = nbrs;
+    const double t4 = now_s();
     out->entry = graft_graph_entry_point(x, n, d);
     if (report) {
         report->gpu_seconds = ms / 1000.0;
+        report->upload_seconds = t2 - t1;
+        report->download_seconds = (t3 - t2) - ms / 1000.0;
+        report->host_seconds = (t1 - t0) + (now_s() - t4);
         report->gpu_peak_bytes = peak;
     }
     return GRAFT_OK;

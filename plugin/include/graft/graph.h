@@ -73,6 +73,9 @@ void graft_grnnd_params_defaults(graft_grnnd_params* params);
 typedef struct graft_grnnd_report {
     double gpu_seconds;    /* device time of the build kernels (vector upload, graph download and
                               context creation excluded) */
+    double upload_seconds; /* wall time of context creation, allocation and vector upload */
+    double download_seconds; /* wall time from the end of the kernels to the graph on the host */
+    double host_seconds;   /* wall time of the host-side checks and the entry point */
     size_t gpu_peak_bytes; /* device memory the build held: vectors + pools */
 } graft_grnnd_report;
 
