@@ -241,6 +241,41 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
     }
 }
 
+// Stages dimensions [j0, j0 + dj) of the c rows list[0..c) into tile (rows [c, rows) zeroed).
+// With d % 4 == 0 each lane loads 16 bytes (8 lanes per row slice, 4 rows per instruction) and
+// every row of the chunk is in flight at once: the loads are latency-bound at the occupancy the
+// tiles allow, so the count of dependent round trips is what matters.
+__device__ inline void stage_chunk(const float* __restrict__ x, int d, int j0, int dj,
+                                   const uint64_t* list, int c, int rows,
+                                   float (*tile)[kChunk + 1], int lane) {
+    if ((d & 3) == 0) {
+        const int sub = lane >> 3, c0 = (lane & 7) * 4;
+        // Two batches of 8 loads in flight per lane (32 rows each): half the registers of one
+        // batch of 16, which would cost the staged random-order kernel half its occupancy.
+        for (int b0 = 0; b0 < rows; b0 += 32) {
+            float4 v[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int r = b0 + 4 * k + sub;
+                if (r < c && c0 < dj)
+                    v[k] = __ldg(reinterpret_cast<const float4*>(x + (int64_t)key_id(list[r]) * d + j0 + c0));
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int r = b0 + 4 * k + sub;
+                if (r < rows && c0 < dj) {
+                    const float4 w = r < c ? v[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+                    tile[r][c0] = w.x, tile[r][c0 + 1] = w.y, tile[r][c0 + 2] = w.z, tile[r][c0 + 3] = w.w;
+                }
+            }
+        }
+    } else if (lane < dj) {
+#pragma unroll 8
+        for (int r = 0; r < c; r++) tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
+        for (int r = c; r < rows; r++) tile[r][lane] = 0.f;
+    }
+}
+
 // Adds one staged chunk (dj dimensions of the c rows in tile) to the pair sums pd of every pair
 // (i > j) that is not old-old, pd[i (i - 1) / 2 + j]. Each lane owns 4 x 4 blocks of the lower
 // triangle: per dimension it reads 8 staged values for 16 pair terms, a quarter of the shared
@@ -320,12 +355,7 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
     for (int j0 = 0; j0 < d && P > 0; j0 += kChunk) {
         const int dj = min(kChunk, d - j0);
         __syncwarp();
-        if (lane < dj) {
-#pragma unroll 4
-            for (int r = 0; r < c; r++)
-                tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
-            for (int r = c; r < rows; r++) tile[r][lane] = 0.f;
-        }
+        stage_chunk(x, d, j0, dj, list, c, rows, tile, lane);
         __syncwarp();
         pair_sums_4x4<L2>(tile, c, dj, old, pd, lane);
     }
@@ -419,10 +449,7 @@ grnnd_round_staged(const float* __restrict__ x, int64_t n, int d, int R, int P, 
         for (int j0 = 0; j0 < d; j0 += kChunk) {
             const int dj = min(kChunk, d - j0);
             __syncwarp();  // the previous chunk is consumed (and the pairs are visible)
-            if (lane < dj)
-#pragma unroll 4
-                for (int r = 0; r < c; r++)
-                    tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
+            stage_chunk(x, d, j0, dj, list, c, c, tile, lane);
             __syncwarp();
 #pragma unroll
             for (int t = 0; t < kMaxPairs / 32; t++) {

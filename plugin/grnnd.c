@@ -2,6 +2,7 @@
  * does, uploads the vectors, runs gpu/grnnd_build.cu and takes the graph back in graft_graph form
  * with the same entry-point rule as the reference. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "error.h"
@@ -52,6 +53,11 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     const size_t budget = p.memory_budget ? p.memory_budget : need;
     int32_t* nbrs = malloc(gbytes);
     if (!nbrs) return graft_fail(GRAFT_ENOMEM, "graft_grnnd_build_gpu: out of host memory");
+    /* Fault the pages in on all cores: the graph's copy back to fresh pageable memory otherwise
+     * spends most of its time in page faults (0.19 s of a 1M build on the H100 machine). */
+    const int64_t nrows = n;
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nrows; v++) memset(nbrs + v * b->R, 0xff, (size_t)b->R * sizeof(int32_t));
 
     graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho,
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, p.staged != 0,
