@@ -35,6 +35,8 @@
 //
 // Deterministic: the random draws (a hash of seed, round, vertex, pair). Not deterministic: the
 // order in which concurrent warps insert into one pool, so two runs can differ in a few edges.
+#include <cstdlib>
+
 #include "common.cuh"
 
 namespace graft {
@@ -572,6 +574,39 @@ grnnd_extract(const uint64_t* __restrict__ pool, int64_t n, int R, int32_t* __re
     for (int i = out + lane; i < R; i += 32) graph[v * R + i] = -1;
 }
 
+// GRAFT_GRNND_PROFILE=1 in the environment: device time per kernel kind, summed over the build
+// and printed to stderr (events after each launch; a diagnostic for bench/RESULTS.md, off by default).
+struct Profile {
+    static constexpr int kKinds = 5;
+    const char* names[kKinds] = {"init", "round (decide)", "round (redirect)", "reverse", "extract"};
+    bool on = false;
+    cudaStream_t st = nullptr;
+    cudaEvent_t last = nullptr;
+    double ms[kKinds] = {0, 0, 0, 0, 0};
+    explicit Profile(cudaStream_t s) : on(getenv("GRAFT_GRNND_PROFILE") != nullptr), st(s) {
+        if (on && (cudaEventCreate(&last) != cudaSuccess || cudaEventRecord(last, st) != cudaSuccess))
+            on = false;
+    }
+    void mark(int kind) {  // the time since the previous mark goes to `kind`
+        if (!on) return;
+        cudaEvent_t e;
+        if (cudaEventCreate(&e) != cudaSuccess) return;
+        float t = 0;
+        if (cudaEventRecord(e, st) == cudaSuccess && cudaEventSynchronize(e) == cudaSuccess &&
+            cudaEventElapsedTime(&t, last, e) == cudaSuccess)
+            ms[kind] += t;
+        cudaEventDestroy(last);
+        last = e;
+    }
+    ~Profile() {
+        if (!on) return;
+        fprintf(stderr, "GRNND profile (ms):");
+        for (int k = 0; k < kKinds; k++) fprintf(stderr, " %s %.2f;", names[k], ms[k]);
+        fprintf(stderr, "\n");
+        cudaEventDestroy(last);
+    }
+};
+
 template <bool L2>
 int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_gpu_grnnd_params* p,
               uint64_t* pool[2], int32_t** graph_dev) {
@@ -579,8 +614,10 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     const unsigned blocks = (unsigned)ceil_div(n, kWarps), threads = kWarps * 32;
     const size_t pool_bytes = (size_t)n * R * sizeof(uint64_t);
     cudaStream_t st = ctx->stream;
+    Profile prof(st);
     grnnd_init<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, pool[0]);
     GRAFT_CUDA_LAUNCH_CHECK();
+    prof.mark(0);
     int cur = 0;
     uint64_t round = 0;
     for (int t1 = 0; t1 < p->T1; t1++) {
@@ -591,8 +628,10 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                 grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
                                          0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
                 GRAFT_CUDA_LAUNCH_CHECK();
+                prof.mark(1);
                 grnnd_redirect<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
                 GRAFT_CUDA_LAUNCH_CHECK();
+                prof.mark(2);
                 cur ^= 1;
                 continue;
             }
@@ -605,6 +644,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                 grnnd_round_warp<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
                                                                  pool[cur], pool[cur ^ 1]);
             GRAFT_CUDA_LAUNCH_CHECK();
+            prof.mark(1);
             cur ^= 1;
         }
         if (t1 + 1 < p->T1 && p->rho > 0.f) {
@@ -612,6 +652,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                                            cudaMemcpyDeviceToDevice, st));
             grnnd_reverse<<<blocks, threads, 0, st>>>(n, R, p->rho, pool[cur], pool[cur ^ 1]);
             GRAFT_CUDA_LAUNCH_CHECK();
+            prof.mark(3);
             cur ^= 1;
         }
     }
@@ -619,6 +660,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     *graph_dev = reinterpret_cast<int32_t*>(pool[cur ^ 1]);
     grnnd_extract<<<blocks, threads, 0, st>>>(pool[cur], n, R, *graph_dev);
     GRAFT_CUDA_LAUNCH_CHECK();
+    prof.mark(4);
     return GRAFT_OK;
 }
 
