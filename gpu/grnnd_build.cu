@@ -279,11 +279,9 @@ __device__ inline void stage_chunk(const float* __restrict__ x, int d, int j0, i
 }
 
 // Adds one staged chunk (dj dimensions of the c rows in tile) to the pair sums pd of every pair
-// (i > j) that is not old-old, pd[i (i - 1) / 2 + j]: dot products for L2 (turned into squared
-// distances by finish_l2), minus dot products for inner product. Each lane owns 4 x 4 blocks of
-// the lower triangle: per dimension it reads 8 staged values for 16 pair terms, a quarter of the
-// shared loads of one pair per lane, and one FMA per term. Blocks whose rows and columns are all
-// old are skipped.
+// (i > j) that is not old-old, pd[i (i - 1) / 2 + j]. Each lane owns 4 x 4 blocks of the lower
+// triangle: per dimension it reads 8 staged values for 16 pair terms, a quarter of the shared
+// loads of one pair per lane. Blocks whose rows and columns are all old are skipped.
 template <bool L2>
 __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, uint64_t old,
                               float* pd, int lane) {
@@ -308,7 +306,7 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
 #pragma unroll
             for (int k = 0; k < 4; k++)
 #pragma unroll
-                for (int l = 0; l < 4; l++) acc[k][l] = fmaf(L2 ? a[k] : -a[k], b[l], acc[k][l]);
+                for (int l = 0; l < 4; l++) acc[k][l] = acc_term<L2>(a[k], b[l], acc[k][l]);
         }
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -321,40 +319,13 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
     }
 }
 
-// Adds the staged chunk's squares to the row norms (lane r owns rows r and r + 32).
-__device__ inline void add_norms(const float (*tile)[kChunk + 1], int c, int dj, float norm[2],
-                                 int lane) {
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int r = lane + 32 * h;
-        if (r < c)
-            for (int jj = 0; jj < dj; jj++) norm[h] = fmaf(tile[r][jj], tile[r][jj], norm[h]);
-    }
-}
-
-// pd from dot products to squared distances, ||a||^2 + ||b||^2 - 2 a.b, clamped at 0 so that
-// identical vectors still never prune each other (the strict RNG test). Only the prune decisions
-// read these; the distances that become keys are recomputed exactly (grnnd_redirect).
-__device__ inline void finish_l2(float* pd, const float* norms, int c, uint64_t old, int lane) {
-    const int P = c * (c - 1) / 2;
-    for (int p = lane; p < P; p += 32) {
-        int i = (int)((1.f + sqrtf(1.f + 8.f * (float)p)) * 0.5f);  // p = i (i - 1) / 2 + j
-        while (i * (i - 1) / 2 > p) i--;
-        while ((i + 1) * i / 2 <= p) i++;
-        const int j = p - i * (i - 1) / 2;
-        if (((old >> i) & 1) && ((old >> j) & 1)) continue;
-        pd[p] = fmaxf(0.f, norms[i] + norms[j] - 2.f * pd[p]);
-    }
-}
-
 // UPDATE_NEIGHBORS (Alg. 2 of the paper, RNN-Descent as published) by one warp: the list sorted
 // by distance; candidate i is accepted unless an accepted closer entry j has d(i, j) < d(v, i),
 // in which case it is redirected to j's write pool (Alg. 2 lines 7-11). Pairs of two old
 // entries were compared in an earlier round and are skipped, as in NN-Descent. All pair
 // distances the decisions may need (i > j, not both old) are computed first from tiles of the
-// neighbour vectors staged 32 dimensions at a time (lanes over 4 x 4 blocks of pairs; for L2 as
-// norms minus twice the dot products, one FMA per term), then the accept/redirect pass runs in
-// order. Accepted entries go to v's write pool as old; a redirection that the
+// neighbour vectors staged 32 dimensions at a time (lanes over 4 x 4 blocks of pairs), then the
+// accept/redirect pass runs in order. Accepted entries go to v's write pool as old; a redirection that the
 // target's full pool refuses goes back to v as old (the reference's give-back).
 template <bool L2>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
@@ -364,7 +335,6 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
     __shared__ float sums[kWarpsSorted][kMaxAllPairs];  // pair (i > j) at i (i - 1) / 2 + j
     __shared__ uint64_t lists[kWarpsSorted][kMaxR];
     __shared__ uint8_t prune_by[kWarpsSorted][kMaxR];    // list position that prunes i, or kNoPrune
-    __shared__ float row_norms[kWarpsSorted][kMaxR];     // L2: squared norms of the list's vectors
     const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
     const int64_t v = (int64_t)blockIdx.x * kWarpsSorted + w;
     if (v >= n) return;
@@ -384,20 +354,12 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
         old |= (uint64_t)b << i0;
     }
     const int rows = (c + 3) & ~3;  // 4 x 4 blocks cover rows [0, rows)
-    float norm[2] = {0.f, 0.f};
     for (int j0 = 0; j0 < d && P > 0; j0 += kChunk) {
         const int dj = min(kChunk, d - j0);
         __syncwarp();
         stage_chunk(x, d, j0, dj, list, c, rows, tile, lane);
         __syncwarp();
         pair_sums_4x4<L2>(tile, c, dj, old, pd, lane);
-        if (L2) add_norms(tile, c, dj, norm, lane);
-    }
-    if (L2 && P > 0) {
-        row_norms[w][lane] = norm[0];
-        row_norms[w][lane + 32] = norm[1];
-        __syncwarp();
-        finish_l2(pd, row_norms[w], c, old, lane);
     }
     __syncwarp();
     uint64_t accepted = 0;
