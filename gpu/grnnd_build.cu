@@ -24,7 +24,7 @@
 //
 // Two choices beyond the paper, both with a reason:
 //  - Pair distances (both orders; `staged = 0` is Alg. 5 for the random order): the warp stages its c <= R neighbour vectors
-//    in shared memory 16 dimensions at a time and each lane computes whole pair distances from
+//    in shared memory 32 dimensions at a time and each lane computes whole pair distances from
 //    there (lanes over pairs instead of Alg. 5's lanes over dimensions). Each neighbour vector then
 //    crosses the memory system once per round instead of once per pair it is in (about
 //    2 * pairs / c times). The paper's Alg. 5 (one warp per pair distance) is kept as the
@@ -44,11 +44,10 @@ namespace {
 
 constexpr int kMaxR = 64;        // pool slots: two per lane
 constexpr int kMaxPairs = 256;   // pairs drawn per vertex and round: at most eight per lane
-constexpr int kChunk = 16;       // dimensions staged per step: a 4.3 KB tile of 64 rows per warp,
-                                 // so 16 warps fit per SM in the sorted rounds (12 with 32)
-constexpr int kWarps = 4;        // warps per block: 4 x (64 x 17 floats) = 17.4 KB of tiles
+constexpr int kChunk = 32;       // dimensions staged per step, one per lane
+constexpr int kWarps = 4;        // warps per block: 4 x (64 x 33 floats) = 33.8 KB of tiles
 constexpr int kMaxAllPairs = kMaxR * (kMaxR - 1) / 2;
-constexpr int kWarpsSorted = 2;  // 2 x (tile 4.3 KB + pair sums 8.1 KB + list): 26 KB per block
+constexpr int kWarpsSorted = 2;  // 2 x (tile 8.4 KB + pair sums 8.1 KB + list): 34 KB per block
 constexpr uint8_t kNoPrune = 0xff;
 
 enum InsertResult { kInserted, kPresent, kRefused };
@@ -245,28 +244,27 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
 }
 
 // Stages dimensions [j0, j0 + dj) of the c rows list[0..c) into tile (rows [c, rows) zeroed).
-// With d % 4 == 0 each lane loads 16 bytes (4 lanes per 16-dimension row slice, 8 rows per
-// instruction) and every row of the chunk is in flight at once: the loads are latency-bound at the occupancy the
+// With d % 4 == 0 each lane loads 16 bytes (8 lanes per row slice, 4 rows per instruction) and
+// every row of the chunk is in flight at once: the loads are latency-bound at the occupancy the
 // tiles allow, so the count of dependent round trips is what matters.
 __device__ inline void stage_chunk(const float* __restrict__ x, int d, int j0, int dj,
                                    const uint64_t* list, int c, int rows,
                                    float (*tile)[kChunk + 1], int lane) {
     if ((d & 3) == 0) {
-        constexpr int kLanesPerRow = kChunk / 4, kRowsPerLoad = 32 / kLanesPerRow;
-        const int sub = lane / kLanesPerRow, c0 = (lane % kLanesPerRow) * 4;
-        // Batches of 8 loads in flight per lane (8 x kRowsPerLoad rows each): one batch covers a
-        // 64-row list, and 8 float4s keep the registers of the staged random-order kernel low.
-        for (int b0 = 0; b0 < rows; b0 += 8 * kRowsPerLoad) {
+        const int sub = lane >> 3, c0 = (lane & 7) * 4;
+        // Two batches of 8 loads in flight per lane (32 rows each): half the registers of one
+        // batch of 16, which would cost the staged random-order kernel half its occupancy.
+        for (int b0 = 0; b0 < rows; b0 += 32) {
             float4 v[8];
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                const int r = b0 + kRowsPerLoad * k + sub;
+                const int r = b0 + 4 * k + sub;
                 if (r < c && c0 < dj)
                     v[k] = __ldg(reinterpret_cast<const float4*>(x + (int64_t)key_id(list[r]) * d + j0 + c0));
             }
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                const int r = b0 + kRowsPerLoad * k + sub;
+                const int r = b0 + 4 * k + sub;
                 if (r < rows && c0 < dj) {
                     const float4 w = r < c ? v[k] : make_float4(0.f, 0.f, 0.f, 0.f);
                     tile[r][c0] = w.x, tile[r][c0 + 1] = w.y, tile[r][c0 + 2] = w.z, tile[r][c0 + 3] = w.w;
@@ -326,7 +324,7 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
 // in which case it is redirected to j's write pool (Alg. 2 lines 7-11). Pairs of two old
 // entries were compared in an earlier round and are skipped, as in NN-Descent. All pair
 // distances the decisions may need (i > j, not both old) are computed first from tiles of the
-// neighbour vectors staged 16 dimensions at a time (lanes over 4 x 4 blocks of pairs), then the
+// neighbour vectors staged 32 dimensions at a time (lanes over 4 x 4 blocks of pairs), then the
 // accept/redirect pass runs in order. Accepted entries go to v's write pool as old; a redirection that the
 // target's full pool refuses goes back to v as old (the reference's give-back).
 template <bool L2>
