@@ -23,12 +23,12 @@
 // (reverse-edge sampling, Sec. 3.6), all offers read from one snapshot.
 //
 // Two choices beyond the paper, both with a reason:
-//  - Pair distances (both orders; `staged = 0` is Alg. 5 for the random order): the warp stages its c <= R neighbour vectors
-//    in shared memory 32 dimensions at a time and each lane computes whole pair distances from
-//    there (lanes over pairs instead of Alg. 5's lanes over dimensions). Each neighbour vector then
-//    crosses the memory system once per round instead of once per pair it is in (about
-//    2 * pairs / c times). The paper's Alg. 5 (one warp per pair distance) is kept as the
-//    `staged = 0` variant so the two can be measured against each other.
+//  - Pair distances (both orders): the warp stages its c <= R neighbour vectors in shared memory
+//    32 dimensions at a time and its lanes compute pair distances from there (lanes over pairs,
+//    or over 4 x 4 blocks of pairs in the sorted order, instead of Alg. 5's lanes over
+//    dimensions). Each neighbour vector then crosses the memory system once per round instead of
+//    once per pair it is in. The paper's Alg. 5 (one warp per pair distance) is kept for the
+//    random order as `staged = 0`, so the two can be measured against each other.
 //  - Give-back (as in the CPU reference, plugin/rnnd.c): a redirected candidate that the closer
 //    vertex's full pool refuses stays in v's list instead of being lost. Without it an outlier
 //    can lose its last in-edge and become unreachable.

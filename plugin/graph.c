@@ -9,6 +9,7 @@
 #include "error.h"
 #include "graft/graph.h"
 #include "validate.h"
+#include "vec_dist.h"
 
 void graft_graph_free(graft_graph* g) {
     if (!g) return;
@@ -63,25 +64,6 @@ static int check_graph(const graft_graph* g, const char* fn) {
     return GRAFT_OK;
 }
 
-/* Same arithmetic as rnnd.c's (kept static so it inlines into the search loop): squared L2 or
- * minus the dot product, eight partial sums in a fixed order. */
-static inline float vec_dist(const float* a, const float* b, int64_t d, int l2) {
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t j = 0;
-    if (l2) {
-        for (; j + 8 <= d; j += 8)
-            for (int t = 0; t < 8; t++) {
-                float u = a[j + t] - b[j + t];
-                s[t] += u * u;
-            }
-        for (; j < d; j++) s[0] += (a[j] - b[j]) * (a[j] - b[j]);
-    } else {
-        for (; j + 8 <= d; j += 8)
-            for (int t = 0; t < 8; t++) s[t] -= a[j + t] * b[j + t];
-        for (; j < d; j++) s[0] -= a[j] * b[j];
-    }
-    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-}
 
 typedef struct {
     float d;
@@ -97,7 +79,7 @@ static int cand_less(float d, int32_t id, cand b) { return d < b.d || (d == b.d 
 static int search_one(const graft_graph* g, const float* x, int64_t d, int l2, const float* q,
                       int L, cand* list, uint32_t* seen, uint32_t stamp) {
     int size = 1;
-    list[0] = (cand){vec_dist(q, x + g->entry * d, d, l2), (int32_t)g->entry, 0};
+    list[0] = (cand){graft_vec_dist(q, x + g->entry * d, d, l2), (int32_t)g->entry, 0};
     seen[g->entry] = stamp;
     int i = 0;
     while (i < size) {
@@ -112,7 +94,7 @@ static int search_one(const graft_graph* g, const float* x, int64_t d, int l2, c
             int32_t u = row[j];
             if (u < 0 || u >= g->n || seen[u] == stamp) continue;
             seen[u] = stamp;
-            float du = vec_dist(q, x + (int64_t)u * d, d, l2);
+            float du = graft_vec_dist(q, x + (int64_t)u * d, d, l2);
             if (size == L && !cand_less(du, u, list[L - 1])) continue;
             int pos = size < L ? size++ : L - 1;
             for (; pos > 0 && cand_less(du, u, list[pos - 1]); pos--) list[pos] = list[pos - 1];

@@ -30,6 +30,7 @@
 #include "error.h"
 #include "graft/graph.h"
 #include "validate.h"
+#include "vec_dist.h"
 
 typedef struct {
     float d;       /* distance to the pool's vertex (squared L2, or -dot) */
@@ -54,28 +55,9 @@ typedef struct {
 
 static int less(ent a, ent b) { return a.d < b.d || (a.d == b.d && a.id < b.id); }
 
-/* Squared L2 or minus the dot product. Eight partial sums in a fixed order: vectorizable without
- * -ffast-math, identical on every thread, and d(a, b) == d(b, a) bit for bit. */
-static inline float vec_dist(const float* a, const float* b, int64_t d, int l2) {
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t j = 0;
-    if (l2) {
-        for (; j + 8 <= d; j += 8)
-            for (int t = 0; t < 8; t++) {
-                float u = a[j + t] - b[j + t];
-                s[t] += u * u;
-            }
-        for (; j < d; j++) s[0] += (a[j] - b[j]) * (a[j] - b[j]);
-    } else {
-        for (; j + 8 <= d; j += 8)
-            for (int t = 0; t < 8; t++) s[t] -= a[j + t] * b[j + t];
-        for (; j < d; j++) s[0] -= a[j] * b[j];
-    }
-    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-}
 
 static float dist(const rnnd* g, int64_t a, int64_t b) {
-    return vec_dist(g->x + a * g->d, g->x + b * g->d, g->d, g->l2);
+    return graft_vec_dist(g->x + a * g->d, g->x + b * g->d, g->d, g->l2);
 }
 
 /* Inserts e into pool v unless its id is there already (then the copy stays, old if either copy
