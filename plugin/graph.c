@@ -64,7 +64,6 @@ static int check_graph(const graft_graph* g, const char* fn) {
     return GRAFT_OK;
 }
 
-
 typedef struct {
     float d;
     int32_t id;

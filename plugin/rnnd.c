@@ -55,7 +55,6 @@ typedef struct {
 
 static int less(ent a, ent b) { return a.d < b.d || (a.d == b.d && a.id < b.id); }
 
-
 static float dist(const rnnd* g, int64_t a, int64_t b) {
     return graft_vec_dist(g->x + a * g->d, g->x + b * g->d, g->d, g->l2);
 }
