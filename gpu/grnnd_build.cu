@@ -325,8 +325,9 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
 // entries were compared in an earlier round and are skipped, as in NN-Descent. All pair
 // distances the decisions may need (i > j, not both old) are computed first from tiles of the
 // neighbour vectors staged 32 dimensions at a time (lanes over 4 x 4 blocks of pairs), then the
-// accept/redirect pass runs in order. Accepted entries go to v's write pool as old; a redirection that the
-// target's full pool refuses goes back to v as old (the reference's give-back).
+// accept/redirect pass runs in order. Accepted entries go to v's write pool as old; a
+// redirection that the target's full pool refuses goes back to v as old (the reference's
+// give-back, done by grnnd_redirect).
 template <bool L2>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
 grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,

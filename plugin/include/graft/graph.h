@@ -75,7 +75,8 @@ typedef struct graft_grnnd_report {
                               context creation excluded) */
     double upload_seconds; /* wall time of context creation, allocation and vector upload */
     double download_seconds; /* wall time from the end of the kernels to the graph on the host */
-    double host_seconds;   /* wall time of the host-side checks and the entry point */
+    double host_seconds;   /* wall time of the host-side checks, of faulting in the graph's host
+                              memory and of the entry point */
     size_t gpu_peak_bytes; /* device memory the build held: vectors + pools */
 } graft_grnnd_report;
 
