@@ -243,53 +243,38 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
     }
 }
 
-// Staging of neighbour vectors into shared-memory tiles. With d % 4 == 0 each lane loads 16
-// bytes (8 lanes per 32-dimension row slice, 4 rows per instruction), 8 loads in flight per lane
-// (a batch of 32 rows): the loads are latency-bound at the occupancy the tiles allow, so the
-// count of dependent round trips is what matters.
-//
-// stage_load issues the loads of rows [b0, b0 + 32) of dimensions [j0, j0 + dj) into registers;
-// stage_store writes them to tile (rows >= c as zeros, up to `rows`). Split so that a caller can
-// have the next chunk's loads in flight while it computes on the current one.
-__device__ inline void stage_load(const float* __restrict__ x, int d, int j0, int dj,
-                                  const uint64_t* list, int c, int b0, float4 (&v)[8], int lane) {
-    const int sub = lane >> 3, c0 = (lane & 7) * 4;
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const int r = b0 + 4 * k + sub;
-        if (r < c && c0 < dj)
-            v[k] = __ldg(reinterpret_cast<const float4*>(x + (int64_t)key_id(list[r]) * d + j0 + c0));
-    }
-}
-
-__device__ inline void stage_store(const float4 (&v)[8], int c, int rows, int b0, int dj,
-                                   float (*tile)[kChunk + 1], int lane) {
-    const int sub = lane >> 3, c0 = (lane & 7) * 4;
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const int r = b0 + 4 * k + sub;
-        if (r < rows && c0 < dj) {
-            const float4 w = r < c ? v[k] : make_float4(0.f, 0.f, 0.f, 0.f);
-            tile[r][c0] = w.x, tile[r][c0 + 1] = w.y, tile[r][c0 + 2] = w.z, tile[r][c0 + 3] = w.w;
-        }
-    }
-}
-
-// Stages dimensions [j0, j0 + dj) of the c rows list[0..c) into tile (rows [c, rows) zeroed),
-// starting at row b0 (rows below b0 are the caller's).
+// Stages dimensions [j0, j0 + dj) of the c rows list[0..c) into tile (rows [c, rows) zeroed).
+// With d % 4 == 0 each lane loads 16 bytes (8 lanes per row slice, 4 rows per instruction) and
+// every row of the chunk is in flight at once: the loads are latency-bound at the occupancy the
+// tiles allow, so the count of dependent round trips is what matters.
 __device__ inline void stage_chunk(const float* __restrict__ x, int d, int j0, int dj,
                                    const uint64_t* list, int c, int rows,
-                                   float (*tile)[kChunk + 1], int lane, int b0 = 0) {
+                                   float (*tile)[kChunk + 1], int lane) {
     if ((d & 3) == 0) {
-        for (; b0 < rows; b0 += 32) {
+        const int sub = lane >> 3, c0 = (lane & 7) * 4;
+        // Two batches of 8 loads in flight per lane (32 rows each): half the registers of one
+        // batch of 16, which would cost the staged random-order kernel half its occupancy.
+        for (int b0 = 0; b0 < rows; b0 += 32) {
             float4 v[8];
-            stage_load(x, d, j0, dj, list, c, b0, v, lane);
-            stage_store(v, c, rows, b0, dj, tile, lane);
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int r = b0 + 4 * k + sub;
+                if (r < c && c0 < dj)
+                    v[k] = __ldg(reinterpret_cast<const float4*>(x + (int64_t)key_id(list[r]) * d + j0 + c0));
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int r = b0 + 4 * k + sub;
+                if (r < rows && c0 < dj) {
+                    const float4 w = r < c ? v[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+                    tile[r][c0] = w.x, tile[r][c0 + 1] = w.y, tile[r][c0 + 2] = w.z, tile[r][c0 + 3] = w.w;
+                }
+            }
         }
     } else if (lane < dj) {
 #pragma unroll 8
-        for (int r = b0; r < c; r++) tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
-        for (int r = max(c, b0); r < rows; r++) tile[r][lane] = 0.f;
+        for (int r = 0; r < c; r++) tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
+        for (int r = c; r < rows; r++) tile[r][lane] = 0.f;
     }
 }
 
@@ -370,24 +355,11 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
         old |= (uint64_t)b << i0;
     }
     const int rows = (c + 3) & ~3;  // 4 x 4 blocks cover rows [0, rows)
-    // Rows [0, 32) of the next chunk are loaded into registers before the current chunk's pair
-    // sums, so those loads are in flight during the arithmetic (rows >= 32, when c > 32, are
-    // staged without overlap).
-    const bool vec = (d & 3) == 0;
-    float4 next[8];
-    if (vec && P > 0) stage_load(x, d, 0, min(kChunk, d), list, c, 0, next, lane);
     for (int j0 = 0; j0 < d && P > 0; j0 += kChunk) {
         const int dj = min(kChunk, d - j0);
         __syncwarp();
-        if (vec) {
-            stage_store(next, c, min(rows, 32), 0, dj, tile, lane);
-            stage_chunk(x, d, j0, dj, list, c, rows, tile, lane, 32);
-        } else {
-            stage_chunk(x, d, j0, dj, list, c, rows, tile, lane);
-        }
+        stage_chunk(x, d, j0, dj, list, c, rows, tile, lane);
         __syncwarp();
-        if (vec && j0 + kChunk < d)
-            stage_load(x, d, j0 + kChunk, min(kChunk, d - j0 - kChunk), list, c, 0, next, lane);
         pair_sums_4x4<L2>(tile, c, dj, old, pd, lane);
     }
     __syncwarp();
