@@ -2,7 +2,10 @@
 // in one run, on real data.
 //
 //   bench_build --out results.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
-//               [--dense-sift DIR]
+//               [--dense-sift DIR] [--only DATASET] [--gpu-default-only 1]
+//
+// --only: one of sift5k, fashion-mnist, dense-sift1m. --gpu-default-only 1: GRNND at its
+// defaults alone (no variants, no CPU peers), e.g. under GRAFT_GRNND_PROFILE=1.
 //
 // Every graph built here is searched with the same algorithm (graft_graph_search_cpu, beam L)
 // for graft's graphs; FAISS HNSW uses its own search (efSearch), as the paper does for
@@ -123,7 +126,8 @@ void sweep_graph(Out& out, const char* system, const char* index, const Data& D,
 
 int main(int argc, char** argv) {
     std::string out_path = "bench_build.jsonl", commit = "unknown", run_id, data = "../shared/data",
-                fmnist = "/usr/share/datasets/fashion-mnist", dense;
+                fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
+    bool gpu_default_only = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--out") out_path = argv[i + 1];
@@ -132,6 +136,8 @@ int main(int argc, char** argv) {
         else if (a == "--data") data = argv[i + 1];
         else if (a == "--fmnist") fmnist = argv[i + 1];
         else if (a == "--dense-sift") dense = argv[i + 1];
+        else if (a == "--only") only = argv[i + 1];
+        else if (a == "--gpu-default-only") gpu_default_only = std::string(argv[i + 1]) == "1";
     }
     char date[32];
     time_t tt = time(nullptr);
@@ -142,9 +148,10 @@ int main(int argc, char** argv) {
     const int threads = omp_get_max_threads();
 
     std::vector<Data> sets(3);
-    bool ok[3] = {load(sets[0], "sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false, 500),
-                  load(sets[1], "fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true, 1000),
-                  !dense.empty() && load(sets[2], "dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false, 1000)};
+    auto want = [&](const char* name) { return only.empty() || only == name; };
+    bool ok[3] = {want("sift5k") && load(sets[0], "sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false, 500),
+                  want("fashion-mnist") && load(sets[1], "fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true, 1000),
+                  want("dense-sift1m") && !dense.empty() && load(sets[2], "dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false, 1000)};
     for (int s = 0; s < 3; s++) {
         if (!ok[s]) continue;
         const Data& D = sets[s];
@@ -173,6 +180,7 @@ int main(int argc, char** argv) {
             {"R=32", b.S, 32, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
             {"T1=2 T2=4", b.S, b.R, 2, 4, SO, gp.pairs, 1, b.rho},
         };
+        if (gpu_default_only) vars.resize(1);
         if (D.nb > 100000)  // 1M: the knobs that matter most, to keep the run short
             vars.erase(std::remove_if(vars.begin(), vars.end(), [](const Var& v) {
                            const std::string w = v.what;
@@ -228,6 +236,7 @@ int main(int argc, char** argv) {
             sweep_graph(out, "graft", "GRNND", D, g, ps, wall[1], 0, rep.gpu_peak_bytes);
             graft_graph_free(&g);
         }
+        if (gpu_default_only) continue;
         {   // CPU reference (RNN-Descent), all host threads.
             graft_graph g{};
             double t0 = now_s();
@@ -265,7 +274,7 @@ int main(int argc, char** argv) {
         }
     }
     // FAISS NSG32 last (its NN-Descent k-NN graph build is the slowest peer), small sets only.
-    for (int si = 0; si < 3; si++) {
+    for (int si = 0; si < 3 && !gpu_default_only; si++) {
         if (!ok[si]) continue;
         const Data& D = sets[si];
         if (D.nb <= 100000) {   // FAISS NSG32 (builds its k-NN graph with NN-Descent first).

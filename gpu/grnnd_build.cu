@@ -331,7 +331,8 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
 template <bool L2>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
 grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
-                   uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
+                   uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write,
+                   unsigned long long* __restrict__ counters) {
     __shared__ float tiles[kWarpsSorted][kMaxR][kChunk + 1];
     __shared__ float sums[kWarpsSorted][kMaxAllPairs];  // pair (i > j) at i (i - 1) / 2 + j
     __shared__ uint64_t lists[kWarpsSorted][kMaxR];
@@ -381,6 +382,13 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
         if (lane == 0) prune_by[w][i] = by < 0 ? kNoPrune : (uint8_t)by;
     }
     __syncwarp();
+    if (counters && lane == 0) {  // profile only: list size, pair distances, accepted, redirected
+        const int n_old = __popcll(old & (c < kMaxR ? (1ull << c) - 1 : ~0ull));
+        atomicAdd(counters + 0, (unsigned long long)c);
+        atomicAdd(counters + 1, (unsigned long long)(P - n_old * (n_old - 1) / 2));
+        atomicAdd(counters + 2, (unsigned long long)__popcll(accepted));
+        atomicAdd(counters + 3, (unsigned long long)(c - __popcll(accepted)));
+    }
     // No other warp writes v's write pool in this kernel: the accepted entries (old now) go there
     // with plain stores, and the redirections wait in v's consumed read slots for
     // grnnd_redirect, as (target, candidate) records.
@@ -575,8 +583,10 @@ grnnd_extract(const uint64_t* __restrict__ pool, int64_t n, int R, int32_t* __re
     for (int i = out + lane; i < R; i += 32) graph[v * R + i] = -1;
 }
 
-// GRAFT_GRNND_PROFILE=1 in the environment: device time per kernel kind, summed over the build
-// and printed to stderr (events after each launch; a diagnostic for bench/RESULTS.md, off by default).
+// GRAFT_GRNND_PROFILE=1 in the environment: device time per kernel kind, summed over the build,
+// and per sorted round the mean list size, pair distances, accepted and redirected entries per
+// vertex, printed to stderr (a diagnostic for bench/RESULTS.md; off by default, and it
+// synchronizes after every launch, so its build times are not the benchmark's).
 struct Profile {
     static constexpr int kKinds = 5;
     const char* names[kKinds] = {"init", "round (decide)", "round (redirect)", "reverse", "extract"};
@@ -584,9 +594,25 @@ struct Profile {
     cudaStream_t st = nullptr;
     cudaEvent_t last = nullptr;
     double ms[kKinds] = {0, 0, 0, 0, 0};
-    explicit Profile(cudaStream_t s) : on(getenv("GRAFT_GRNND_PROFILE") != nullptr), st(s) {
+    unsigned long long* counters = nullptr;  // device: the sorted rounds' per-vertex sums
+    int64_t n = 0;
+    explicit Profile(cudaStream_t s, int64_t nv) : on(getenv("GRAFT_GRNND_PROFILE") != nullptr), st(s), n(nv) {
         if (on && (cudaEventCreate(&last) != cudaSuccess || cudaEventRecord(last, st) != cudaSuccess))
             on = false;
+        if (on && cudaMalloc(&counters, 4 * sizeof(unsigned long long)) != cudaSuccess) counters = nullptr;
+        if (counters) cudaMemsetAsync(counters, 0, 4 * sizeof(unsigned long long), st);
+    }
+    // After a sorted round: prints per-vertex means of list size, pair distances computed,
+    // accepted and redirected entries, and clears the sums.
+    void round_counts(int round) {
+        if (!counters) return;
+        unsigned long long h[4] = {0, 0, 0, 0};
+        if (cudaMemcpyAsync(h, counters, sizeof h, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+            cudaStreamSynchronize(st) != cudaSuccess)
+            return;
+        fprintf(stderr, "GRNND round %2d: per vertex c %.1f, pair distances %.1f, accepted %.1f, redirected %.1f\n",
+                round, h[0] / (double)n, h[1] / (double)n, h[2] / (double)n, h[3] / (double)n);
+        cudaMemsetAsync(counters, 0, sizeof h, st);
     }
     void mark(int kind) {  // the time since the previous mark goes to `kind`
         if (!on) return;
@@ -605,6 +631,7 @@ struct Profile {
         for (int k = 0; k < kKinds; k++) fprintf(stderr, " %s %.2f;", names[k], ms[k]);
         fprintf(stderr, "\n");
         cudaEventDestroy(last);
+        if (counters) cudaFree(counters);
     }
 };
 
@@ -615,7 +642,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     const unsigned blocks = (unsigned)ceil_div(n, kWarps), threads = kWarps * 32;
     const size_t pool_bytes = (size_t)n * R * sizeof(uint64_t);
     cudaStream_t st = ctx->stream;
-    Profile prof(st);
+    Profile prof(st, n);
     grnnd_init<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, pool[0]);
     GRAFT_CUDA_LAUNCH_CHECK();
     prof.mark(0);
@@ -627,9 +654,11 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             if (p->sorted) {
                 // Fills every write slot itself, leaves redirect records in the read pool.
                 grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
-                                         0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
+                                         0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
+                                                  prof.counters);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(1);
+                prof.round_counts((int)round);
                 grnnd_redirect<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(2);
