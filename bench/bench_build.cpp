@@ -165,7 +165,9 @@ int main(int argc, char** argv) {
         const graft_rnnd_params& b = gp.base;
         const int SO = GRAFT_GRNND_SORTED, RA = GRAFT_GRNND_RANDOM;
         std::vector<Var> vars = {
-            {"default", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
+            {"default", b.S, b.R, b.T1, b.T2, SO, gp.pairs, gp.staged, b.rho},
+            {"sorted-lazy-alg5", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 0, b.rho},
+            {"sorted-all-pairs-staged", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
             {"random-order", b.S, b.R, b.T1, b.T2, RA, gp.pairs, 1, b.rho},
             {"random-order-alg5", b.S, b.R, b.T1, b.T2, RA, gp.pairs, 0, b.rho},
             {"random-order-pairs=256", b.S, b.R, b.T1, b.T2, RA, 256, 1, b.rho},

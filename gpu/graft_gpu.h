@@ -86,7 +86,8 @@ typedef struct graft_gpu_grnnd_params {
     float rho;   /* reverse-edge sampling ratio in [0, 1] (Sec. 3.6) */
     int sorted;  /* 1: Alg. 2 order (sorted candidates, new/old pairs); 0: random pairs (Sec. 3.3) */
     int pairs;   /* random order: pairs drawn per vertex and round, 0..256 */
-    int staged;  /* random order: 1 = pair distances from shared-memory tiles, 0 = Alg. 5 */
+    int staged;  /* 1 = pair distances from shared-memory tiles (sorted: all not-old-old pairs);
+                    0 = Alg. 5 warp distances (sorted: only the pairs Algorithm 2 reads) */
     int l2;      /* 1: squared L2; 0: inner product (ranks by -dot) */
     uint64_t seed;
 } graft_gpu_grnnd_params;

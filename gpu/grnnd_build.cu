@@ -408,6 +408,73 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
     }
 }
 
+// UPDATE_NEIGHBORS (Alg. 2), lazy variant (`staged = 0`): the same decisions as
+// grnnd_round_sorted, but each candidate's distances are computed only to the accepted closer
+// entries, in order, and only until the first that prunes it (one Alg. 5 warp distance each),
+// as the CPU reference does. Measured on the H100 (GRAFT_GRNND_PROFILE) the all-pairs kernel
+// computes 150-650 pair distances per vertex and round on 1M dense SIFT where Algorithm 2 needs
+// a few tens. Little shared memory, so many warps per SM hide the loads.
+template <bool L2>
+__global__ void __launch_bounds__(kWarps * 32)
+grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R,
+                 uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write,
+                 unsigned long long* __restrict__ counters) {
+    __shared__ uint64_t lists[kWarps][kMaxR];
+    __shared__ uint8_t acc_pos[kWarps][kMaxR];  // list positions of the accepted entries, in order
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
+    const int64_t v = (int64_t)blockIdx.x * kWarps + w;
+    if (v >= n) return;
+    uint64_t* list = lists[w];
+    const int c = load_list(pool_read + v * R, R, list, lane);
+    for (int i = c + lane; i < kMaxR; i += 32) list[i] = kKeyNone;
+    warp_sort64(list, lane);
+    uint64_t accepted = 0;
+    int na = 0;
+    unsigned long long pairs = 0;
+    uint64_t rec_lo = kKeyNone, rec_hi = kKeyNone;  // lane l holds the records of slots l, l + 32
+    for (int i = 0; i < c; i++) {
+        const uint64_t ki = list[i];
+        const float di = key_dist(ki);
+        const bool oi = key_old(ki);
+        const float* xi = x + (int64_t)key_id(ki) * d;
+        int by = -1;
+        for (int a = 0; a < na && by < 0; a++) {
+            const int j = acc_pos[w][a];
+            if (oi && key_old(list[j])) continue;  // compared in an earlier round
+            const float dij = warp_dist<L2>(xi, x + (int64_t)key_id(list[j]) * d, d, lane);
+            pairs++;
+            if (dij < di) by = j;  // strict: identical vectors never prune each other
+        }
+        if (by < 0) {
+            accepted |= 1ull << i;
+            if (lane == 0) acc_pos[w][na] = (uint8_t)i;
+            na++;
+            __syncwarp();
+        } else {
+            const uint32_t u = key_id(list[by]), cand = key_id(ki);
+            const uint64_t rec = u != cand ? redirect_record(u, cand) : kKeyNone;  // else a duplicate
+            if (lane == (i & 31)) {
+                if (i < 32) rec_lo = rec;
+                else rec_hi = rec;
+            }
+        }
+    }
+    if (counters && lane == 0) {
+        atomicAdd(counters + 0, (unsigned long long)c);
+        atomicAdd(counters + 1, pairs);
+        atomicAdd(counters + 2, (unsigned long long)na);
+        atomicAdd(counters + 3, (unsigned long long)(c - na));
+    }
+    // As in grnnd_round_sorted: accepted entries to v's write pool with plain stores, redirect
+    // records to v's consumed read slots for grnnd_redirect.
+    for (int i = lane; i < kMaxR; i += 32) {
+        if (i < c && ((accepted >> i) & 1))
+            pool_write[v * R + __popcll(accepted & ((1ull << i) - 1))] = list[i] | kOld;
+        if (i >= na && i < R) pool_write[v * R + i] = kKeyNone;
+        if (i < R) pool_read[v * R + i] = i < c && !((accepted >> i) & 1) ? (i < 32 ? rec_lo : rec_hi) : kKeyNone;
+    }
+}
+
 // The second half of a sorted round: v's redirect records (candidate w pruned by accepted u)
 // are inserted into u's write pool at distance d(u, w) (Alg. 2 lines 9-11); one that u's full
 // pool refuses goes back to v's pool as an old entry (the reference's give-back). Little shared
@@ -653,9 +720,13 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             const uint64_t seed = mix64(p->seed + 0x51ED27ull * (round + 1));
             if (p->sorted) {
                 // Fills every write slot itself, leaves redirect records in the read pool.
-                grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
-                                         0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
-                                                  prof.counters);
+                if (p->staged)
+                    grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
+                                             0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
+                                                      prof.counters);
+                else
+                    grnnd_round_lazy<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur],
+                                                                     pool[cur ^ 1], prof.counters);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(1);
                 prof.round_counts((int)round);

@@ -55,9 +55,12 @@ typedef struct graft_grnnd_params {
                     pairs resolved in draw order. The paper's ordering ablation; see
                     bench/RESULTS.md for why sorted is the default */
     int pairs;   /* random order: pairs drawn per vertex and round, 0..256 */
-    int staged;  /* random order: 1 (default) = pair distances from the neighbour vectors staged
-                    in shared memory, 0 = the paper's one warp per pair distance (Alg. 5). Same
-                    graph up to float rounding */
+    int staged;  /* how pair distances are computed. 1 (default): from the neighbour vectors
+                    staged in shared memory (sorted order: every pair that is not old-old, up
+                    front; random order: the drawn pairs). 0: one warp per pair distance (the
+                    paper's Alg. 5); in the sorted order only the pairs Algorithm 2 reads (a
+                    candidate against the accepted closer entries, up to the first that prunes
+                    it). Same decisions up to float rounding */
     int device;  /* CUDA device */
     size_t memory_budget; /* device scratch cap in bytes; 0 = what the build needs (two pools of
                              n x R x 8 bytes) */
