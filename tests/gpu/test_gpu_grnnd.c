@@ -326,6 +326,7 @@ int main(void) {
         gp.staged = 0;
         build_ok("quick random Alg.5", s.xb, 500, s.d, &gp, 0);
         gp.order = GRAFT_GRNND_SORTED;
+        gp.staged = 1;
         gp.base.metric = GRAFT_METRIC_INNER_PRODUCT;
         build_ok("quick IP", s.xb, 300, s.d, &gp, 0);
         gp.staged = 0;
