@@ -166,21 +166,20 @@ int main(int argc, char** argv) {
         const int SO = GRAFT_GRNND_SORTED, RA = GRAFT_GRNND_RANDOM;
         std::vector<Var> vars = {
             {"default", b.S, b.R, b.T1, b.T2, SO, gp.pairs, gp.staged, b.rho},
-            {"sorted-lazy-alg5", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 0, b.rho},
             {"sorted-all-pairs-staged", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
-            {"random-order", b.S, b.R, b.T1, b.T2, RA, gp.pairs, 1, b.rho},
+            {"random-order", b.S, b.R, b.T1, b.T2, RA, gp.pairs, gp.staged, b.rho},
             {"random-order-alg5", b.S, b.R, b.T1, b.T2, RA, gp.pairs, 0, b.rho},
             {"random-order-pairs=256", b.S, b.R, b.T1, b.T2, RA, 256, 1, b.rho},
-            {"T1=1", b.S, b.R, 1, b.T2, SO, gp.pairs, 1, b.rho},
-            {"T1=2", b.S, b.R, 2, b.T2, SO, gp.pairs, 1, b.rho},
-            {"T1=4", b.S, b.R, 4, b.T2, SO, gp.pairs, 1, b.rho},
-            {"T2=4", b.S, b.R, b.T1, 4, SO, gp.pairs, 1, b.rho},
-            {"T2=12", b.S, b.R, b.T1, 12, SO, gp.pairs, 1, b.rho},
-            {"rho=0.6", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, 0.6f},
-            {"rho=0.3", b.S, b.R, b.T1, b.T2, SO, gp.pairs, 1, 0.3f},
-            {"S=16", 16, b.R, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
-            {"R=32", b.S, 32, b.T1, b.T2, SO, gp.pairs, 1, b.rho},
-            {"T1=2 T2=4", b.S, b.R, 2, 4, SO, gp.pairs, 1, b.rho},
+            {"T1=1", b.S, b.R, 1, b.T2, SO, gp.pairs, gp.staged, b.rho},
+            {"T1=2", b.S, b.R, 2, b.T2, SO, gp.pairs, gp.staged, b.rho},
+            {"T1=4", b.S, b.R, 4, b.T2, SO, gp.pairs, gp.staged, b.rho},
+            {"T2=4", b.S, b.R, b.T1, 4, SO, gp.pairs, gp.staged, b.rho},
+            {"T2=12", b.S, b.R, b.T1, 12, SO, gp.pairs, gp.staged, b.rho},
+            {"rho=0.6", b.S, b.R, b.T1, b.T2, SO, gp.pairs, gp.staged, 0.6f},
+            {"rho=0.3", b.S, b.R, b.T1, b.T2, SO, gp.pairs, gp.staged, 0.3f},
+            {"S=16", 16, b.R, b.T1, b.T2, SO, gp.pairs, gp.staged, b.rho},
+            {"R=32", b.S, 32, b.T1, b.T2, SO, gp.pairs, gp.staged, b.rho},
+            {"T1=2 T2=4", b.S, b.R, 2, 4, SO, gp.pairs, gp.staged, b.rho},
         };
         if (gpu_default_only) vars.resize(1);
         if (D.nb > 100000)  // 1M: the knobs that matter most, to keep the run short

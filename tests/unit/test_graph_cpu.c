@@ -413,7 +413,7 @@ static void test_gpu_entry_without_device(void) {
     graft_test_random(x, 32, 5);
     graft_grnnd_params gp, b;
     graft_grnnd_params_defaults(&gp);
-    CHECK(gp.base.R == 64 && gp.order == GRAFT_GRNND_SORTED && gp.pairs == 128 && gp.staged == 1,
+    CHECK(gp.base.R == 64 && gp.order == GRAFT_GRNND_SORTED && gp.pairs == 128 && gp.staged == -1,
           "GPU defaults");
     graft_graph out = {.n = -3};
     CHECK_ERR(graft_grnnd_build_gpu(NULL, 8, 4, &gp, &out, NULL), GRAFT_EINVAL);
@@ -422,6 +422,8 @@ static void test_gpu_entry_without_device(void) {
     b = gp, b.base.R = 65;
     CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);
     b = gp, b.order = 2;
+    CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);
+    b = gp, b.staged = 2;
     CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);
     b = gp, b.pairs = -1;
     CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &b, &out, NULL), GRAFT_EINVAL);

@@ -55,12 +55,13 @@ typedef struct graft_grnnd_params {
                     pairs resolved in draw order. The paper's ordering ablation; see
                     bench/RESULTS.md for why sorted is the default */
     int pairs;   /* random order: pairs drawn per vertex and round, 0..256 */
-    int staged;  /* how pair distances are computed. 1 (default): from the neighbour vectors
-                    staged in shared memory (sorted order: every pair that is not old-old, up
-                    front; random order: the drawn pairs). 0: one warp per pair distance (the
-                    paper's Alg. 5); in the sorted order only the pairs Algorithm 2 reads (a
-                    candidate against the accepted closer entries, up to the first that prunes
-                    it). Same decisions up to float rounding */
+    int staged;  /* how pair distances are computed. 1: from the neighbour vectors staged in
+                    shared memory (sorted order: every pair that is not old-old, up front;
+                    random order: the drawn pairs). 0: one warp per pair distance (the paper's
+                    Alg. 5); in the sorted order only the pairs Algorithm 2 reads (a candidate
+                    against the accepted closer entries, up to the first that prunes it).
+                    -1 (default): the faster measured form for the order (sorted: 0, random: 1).
+                    Same decisions up to float rounding */
     int device;  /* CUDA device */
     size_t memory_budget; /* device scratch cap in bytes; 0 = what the build needs (two pools of
                              n x R x 8 bytes) */
@@ -69,7 +70,7 @@ typedef struct graft_grnnd_params {
 enum { GRAFT_GRNND_SORTED = 0, GRAFT_GRNND_RANDOM = 1 };
 
 /* Defaults: the CPU reference's (graft_rnnd_params_defaults), order sorted, pairs = 128,
- * staged = 1, device 0, no budget. See bench/RESULTS.md for the measurements behind them. */
+ * staged = -1 (automatic), device 0, no budget. See bench/RESULTS.md for the measurements behind them. */
 void graft_grnnd_params_defaults(graft_grnnd_params* params);
 
 /* What a GPU build measured (optional output). */
@@ -122,7 +123,7 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
  * Deterministic in its random draws (seed); concurrent insertions into one pool may land in a
  * different order between runs, so two builds can differ in a few edges.
  * Errors: GRAFT_EINVAL (as graft_rnnd_build_cpu, and R > 64, an unknown order, pairs outside
- * 0..256),
+ * 0..256, staged outside -1..1),
  * GRAFT_ENODEVICE (no GPU, or graft built without CUDA), GRAFT_EGPU_NOMEM (device memory or
  * budget), GRAFT_ECUDA, GRAFT_ENOMEM (host). */
 int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
