@@ -23,12 +23,15 @@
 // (reverse-edge sampling, Sec. 3.6), all offers read from one snapshot.
 //
 // Two choices beyond the paper, both with a reason:
-//  - Pair distances (both orders): the warp stages its c <= R neighbour vectors in shared memory
-//    32 dimensions at a time and its lanes compute pair distances from there (lanes over pairs,
-//    or over 4 x 4 blocks of pairs in the sorted order, instead of Alg. 5's lanes over
-//    dimensions). Each neighbour vector then crosses the memory system once per round instead of
-//    once per pair it is in. The paper's Alg. 5 (one warp per pair distance) is kept for the
-//    random order as `staged = 0`, so the two can be measured against each other.
+//  - Pair distances, two forms (`staged`): 1 = the warp stages its c <= R neighbour vectors in
+//    shared memory 32 dimensions at a time and its lanes compute pair distances from there (the
+//    drawn pairs in the random order; every pair that is not old-old, in 4 x 4 register blocks,
+//    in the sorted order), so each vector crosses the memory system once per round. 0 = one
+//    Alg. 5 warp distance per pair; in the sorted order only the pairs Algorithm 2 reads (each
+//    candidate against the accepted closer entries, up to the first that prunes it), which on
+//    1M dense SIFT is a few tens per vertex against 150-650 for all pairs. The plugin's default
+//    takes 0 for the sorted order and 1 for the random order, the faster of each (measured in
+//    bench/RESULTS.md).
 //  - Give-back (as in the CPU reference, plugin/rnnd.c): a redirected candidate that the closer
 //    vertex's full pool refuses stays in v's list instead of being lost. Without it an outlier
 //    can lose its last in-edge and become unreachable.
