@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "graft/dataset.h"
@@ -81,4 +82,49 @@ void graft_test_random(float* x, size_t n, uint64_t seed) {
         s ^= s << 17;
         x[i] = (float)((s >> 40) * (1.0 / 16777216.0));
     }
+}
+
+void graft_test_check_graph(const graft_graph* g, int64_t n, int R, const float* x, int64_t d,
+                            int l2, const char* what) {
+    CHECK(g && g->nbrs && g->n == n && g->R == R, "%s: graph %lld x %d, expected %lld x %d", what,
+          g ? (long long)g->n : -1LL, g ? g->R : -1, (long long)n, R);
+    if (!g || !g->nbrs || g->n != n || g->R != R) return;
+    int64_t bad_id = 0, self = 0, dup = 0, unsorted = 0;
+    for (int64_t v = 0; v < n; v++) {
+        const int32_t* row = g->nbrs + v * R;
+        int padded = 0;
+        double prev = -INFINITY;
+        for (int j = 0; j < R; j++) {
+            const int32_t u = row[j];
+            if (u == -1) {
+                padded = 1;
+                continue;
+            }
+            if (padded || u < 0 || u >= n) {
+                bad_id++;
+                continue;
+            }
+            self += u == v;
+            for (int i = 0; i < j; i++) dup += row[i] == u;
+            if (!x) continue;
+            double s = 0;
+            for (int64_t k = 0; k < d; k++) {
+                const double a = x[v * d + k], b = x[(int64_t)u * d + k];
+                s += l2 ? (a - b) * (a - b) : -a * b;
+            }
+            unsorted += s < prev - 1e-5 * (fabs(prev) + 1);
+            prev = s;
+        }
+    }
+    CHECK(g->entry >= 0 && g->entry < n, "%s: entry %lld", what, (long long)g->entry);
+    CHECK(bad_id == 0 && self == 0 && dup == 0 && unsorted == 0,
+          "%s: %lld bad ids (out of range or after padding), %lld self loops, %lld duplicates, "
+          "%lld out-of-order entries",
+          what, (long long)bad_id, (long long)self, (long long)dup, (long long)unsorted);
+}
+
+double graft_test_reachable(const graft_graph* g) {
+    double r = -1;
+    CHECK_OK(graft_graph_stats(g, NULL, NULL, NULL, &r));
+    return r;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "graft/graft.h"
+#include "graft/graph.h"
 
 extern int graft_test_failures;
 
@@ -66,6 +67,16 @@ double graft_test_recall(const int64_t* found, int64_t found_stride, const int32
 
 /* Deterministic uniform [0,1) floats (xorshift), for random-data tests. */
 void graft_test_random(float* x, size_t n, uint64_t seed);
+
+/* Records a failure (with `what`) unless g is a well-formed n x R graph: row v holds ids in
+ * [0, n) first, then only -1; no self loop, no duplicate; entry in [0, n). With x (n x d, may be
+ * NULL) each row's distances to its vertex must not decrease: squared L2, or -dot when l2 == 0,
+ * with a relative slack of 1e-5 (builds sum in float, this check in double). */
+void graft_test_check_graph(const graft_graph* g, int64_t n, int R, const float* x, int64_t d,
+                            int l2, const char* what);
+
+/* Fraction of g's vertices reachable from its entry (graft_graph_stats), -1 on error. */
+double graft_test_reachable(const graft_graph* g);
 
 /* Exit code CTest reads as SKIPPED (SKIP_RETURN_CODE). */
 #define GRAFT_TEST_SKIP 77

@@ -18,51 +18,6 @@ static double now(void) {
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-/* Ids in [0, n) first, then only -1; no self loop, no duplicate. */
-static void check_valid(const graft_graph* g, int64_t n, int R, const char* what) {
-    CHECK(g->nbrs && g->n == n && g->R == R, "%s: graph %lld x %d", what, (long long)g->n, g->R);
-    if (!g->nbrs) return;
-    int64_t bad = 0;
-    for (int64_t v = 0; v < g->n; v++) {
-        const int32_t* row = g->nbrs + v * g->R;
-        int ended = 0;
-        for (int i = 0; i < g->R; i++) {
-            if (row[i] == -1) {
-                ended = 1;
-                continue;
-            }
-            bad += ended || row[i] < 0 || row[i] >= g->n || row[i] == v;
-            for (int j = 0; j < i; j++) bad += row[j] == row[i];
-        }
-    }
-    CHECK(bad == 0, "%s: %lld invalid slots (out of range, self, duplicate or after padding)", what,
-          (long long)bad);
-    CHECK(g->entry >= 0 && g->entry < g->n, "%s: entry %lld", what, (long long)g->entry);
-}
-
-/* Rows sorted by distance to their vertex (float sums of the GPU vs double here: 1e-5 slack). */
-static void check_sorted(const graft_graph* g, const float* x, int64_t d, int l2, const char* what) {
-    int64_t bad = 0;
-    for (int64_t v = 0; v < g->n; v++) {
-        double prev = -INFINITY;
-        for (int i = 0; i < g->R && g->nbrs[v * g->R + i] >= 0; i++) {
-            const float* a = x + v * d;
-            const float* b = x + (int64_t)g->nbrs[v * g->R + i] * d;
-            double s = 0;
-            for (int64_t j = 0; j < d; j++) s += l2 ? ((double)a[j] - b[j]) * ((double)a[j] - b[j]) : -(double)a[j] * b[j];
-            bad += s < prev - 1e-5 * (fabs(prev) + 1);
-            prev = s;
-        }
-    }
-    CHECK(bad == 0, "%s: %lld entries out of distance order", what, (long long)bad);
-}
-
-static double reach_of(const graft_graph* g) {
-    double r = -1;
-    CHECK_OK(graft_graph_stats(g, NULL, NULL, NULL, &r));
-    return r;
-}
-
 /* recall@10 of graft_graph_search_cpu at beam L against exact top-10 (gt, nq x gt_k int32). */
 static double search_recall(const graft_graph* g, const float* x, int64_t d, graft_metric m,
                             const float* xq, int64_t nq, const int32_t* gt, int64_t gt_k, int L) {
@@ -109,8 +64,7 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
            rep.gpu_peak_bytes / 1e6, gp->base.S, gp->base.R, gp->base.T1, gp->base.T2,
            (double)gp->base.rho, gp->order == GRAFT_GRNND_SORTED ? "sorted" : "random", gp->pairs,
            gp->staged);
-    check_valid(&gpu, nb, gp->base.R, what);
-    check_sorted(&gpu, xb, d, l2, what);
+    graft_test_check_graph(&gpu, nb, gp->base.R, xb, d, l2, what);
     double md_c, md_g, reach_c, reach_g;
     int mx_c, mx_g;
     int64_t atR_c, atR_g;
@@ -161,14 +115,14 @@ static void test_sift5k(const graft_test_sift* s) {
     CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &a, NULL));
     CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &b, NULL));
     if (a.nbrs && b.nbrs) {
-        check_valid(&b, s->nb, gp.base.R, "repeat build");
+        graft_test_check_graph(&b, s->nb, gp.base.R, NULL, s->d, 1, "repeat build");
         int64_t same = 0;
         for (int64_t i = 0; i < s->nb * gp.base.R; i++) same += a.nbrs[i] == b.nbrs[i];
         double ra = search_recall(&a, s->xb, s->d, GRAFT_METRIC_L2, s->xq, s->nq, s->gt, s->gt_k, 32);
         double rb = search_recall(&b, s->xb, s->d, GRAFT_METRIC_L2, s->xq, s->nq, s->gt, s->gt_k, 32);
         printf("repeat build: %.4f of slots identical; recall@10 at L=32 %.4f and %.4f\n",
                (double)same / (double)(s->nb * gp.base.R), ra, rb);
-        CHECK(fabs(ra - rb) <= 0.005 && reach_of(&a) == 1.0 && reach_of(&b) == 1.0,
+        CHECK(fabs(ra - rb) <= 0.005 && graft_test_reachable(&a) == 1.0 && graft_test_reachable(&b) == 1.0,
               "repeat builds differ in quality: recall %.4f vs %.4f", ra, rb);
     }
     graft_graph_free(&a);
@@ -237,8 +191,8 @@ static void build_ok(const char* what, const float* x, int64_t n, int64_t d,
     graft_graph g = {0};
     CHECK_OK(graft_grnnd_build_gpu(x, n, d, gp, &g, NULL));
     if (!g.nbrs) return;
-    check_valid(&g, n, gp->base.R, what);
-    double mean, reach = reach_of(&g);
+    graft_test_check_graph(&g, n, gp->base.R, NULL, d, 1, what);  /* structure only, as before */
+    double mean, reach = graft_test_reachable(&g);
     int maxd;
     CHECK_OK(graft_graph_stats(&g, &mean, &maxd, NULL, NULL));
     printf("%-26s n=%-5lld mean degree %6.2f max %2d reachable %.4f\n", what, (long long)n, mean, maxd, reach);

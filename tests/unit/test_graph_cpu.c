@@ -19,43 +19,6 @@ static double dissim(const float* a, const float* b, int64_t d, int l2) {
     return s;
 }
 
-/* Every row: ids in [0, n) first, then only -1; no self loop, no duplicate; distances
- * non-decreasing (a relative 1e-5 slack: the build sums in float, this check in double). */
-static void check_valid(const graft_graph* g, const float* x, int64_t d, int l2, const char* what) {
-    int64_t bad_id = 0, self = 0, dup = 0, unsorted = 0;
-    for (int64_t v = 0; v < g->n; v++) {
-        const int32_t* row = g->nbrs + v * g->R;
-        int padded = 0;
-        double prev = -INFINITY;
-        for (int j = 0; j < g->R; j++) {
-            int32_t u = row[j];
-            if (u == -1) {
-                padded = 1;
-                continue;
-            }
-            if (padded || u < 0 || u >= g->n) {
-                bad_id++;
-                continue;
-            }
-            self += u == v;
-            for (int i = 0; i < j; i++) dup += row[i] == u;
-            double du = dissim(x + v * d, x + (int64_t)u * d, d, l2);
-            unsorted += du < prev - 1e-5 * (fabs(prev) + 1);
-            prev = du;
-        }
-    }
-    CHECK(g->entry >= 0 && g->entry < g->n, "%s: entry %lld", what, (long long)g->entry);
-    CHECK(bad_id == 0 && self == 0 && dup == 0 && unsorted == 0,
-          "%s: %lld bad ids, %lld self loops, %lld duplicates, %lld out-of-order entries", what,
-          (long long)bad_id, (long long)self, (long long)dup, (long long)unsorted);
-}
-
-static double reach_of(const graft_graph* g) {
-    double reach = -1;
-    CHECK_OK(graft_graph_stats(g, NULL, NULL, NULL, &reach));
-    return reach;
-}
-
 /* recall@k of a graph search against exact k-NN (graft_knn_cpu). */
 static double search_recall(const graft_graph* g, const float* x, int64_t d, graft_metric m,
                             const float* xq, int64_t nq, int k, int L) {
@@ -84,7 +47,7 @@ static void test_sift5k(void) {
     printf("sift5k build: %.3f s (n=%lld, S=%d R=%d T1=%d T2=%d rho=%.2f, %d threads)\n", t1 - t0,
            (long long)s.nb, p.S, p.R, p.T1, p.T2, (double)p.rho, omp_get_max_threads());
     CHECK(g.n == s.nb && g.R == p.R, "graph shape %lld x %d", (long long)g.n, g.R);
-    check_valid(&g, s.xb, s.d, 1, "sift5k");
+    graft_test_check_graph(&g, g.n, g.R, s.xb, s.d, 1, "sift5k");
 
     double mean, reach;
     int maxd;
@@ -150,14 +113,14 @@ static void test_sift5k(void) {
     p3.seed = p.seed + 1;
     CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &p3, &g3));
     CHECK(g3.nbrs && memcmp(g.nbrs, g3.nbrs, bytes) != 0, "another seed gave the same graph");
-    CHECK(reach_of(&g3) == 1.0, "seed+1: not all reachable");
+    CHECK(graft_test_reachable(&g3) == 1.0, "seed+1: not all reachable");
 
     /* GRNND's reverse-edge sampling (rho = 0.6, 3.6): measured 0.948 at L=24, 0.970 at L=32. */
     graft_graph g6 = {0};
     graft_rnnd_params p6 = p;
     p6.rho = 0.6f;
     CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &p6, &g6));
-    check_valid(&g6, s.xb, s.d, 1, "sift5k rho=0.6");
+    graft_test_check_graph(&g6, g6.n, g6.R, s.xb, s.d, 1, "sift5k rho=0.6");
     CHECK_OK(graft_graph_search_cpu(&g6, s.xb, s.d, GRAFT_METRIC_L2, s.xq, s.nq, 10, 32, D, I));
     double r6 = graft_test_recall(I, 10, s.gt, s.gt_k, s.nq, 10);
     printf("sift5k rho=0.6: recall@10 at L=32 %.4f\n", r6);
@@ -187,9 +150,9 @@ static void test_inner_product(void) {
     p.metric = GRAFT_METRIC_INNER_PRODUCT;
     graft_graph g = {0};
     CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &p, &g));
-    check_valid(&g, s.xb, s.d, 0, "sift5k IP");
+    graft_test_check_graph(&g, g.n, g.R, s.xb, s.d, 0, "sift5k IP");
     double r = search_recall(&g, s.xb, s.d, GRAFT_METRIC_INNER_PRODUCT, s.xq, s.nq, 10, 32);
-    printf("sift5k cosine (IP on normalized): recall@10 at L=32 %.4f, reachable %.4f\n", r, reach_of(&g));
+    printf("sift5k cosine (IP on normalized): recall@10 at L=32 %.4f, reachable %.4f\n", r, graft_test_reachable(&g));
     CHECK(r >= 0.95, "IP recall@10 at L=32 is %.4f", r);
     float D[10];
     int64_t I[10];
@@ -205,7 +168,7 @@ static void degenerate(const char* what, const float* x, int64_t n, int64_t d, c
     graft_graph g = {0};
     CHECK_OK(graft_rnnd_build_cpu(x, n, d, p, &g));
     if (!g.nbrs) return;
-    check_valid(&g, x, d, 1, what);
+    graft_test_check_graph(&g, g.n, g.R, x, d, 1, what);
     double mean, reach;
     int maxd;
     CHECK_OK(graft_graph_stats(&g, &mean, &maxd, NULL, &reach));
@@ -243,7 +206,7 @@ static void test_degenerate(void) {
     CHECK_OK(graft_rnnd_build_cpu(one, 1, 3, &p, &g));
     CHECK(g.n == 1 && g.entry == 0 && g.nbrs, "n=1 graph");
     for (int j = 0; g.nbrs && j < g.R; j++) CHECK(g.nbrs[j] == -1, "n=1 row slot %d = %d", j, g.nbrs[j]);
-    CHECK(reach_of(&g) == 1.0, "n=1 reach");
+    CHECK(graft_test_reachable(&g) == 1.0, "n=1 reach");
     float D[4];
     int64_t I[4];
     float q[3] = {1, 2, 4};
