@@ -8,7 +8,6 @@
 /* GRAFT_EINVAL naming `what` and the first offending row when x (n x d) holds NaN or +-Inf. */
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what);
 
-
 struct graft_rnnd_params;
 struct graft_graph;
 /* The checks every graph build shares (plugin/rnnd.c): pointers, 0 < n < 2^31, d > 0, S and R
