@@ -5,8 +5,9 @@
  *
  *   usage: faiss_swap DESCRIPTION... [DATA_DIR]      e.g.  faiss_swap HNSW32 GraftFlat
  *
- * Runs on sift5k (DATA_DIR/sift5k/, default: the configured GRAFT_DATA_DIR) and prints, per
- * description, the train+add and search times, queries per second and recall@10. */
+ * Runs on sift5k (DATA_DIR/sift5k/; default: the environment's GRAFT_DATA_DIR, else the folder
+ * configured at build time) and prints, per description, the train+add and search times, queries
+ * per second and recall@10. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "usage: %s DESCRIPTION... [DATA_DIR]   e.g. %s HNSW32 GraftFlat\n", argv[0], argv[0]);
         return 2;
     }
-    const char* dir = GRAFT_DATA_DIR;
+    const char* env = getenv("GRAFT_DATA_DIR");
+    const char* dir = env && env[0] ? env : GRAFT_DATA_DIR;
     if (argc > 2 && is_dir(argv[argc - 1])) dir = argv[--argc];
     int64_t nb, nq, d, dq;
     float* xb = load(dir, "sift5k_base.fvecs", &nb, &d);

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
         snprintf(query, sizeof query, "%s", argv[2 + cpu]);
         snprintf(gt_path, sizeof gt_path, "%s", argv[3 + cpu]);
     } else {
-        const char* dir = getenv("GRAFT_DATA_DIR") ? getenv("GRAFT_DATA_DIR") : GRAFT_DATA_DIR;
+        const char* env = getenv("GRAFT_DATA_DIR");
+        const char* dir = env && env[0] ? env : GRAFT_DATA_DIR;
         snprintf(base, sizeof base, "%s/sift5k/sift5k_base.fvecs", dir);
         snprintf(query, sizeof query, "%s/sift5k/sift5k_query.fvecs", dir);
         snprintf(gt_path, sizeof gt_path, "%s/sift5k/sift5k_groundtruth.ivecs", dir);
