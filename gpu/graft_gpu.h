@@ -99,6 +99,37 @@ typedef struct graft_gpu_grnnd_params {
 int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d,
                           const graft_gpu_grnnd_params* params, int32_t* graph, float* gpu_ms);
 
+/* Graph search (SONG-style, gpu/graph_search.cu): one warp per query, the query and its worklist
+ * in shared memory. Device pointers throughout. */
+typedef struct graft_gpu_search_args {
+    const float* x;        /* n x d base vectors */
+    int64_t n, d;
+    const int32_t* graph;  /* n x R neighbour ids, -1 padded */
+    int R;                 /* 1..256 */
+    int64_t entry;         /* start vertex */
+    const float* xq;       /* nq x d queries */
+    int64_t nq;
+    int64_t k;             /* 1 <= k <= L */
+    int L;                 /* worklist size, 1..1024 */
+    int probes;            /* vertices expanded per iteration, 1..8 */
+    int visited;           /* 0 = shared-memory hash, 1 = Bloom filter (global, scratch) */
+    int merge;             /* 0 = sort + merge path, 1 = one-by-one insertion */
+    int bloom_log2;        /* Bloom bits per query = 2^bloom_log2, 10..24 */
+    int l2;                /* 1 = squared L2, 0 = inner product (results: dot, descending) */
+    const uint32_t* allowed; /* NULL or n-bit filter bitmap (bit i of word i/32) */
+    uint32_t* bloom;       /* Bloom filter only: graft_gpu_graph_search_scratch bytes, 16-byte
+                              aligned, cleared by the kernel */
+    float* D;              /* nq x k */
+    int64_t* I;            /* nq x k */
+    int64_t* counters;     /* NULL or 2 int64 (zeroed by the caller): distances, iterations */
+} graft_gpu_search_args;
+
+/* Bytes of the `bloom` buffer for nq queries (0 for the hash visited set). */
+size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);
+
+/* Runs the search; returns when D and I are written. gpu_ms (nullable): kernel time. */
+int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* args, float* gpu_ms);
+
 #ifdef __cplusplus
 }
 #endif

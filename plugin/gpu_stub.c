@@ -35,3 +35,11 @@ int graft_gpu_grnnd_build(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d
     (void)c; (void)x; (void)n; (void)d; (void)p; (void)g; (void)ms;
     return GRAFT_ENODEVICE;
 }
+size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq) {
+    (void)visited; (void)bloom_log2; (void)nq;
+    return 0;
+}
+int graft_gpu_graph_search(graft_gpu_ctx* c, const graft_gpu_search_args* a, float* ms) {
+    (void)c; (void)a; (void)ms;
+    return GRAFT_ENODEVICE;
+}

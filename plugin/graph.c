@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "graft/graph.h"
+#include "graph_gpu.h"
 #include "validate.h"
 #include "vec_dist.h"
 
@@ -72,58 +73,119 @@ typedef struct {
 
 static int cand_less(float d, int32_t id, cand b) { return d < b.d || (d == b.d && id < b.id); }
 
-/* One query: the candidate list (L best seen, sorted) doubles as the beam; the closest
- * unexpanded entry is expanded next, and the search ends when all L are expanded (as in NSG and
- * the RNN-Descent code; SONG 3.1 without the separate top-k). Returns the list size. */
+/* Inserts (du, u) into the sorted list a[0..*size) of capacity cap unless it would fall off the
+ * end; returns its position, or cap when it was not inserted. */
+static int list_insert(cand* a, int* size, int cap, float du, int32_t u) {
+    if (*size == cap && !cand_less(du, u, a[cap - 1])) return cap;
+    int pos = *size < cap ? (*size)++ : cap - 1;
+    for (; pos > 0 && cand_less(du, u, a[pos - 1]); pos--) a[pos] = a[pos - 1];
+    a[pos] = (cand){du, u, 0};
+    return pos;
+}
+
+static int is_allowed(const uint8_t* allowed, int64_t id) {
+    return !allowed || (allowed[id >> 3] >> (id & 7) & 1);
+}
+
+/* One query. The worklist (the L best vertices seen, sorted by (distance, id)) doubles as the
+ * beam: each iteration expands its best `probes` unexpanded entries, and the search ends when
+ * all are expanded (NSG's and SONG's 3.1 search). With a filter, `res` keeps the k best allowed
+ * vertices seen. Returns the worklist size; *nres gets the result list's. */
 static int search_one(const graft_graph* g, const float* x, int64_t d, int l2, const float* q,
-                      int L, cand* list, uint32_t* seen, uint32_t stamp) {
+                      int L, int probes, const uint8_t* allowed, int k, cand* list, cand* res,
+                      int* nres, uint32_t* seen, uint32_t stamp) {
     int size = 1;
-    list[0] = (cand){graft_vec_dist(q, x + g->entry * d, d, l2), (int32_t)g->entry, 0};
-    seen[g->entry] = stamp;
-    int i = 0;
-    while (i < size) {
-        if (list[i].expanded) {
-            i++;
-            continue;
+    *nres = 0;
+    const int32_t e = (int32_t)g->entry;
+    list[0] = (cand){graft_vec_dist(q, x + (int64_t)e * d, d, l2), e, 0};
+    if (allowed && is_allowed(allowed, e)) list_insert(res, nres, k, list[0].d, e);
+    seen[e] = stamp;
+    int32_t sel[8];
+    for (;;) {
+        int ns = 0;
+        for (int i = 0; i < size && ns < probes; i++)
+            if (!list[i].expanded) {
+                list[i].expanded = 1;
+                sel[ns++] = list[i].id;
+            }
+        if (ns == 0) break;
+        for (int s = 0; s < ns; s++) {
+            const int32_t* row = g->nbrs + (int64_t)sel[s] * g->R;
+            for (int j = 0; j < g->R; j++) {
+                int32_t u = row[j];
+                if (u < 0 || u >= g->n || seen[u] == stamp) continue;
+                seen[u] = stamp;
+                float du = graft_vec_dist(q, x + (int64_t)u * d, d, l2);
+                if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
+                list_insert(list, &size, L, du, u);
+            }
         }
-        list[i].expanded = 1;
-        const int32_t* row = g->nbrs + (int64_t)list[i].id * g->R;
-        int lowest = size; /* smallest position that received a new candidate */
-        for (int j = 0; j < g->R; j++) {
-            int32_t u = row[j];
-            if (u < 0 || u >= g->n || seen[u] == stamp) continue;
-            seen[u] = stamp;
-            float du = graft_vec_dist(q, x + (int64_t)u * d, d, l2);
-            if (size == L && !cand_less(du, u, list[L - 1])) continue;
-            int pos = size < L ? size++ : L - 1;
-            for (; pos > 0 && cand_less(du, u, list[pos - 1]); pos--) list[pos] = list[pos - 1];
-            list[pos] = (cand){du, u, 0};
-            if (pos < lowest) lowest = pos;
-        }
-        i = lowest <= i ? lowest : i + 1;
     }
     return size;
 }
 
-int graft_graph_search_cpu(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
-                           const float* xq, int64_t nq, int64_t k, int L, float* D, int64_t* I) {
-    GRAFT_TRY(check_graph(g, "graft_graph_search_cpu"));
+void graft_search_params_defaults(graft_search_params* p) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->L = 64;
+    p->probes = 1;
+    p->visited = GRAFT_VISITED_HASH;
+    p->merge = GRAFT_MERGE_SORT;
+    p->bloom_log2 = 17;
+    p->allowed = NULL;
+    p->device = 0;
+    p->memory_budget = 0;
+}
+
+int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn) {
+    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
+    if (p->L < k || p->L > 1024)
+        return graft_fail(GRAFT_EINVAL, "%s: worklist size L=%d must be in [k, 1024] (k=%lld)", fn,
+                          p->L, (long long)k);
+    if (p->probes < 1 || p->probes > 8)
+        return graft_fail(GRAFT_EINVAL, "%s: probes=%d must be in 1..8", fn, p->probes);
+    if (gpu && (p->visited != GRAFT_VISITED_HASH && p->visited != GRAFT_VISITED_BLOOM))
+        return graft_fail(GRAFT_EINVAL, "%s: unknown visited-set kind %d (GRAFT_VISITED_HASH or "
+                          "GRAFT_VISITED_BLOOM)", fn, p->visited);
+    if (gpu && (p->merge != GRAFT_MERGE_SORT && p->merge != GRAFT_MERGE_INSERT))
+        return graft_fail(GRAFT_EINVAL, "%s: unknown merge kind %d (GRAFT_MERGE_SORT or "
+                          "GRAFT_MERGE_INSERT)", fn, p->merge);
+    if (gpu && (p->bloom_log2 < 10 || p->bloom_log2 > 24))
+        return graft_fail(GRAFT_EINVAL, "%s: bloom_log2=%d must be in 10..24", fn, p->bloom_log2);
+    return GRAFT_OK;
+}
+
+/* The argument checks every graph search shares (CPU and GPU). */
+int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
+                            const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
+                            const float* D, const int64_t* I, int gpu, const char* fn) {
+    GRAFT_TRY(check_graph(g, fn));
     if (!x || (!xq && nq > 0) || !D || !I)
-        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: NULL pointer argument");
+        return graft_fail(GRAFT_EINVAL, "%s: NULL pointer argument", fn);
     if (d < 1 || nq < 0 || k < 1)
-        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: bad sizes d=%lld nq=%lld k=%lld",
-                          (long long)d, (long long)nq, (long long)k);
-    if (L < k)
-        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: beam width L=%d must be >= k=%lld",
-                          L, (long long)k);
+        return graft_fail(GRAFT_EINVAL, "%s: bad sizes d=%lld nq=%lld k=%lld", fn, (long long)d,
+                          (long long)nq, (long long)k);
+    GRAFT_TRY(graft_check_search_params(p, k, gpu, fn));
     if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
-        return graft_fail(GRAFT_EINVAL, "graft_graph_search_cpu: unknown metric %d", (int)metric);
-    GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu: queries"));
-    const int l2 = metric == GRAFT_METRIC_L2;
+        return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)metric);
+    return graft_check_finite(xq, nq, d, fn);
+}
+
+int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
+                              const float* xq, int64_t nq, int64_t k,
+                              const graft_search_params* params, float* D, int64_t* I) {
+    graft_search_params p;
+    if (params)
+        p = *params;
+    else
+        graft_search_params_defaults(&p);
+    GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0,
+                                      "graft_graph_search_cpu"));
+    const int l2 = metric == GRAFT_METRIC_L2, L = p.L;
     int failed = 0;
 #pragma omp parallel
     {
-        cand* list = malloc((size_t)L * sizeof(cand));
+        cand* list = malloc((size_t)(L + k) * sizeof(cand));
         uint32_t* seen = calloc((size_t)g->n, sizeof(uint32_t));
         uint32_t stamp = 0;
         if (!list || !seen) {
@@ -137,10 +199,14 @@ int graft_graph_search_cpu(const graft_graph* g, const float* x, int64_t d, graf
                 memset(seen, 0, (size_t)g->n * sizeof(uint32_t));
                 stamp = 1;
             }
-            int size = search_one(g, x, d, l2, xq + q * d, L, list, seen, stamp);
+            int nres = 0;
+            int size = search_one(g, x, d, l2, xq + q * d, L, p.probes, p.allowed, (int)k, list,
+                                  list + L, &nres, seen, stamp);
+            const cand* out = p.allowed ? list + L : list;
+            const int found = p.allowed ? nres : size;
             for (int64_t j = 0; j < k; j++) {
-                D[q * k + j] = j < size ? (l2 ? list[j].d : -list[j].d) : (l2 ? FLT_MAX : -FLT_MAX);
-                I[q * k + j] = j < size ? list[j].id : -1;
+                D[q * k + j] = j < found ? (l2 ? out[j].d : -out[j].d) : (l2 ? FLT_MAX : -FLT_MAX);
+                I[q * k + j] = j < found ? out[j].id : -1;
             }
         }
         free(list);
@@ -148,6 +214,14 @@ int graft_graph_search_cpu(const graft_graph* g, const float* x, int64_t d, graf
     }
     if (failed) return graft_fail(GRAFT_ENOMEM, "graft_graph_search_cpu: out of host memory");
     return GRAFT_OK;
+}
+
+int graft_graph_search_cpu(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
+                           const float* xq, int64_t nq, int64_t k, int L, float* D, int64_t* I) {
+    graft_search_params p;
+    graft_search_params_defaults(&p);
+    p.L = L;
+    return graft_graph_search_cpu_ex(g, x, d, metric, xq, nq, k, &p, D, I);
 }
 
 int graft_graph_stats(const graft_graph* g, double* mean_degree, int* max_degree, int64_t* n_at_R,

@@ -128,3 +128,46 @@ double graft_test_reachable(const graft_graph* g) {
     CHECK_OK(graft_graph_stats(g, NULL, NULL, NULL, &r));
     return r;
 }
+
+void graft_test_normalize(float* x, int64_t n, int64_t d) {
+    for (int64_t i = 0; i < n; i++) {
+        float* v = x + i * d;
+        double n2 = 0;
+        for (int64_t j = 0; j < d; j++) n2 += (double)v[j] * v[j];
+        for (int64_t j = 0; j < d; j++) v[j] = (float)(v[j] / sqrt(n2 > 0 ? n2 : 1));
+    }
+}
+
+int32_t* graft_test_exact_topk(const float* xb, int64_t nb, const float* xq, int64_t nq,
+                               int64_t d, graft_metric m, int k) {
+    float* D = malloc(sizeof(float) * nq * k);
+    int64_t* I = malloc(sizeof(int64_t) * nq * k);
+    int32_t* gt = malloc(sizeof(int32_t) * nq * k);
+    CHECK_OK(graft_knn_cpu(xb, nb, xq, nq, d, k, m, -1, D, I));
+    for (int64_t i = 0; i < nq * k; i++) gt[i] = (int32_t)I[i];
+    free(D);
+    free(I);
+    return gt;
+}
+
+int graft_test_load_fmnist(int64_t max_base, int64_t max_query, float** xb, int64_t* nb,
+                           float** xq, int64_t* nq, int64_t* d) {
+    char base[1024], query[1024];
+    const char* dirs[] = {graft_test_data_path("fashion-mnist"), "/usr/share/datasets/fashion-mnist"};
+    int64_t d2 = 0;
+    *xb = *xq = NULL;
+    for (int i = 0; i < 2 && !*xb; i++) {
+        snprintf(base, sizeof base, "%s/train-images-idx3-ubyte.gz", dirs[i]);
+        snprintf(query, sizeof query, "%s/t10k-images-idx3-ubyte.gz", dirs[i]);
+        if (graft_fmnist_read(base, max_base, xb, nb, d) != GRAFT_OK) *xb = NULL;
+    }
+    CHECK(*xb != NULL, "Fashion-MNIST not found (%s)", graft_last_error());
+    if (!*xb) return -1;
+    CHECK_OK(graft_fmnist_read(query, max_query, xq, nq, &d2));
+    if (!*xq) {
+        free(*xb);
+        *xb = NULL;
+        return -1;
+    }
+    return 0;
+}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "graft/graft.h"
+#include "graft/flat.h"
 #include "graft/graph.h"
 
 extern int graft_test_failures;
@@ -77,6 +78,19 @@ void graft_test_check_graph(const graft_graph* g, int64_t n, int R, const float*
 
 /* Fraction of g's vertices reachable from its entry (graft_graph_stats), -1 on error. */
 double graft_test_reachable(const graft_graph* g);
+
+/* Scales each of the n rows of x (d floats) to unit L2 norm (zero rows stay zero). */
+void graft_test_normalize(float* x, int64_t n, int64_t d);
+
+/* Exact top-k ids of the queries by the CPU reference (graft_knn_cpu), nq x k int32, malloc'd. */
+int32_t* graft_test_exact_topk(const float* xb, int64_t nb, const float* xq, int64_t nq,
+                               int64_t d, graft_metric m, int k);
+
+/* Fashion-MNIST: the first max_base training and max_query test images (d = 784) from
+ * GRAFT_DATA_DIR/fashion-mnist or /usr/share/datasets/fashion-mnist. Records a failure and
+ * returns -1 when missing (real data is required); 0 with malloc'd *xb, *xq otherwise. */
+int graft_test_load_fmnist(int64_t max_base, int64_t max_query, float** xb, int64_t* nb,
+                           float** xq, int64_t* nq, int64_t* d);
 
 /* Exit code CTest reads as SKIPPED (SKIP_RETURN_CODE). */
 #define GRAFT_TEST_SKIP 77

@@ -30,19 +30,6 @@ static double search_recall(const graft_graph* g, const float* x, int64_t d, gra
     return r;
 }
 
-/* Exact top-10 by the CPU reference (int32 ids). */
-static int32_t* exact_top10(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d,
-                            graft_metric m) {
-    float* D = malloc(sizeof(float) * nq * 10);
-    int64_t* I = malloc(sizeof(int64_t) * nq * 10);
-    int32_t* gt = malloc(sizeof(int32_t) * nq * 10);
-    CHECK_OK(graft_knn_cpu(xb, nb, xq, nq, d, 10, m, -1, D, I));
-    for (int64_t i = 0; i < nq * 10; i++) gt[i] = (int32_t)I[i];
-    free(D);
-    free(I);
-    return gt;
-}
-
 /* Builds on the CPU and the GPU with the same parameters and compares them over an L sweep.
  * strict: the GPU graph must be fully reachable and within 0.01 recall of the reference (the
  * sorted order); otherwise (the random-order ablation) the numbers are only printed. */
@@ -136,13 +123,9 @@ static void test_inner_product(const graft_test_sift* s0) {
     float* xq = malloc(sizeof(float) * nq * d);
     memcpy(xb, s0->xb, sizeof(float) * nb * d);
     memcpy(xq, s0->xq, sizeof(float) * nq * d);
-    for (int64_t i = 0; i < nb + nq; i++) {
-        float* v = i < nb ? xb + i * d : xq + (i - nb) * d;
-        double n2 = 0;
-        for (int64_t j = 0; j < d; j++) n2 += (double)v[j] * v[j];
-        for (int64_t j = 0; j < d; j++) v[j] = (float)(v[j] / sqrt(n2 > 0 ? n2 : 1));
-    }
-    int32_t* gt = exact_top10(xb, nb, xq, nq, d, GRAFT_METRIC_INNER_PRODUCT);
+    graft_test_normalize(xb, nb, d);
+    graft_test_normalize(xq, nq, d);
+    int32_t* gt = graft_test_exact_topk(xb, nb, xq, nq, d, GRAFT_METRIC_INNER_PRODUCT, 10);
     graft_grnnd_params gp;
     graft_grnnd_params_defaults(&gp);
     gp.base.metric = GRAFT_METRIC_INNER_PRODUCT;
@@ -155,23 +138,10 @@ static void test_inner_product(const graft_test_sift* s0) {
 
 /* Fashion-MNIST (real images, d = 784: 24.5 tiles of 32 dimensions), first 10k training images. */
 static void test_fmnist(void) {
-    char base[1024], query[1024];
-    const char* dirs[] = {graft_test_data_path("fashion-mnist"), "/usr/share/datasets/fashion-mnist"};
     float *xb = NULL, *xq = NULL;
-    int64_t nb = 0, nq = 0, d = 0, d2 = 0;
-    for (int i = 0; i < 2 && !xb; i++) {
-        snprintf(base, sizeof base, "%s/train-images-idx3-ubyte.gz", dirs[i]);
-        snprintf(query, sizeof query, "%s/t10k-images-idx3-ubyte.gz", dirs[i]);
-        if (graft_fmnist_read(base, 10000, &xb, &nb, &d) != GRAFT_OK) xb = NULL;
-    }
-    CHECK(xb != NULL, "Fashion-MNIST not found (%s)", graft_last_error());
-    if (!xb) return;
-    CHECK_OK(graft_fmnist_read(query, 200, &xq, &nq, &d2));
-    if (!xq) {
-        free(xb);
-        return;
-    }
-    int32_t* gt = exact_top10(xb, nb, xq, nq, d, GRAFT_METRIC_L2);
+    int64_t nb = 0, nq = 0, d = 0;
+    if (graft_test_load_fmnist(10000, 200, &xb, &nb, &xq, &nq, &d) != 0) return;
+    int32_t* gt = graft_test_exact_topk(xb, nb, xq, nq, d, GRAFT_METRIC_L2, 10);
     graft_grnnd_params gp;
     graft_grnnd_params_defaults(&gp);
     const int Ls[] = {16, 32, 64};

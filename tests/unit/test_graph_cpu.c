@@ -403,9 +403,78 @@ static void test_gpu_entry_without_device(void) {
     graft_grnnd_params_defaults(NULL);
 }
 
+/* The search's own parameters (graft_graph_search_cpu_ex, the GPU kernel's oracle): multi-step
+ * probing, the filter, the limits; and the GPU entry without a device. */
+static void test_search_params(void) {
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    graft_graph g = {0};
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, NULL, &g));
+    const int64_t nq = s.nq, k = 10;
+    float* D = malloc(sizeof(float) * nq * k);
+    int64_t *I = malloc(sizeof(int64_t) * nq * k), *I0 = malloc(sizeof(int64_t) * nq * k);
+    graft_search_params p;
+    graft_search_params_defaults(&p);
+    CHECK(p.L == 64 && p.probes == 1 && p.visited == GRAFT_VISITED_HASH && p.merge == GRAFT_MERGE_SORT &&
+          p.bloom_log2 == 17 && !p.allowed, "search defaults");
+    /* probes = 1 is graft_graph_search_cpu */
+    p.L = 32;
+    CHECK_OK(graft_graph_search_cpu(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, 32, D, I0));
+    CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I));
+    CHECK(!memcmp(I, I0, sizeof(int64_t) * nq * k), "probes = 1 differs from graft_graph_search_cpu");
+    const double r1 = graft_test_recall(I, k, s.gt, s.gt_k, nq, 10);
+    /* multi-step probing expands more vertices per iteration: never worse by more than noise */
+    for (int pr = 2; pr <= 8; pr *= 2) {
+        p.probes = pr;
+        CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I));
+        const double r = graft_test_recall(I, k, s.gt, s.gt_k, nq, 10);
+        printf("L=32 probes=%d: recall@10 %.4f (probes=1: %.4f)\n", pr, r, r1);
+        CHECK(r >= r1 - 0.005, "probes=%d recall %.4f below probes=1's %.4f", pr, r, r1);
+    }
+    /* filter: ids divisible by 3 only; compared with the exact search over them */
+    p.probes = 1;
+    p.L = 64;
+    uint8_t* allowed = calloc((size_t)(s.nb + 7) / 8, 1);
+    int64_t na = 0;
+    for (int64_t i = 0; i < s.nb; i += 3) allowed[i >> 3] |= (uint8_t)(1u << (i & 7)), na++;
+    float* xa = malloc(sizeof(float) * na * s.d);
+    for (int64_t i = 0; i < na; i++) memcpy(xa + i * s.d, s.xb + 3 * i * s.d, sizeof(float) * s.d);
+    int32_t* gta = graft_test_exact_topk(xa, na, s.xq, nq, s.d, GRAFT_METRIC_L2, 10);
+    for (int64_t i = 0; i < nq * 10; i++) gta[i] *= 3;
+    p.allowed = allowed;
+    CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < nq * k; i++) bad += I[i] < 0 || I[i] % 3 != 0 || (i % k && D[i] < D[i - 1]);
+    const double rf = graft_test_recall(I, k, gta, 10, nq, 10);
+    printf("filter (1/3 of ids allowed), L=64: recall@10 among allowed %.4f\n", rf);
+    CHECK(bad == 0, "filter: %lld results missing, not allowed or out of order", (long long)bad);
+    CHECK(rf >= 0.95, "filter: recall@10 among allowed ids %.4f (measured 0.987)", rf);
+    memset(allowed, 0, (size_t)(s.nb + 7) / 8); /* nothing allowed: every label -1 */
+    CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 2, k, &p, D, I));
+    CHECK(I[0] == -1 && I[19] == -1 && D[0] == FLT_MAX, "nothing allowed: %lld", (long long)I[0]);
+    /* limits */
+    graft_search_params e = p;
+    e.allowed = NULL;
+    e.L = 1025;
+    CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.L = 64, e.probes = 0;
+    CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.probes = 9;
+    CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.probes = 1, e.visited = 7; /* GPU-only fields are not checked by the CPU reference */
+    CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I));
+    if (!graft_gpu_available())
+        CHECK_ERR(graft_graph_search_gpu(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, NULL, D, I, NULL),
+                  GRAFT_ENODEVICE);
+    free(allowed), free(xa), free(gta), free(D), free(I), free(I0);
+    graft_graph_free(&g);
+    graft_test_free_sift(&s);
+}
+
 int main(void) {
     test_gpu_entry_without_device();
     test_sift5k();
+    test_search_params();
     test_inner_product();
     test_degenerate();
     test_bad_input();

@@ -138,9 +138,78 @@ int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d);
  * ascending, inner products descending; slots beyond the vertices found hold label -1 and
  * distance FLT_MAX (L2) or -FLT_MAX (inner product). Ids outside [0, n) in the graph are ignored.
  * Errors (GRAFT_EINVAL): NULL pointers, an empty or malformed graph struct, d < 1, nq < 0, k < 1,
- * L < k, an unknown metric, NaN/Inf in xq. */
+ * L outside [k, 1024], an unknown metric, NaN/Inf in xq. The same search as
+ * graft_graph_search_cpu_ex with default parameters and this L. */
 int graft_graph_search_cpu(const graft_graph* graph, const float* x, int64_t d, graft_metric metric,
                            const float* xq, int64_t nq, int64_t k, int L, float* D, int64_t* I);
+
+/* ---- search (SONG-style best-first search; CPU reference and GPU kernel) -------------------- */
+
+/* Visited-set kinds of the GPU search (the CPU reference keeps an exact visited set; both GPU
+ * kinds give the CPU reference's results, the Bloom filter up to its false positives). */
+enum {
+    GRAFT_VISITED_HASH = 0,  /* SONG: open-addressing hash in shared memory holding exactly the
+                                worklist (selected insertion + visited deletion, so it stays
+                                under 2 (L + probes R) slots); a vertex that left the worklist may
+                                have its distance computed again, never re-enters */
+    GRAFT_VISITED_BLOOM = 1  /* BANG: per-query Bloom filter (2 hashes) in global memory, never
+                                cleared during a query */
+};
+/* Worklist update of the GPU search. */
+enum {
+    GRAFT_MERGE_SORT = 0,   /* BANG: sort the new candidates in the warp, merge-path them into
+                               the sorted worklist (every element placed by rank, in parallel) */
+    GRAFT_MERGE_INSERT = 1  /* SONG: insert the new candidates one by one (ballot for the
+                               position, warp-parallel shift) */
+};
+
+typedef struct graft_search_params {
+    int L;           /* worklist (beam) width, k <= L <= 1024. Default 64 */
+    int probes;      /* multi-step probing: the best `probes` unexpanded vertices are expanded
+                        together each iteration, 1..8. Default 1 */
+    int visited;     /* GRAFT_VISITED_HASH (default) or GRAFT_VISITED_BLOOM; GPU only */
+    int merge;       /* GRAFT_MERGE_SORT (default) or GRAFT_MERGE_INSERT; GPU only */
+    int bloom_log2;  /* Bloom filter of 2^bloom_log2 bits per query, 10..24. Default 17 */
+    const uint8_t* allowed; /* optional filter (FAISS IDSelector): bit (i & 7) of byte i >> 3
+                        set = id i may be returned (FAISS's IDSelectorBitmap layout), n bits.
+                        Every vertex is traversed; only allowed ones enter the results, which
+                        then hold up to k allowed ids (-1 beyond those found). NULL = all */
+    int device;      /* CUDA device for graft_graph_search_gpu (default 0) */
+    size_t memory_budget; /* GPU bytes for one batch's queries, results and Bloom filters;
+                        0 = 1 GiB. Larger batches are split */
+} graft_search_params;
+
+/* Defaults as documented in the struct (L 64, probes 1, hash, sort-merge, 2^17-bit Bloom, no
+ * filter, device 0, budget auto). */
+void graft_search_params_defaults(graft_search_params* params);
+
+/* The CPU reference of the GPU search: best-first search from graph->entry with an exact visited
+ * set, worklist of L sorted by (distance, id), the best `probes` unexpanded entries expanded per
+ * iteration, until every worklist entry is expanded. With a filter, a second list keeps the k
+ * best allowed vertices seen. params NULL = defaults; its visited/merge/bloom_log2/device/budget
+ * are GPU-only and ignored here. Results as graft_graph_search_cpu. Errors (GRAFT_EINVAL): those
+ * of graft_graph_search_cpu, L outside [k, 1024], probes outside 1..8. */
+int graft_graph_search_cpu_ex(const graft_graph* graph, const float* x, int64_t d,
+                              graft_metric metric, const float* xq, int64_t nq, int64_t k,
+                              const graft_search_params* params, float* D, int64_t* I);
+
+/* What a GPU search measured (optional output). */
+typedef struct graft_search_report {
+    double gpu_seconds;   /* device time of the search kernels (copies excluded) */
+    int64_t distances;    /* distances computed, summed over queries */
+    int64_t iterations;   /* search iterations, summed over queries */
+    int batches;          /* kernel launches the batch was split into */
+} graft_search_report;
+
+/* One-shot GPU search (gpu/graph_search.cu): uploads the graph and the vectors to
+ * params->device, searches, frees. Same parameters, results and errors as
+ * graft_graph_search_cpu_ex, plus bloom_log2 outside 10..24, an unknown visited/merge kind,
+ * R > 256, GRAFT_ENODEVICE, GRAFT_EGPU_NOMEM, GRAFT_ECUDA. report may be NULL. For repeated
+ * searches use the graph index (graft/graph_index.h), which keeps them on the GPU. */
+int graft_graph_search_gpu(const graft_graph* graph, const float* x, int64_t d,
+                           graft_metric metric, const float* xq, int64_t nq, int64_t k,
+                           const graft_search_params* params, float* D, int64_t* I,
+                           graft_search_report* report);
 
 /* Structure of a graph: mean and max out-degree (valid ids per row), rows holding exactly R
  * neighbours, and the fraction of vertices reachable from entry along out-edges (BFS). Any output

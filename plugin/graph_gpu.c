@@ -1,0 +1,166 @@
+/* Graph search on the GPU, host side: device copies of a graph and its vectors, batches that fit
+ * the memory budget, the one-shot graft_graph_search_gpu. The kernel is gpu/graph_search.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "graph_gpu.h"
+#include "validate.h"
+
+#define GRAFT_SEARCH_DEFAULT_BUDGET ((size_t)1 << 30)
+
+static int gpu_status(int rc, const char* fn) {
+    return graft_fail(rc, "%s: %s", fn, graft_gpu_last_error());
+}
+
+void graft_graph_dev_release(graft_graph_dev* dev) {
+    if (!dev) return;
+    if (dev->ctx) {
+        graft_gpu_free(dev->ctx, dev->x);
+        graft_gpu_free(dev->ctx, dev->nbrs);
+        graft_gpu_free(dev->ctx, dev->io);
+        graft_gpu_free(dev->ctx, dev->allowed);
+    }
+    memset(dev, 0, sizeof *dev);
+}
+
+int graft_graph_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const float* x, int64_t d,
+                           graft_graph_dev* out) {
+    const char* fn = "graft_graph_dev_upload";
+    if (!ctx || !g || !g->nbrs || !x || !out || d < 1 || g->n < 1 || g->R < 1)
+        return graft_fail(GRAFT_EINVAL, "%s: bad arguments", fn);
+    graft_graph_dev dev;
+    memset(&dev, 0, sizeof dev);
+    dev.ctx = ctx;
+    dev.n = g->n;
+    dev.d = d;
+    dev.R = g->R;
+    dev.entry = g->entry;
+    size_t xbytes, gbytes;
+    if (graft_mul_overflow((size_t)g->n, (size_t)d * sizeof(float), &xbytes) ||
+        graft_mul_overflow((size_t)g->n, (size_t)g->R * sizeof(int32_t), &gbytes))
+        return graft_fail(GRAFT_ENOMEM, "%s: size overflow", fn);
+    int rc = graft_gpu_malloc(ctx, (void**)&dev.x, xbytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dev.nbrs, gbytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.x, x, xbytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.nbrs, g->nbrs, gbytes);
+    if (rc != GRAFT_OK) {
+        rc = gpu_status(rc, fn);
+        graft_graph_dev_release(&dev);
+        return rc;
+    }
+    *out = dev;
+    return GRAFT_OK;
+}
+
+/* Grows a device buffer to at least `bytes` (contents dropped). */
+static int grow(graft_gpu_ctx* ctx, void** buf, size_t* have, size_t bytes) {
+    if (bytes <= *have) return GRAFT_OK;
+    graft_gpu_free(ctx, *buf);
+    *buf = NULL;
+    *have = 0;
+    GRAFT_TRY(graft_gpu_malloc(ctx, buf, bytes));
+    *have = bytes;
+    return GRAFT_OK;
+}
+
+int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const float* xq, int64_t nq,
+                           int64_t k, const graft_search_params* params, float* D, int64_t* I,
+                           graft_search_report* report) {
+    const char* fn = "graft_graph_search_gpu";
+    if (!dev || !dev->ctx) return graft_fail(GRAFT_EINVAL, "%s: no graph on the GPU", fn);
+    graft_search_params p;
+    if (params)
+        p = *params;
+    else
+        graft_search_params_defaults(&p);
+    /* The checker reads only the graph's sizes (nbrs is a device pointer here). */
+    const graft_graph shape = {dev->n, dev->R, dev->nbrs, dev->entry};
+    GRAFT_TRY(graft_check_search_args(&shape, dev->x, dev->d, metric, xq, nq, k, &p, D, I, 1, fn));
+    if (dev->R > 256)
+        return graft_fail(GRAFT_EINVAL, "%s: graph degree R=%d over the GPU search's 256", fn,
+                          dev->R);
+    if (report) memset(report, 0, sizeof *report);
+    if (nq == 0) return GRAFT_OK;
+    graft_gpu_ctx* ctx = dev->ctx;
+    if (p.allowed) {
+        int rc = grow(ctx, (void**)&dev->allowed, &dev->allowed_bytes, ((size_t)dev->n + 31) / 32 * 4);
+        if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev->allowed, p.allowed, ((size_t)dev->n + 7) / 8);
+        if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    }
+    /* Per query: the query, its results, two counters' share, and its Bloom filter. */
+    const size_t budget = p.memory_budget ? p.memory_budget : GRAFT_SEARCH_DEFAULT_BUDGET;
+    const size_t io_per_q = (size_t)dev->d * sizeof(float) + (size_t)k * (sizeof(float) + 8);
+    const size_t per_q = io_per_q + graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, 1);
+    if (per_q > budget)
+        return graft_fail(GRAFT_EGPU_NOMEM, "%s: one query needs %zu bytes, over the budget of %zu",
+                          fn, per_q, budget);
+    int64_t batch = (int64_t)(budget / per_q);
+    if (batch > nq) batch = nq;
+    /* The io buffer: Bloom filters | queries | D | I | 2 counters (8-byte aligned pieces). */
+    const size_t qbytes = ((size_t)batch * dev->d * sizeof(float) + 7) / 8 * 8;
+    const size_t dbytes = ((size_t)batch * k * sizeof(float) + 7) / 8 * 8;
+    const size_t ibytes = (size_t)batch * k * sizeof(int64_t);
+    const size_t bbytes = graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, batch);
+    int rc = grow(ctx, &dev->io, &dev->io_bytes, bbytes + qbytes + dbytes + ibytes + 16);
+    if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    uint32_t* bloom = bbytes ? dev->io : NULL;
+    char* io = (char*)dev->io + bbytes;
+    float* dq = (float*)io;
+    float* dD = (float*)(io + qbytes);
+    int64_t* dI = (int64_t*)(io + qbytes + dbytes);
+    int64_t* counters = (int64_t*)(io + qbytes + dbytes + ibytes);
+    const int64_t zero[2] = {0, 0};
+    rc = graft_gpu_upload(ctx, counters, zero, sizeof zero);
+    graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, dq, 0, k,
+                               p.L, p.probes, p.visited, p.merge, p.bloom_log2,
+                               metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, bloom, dD,
+                               dI, counters};
+    double gpu_s = 0;
+    int batches = 0;
+    for (int64_t q0 = 0; q0 < nq && rc == GRAFT_OK; q0 += batch) {
+        const int64_t nb = nq - q0 < batch ? nq - q0 : batch;
+        a.nq = nb;
+        float ms = 0;
+        rc = graft_gpu_upload(ctx, dq, xq + q0 * dev->d, (size_t)nb * dev->d * sizeof(float));
+        if (rc == GRAFT_OK) rc = graft_gpu_graph_search(ctx, &a, report ? &ms : NULL);
+        if (rc == GRAFT_OK) rc = graft_gpu_download(ctx, D + q0 * k, dD, (size_t)nb * k * sizeof(float));
+        if (rc == GRAFT_OK) rc = graft_gpu_download(ctx, I + q0 * k, dI, (size_t)nb * k * sizeof(int64_t));
+        gpu_s += ms / 1000.0;
+        batches++;
+    }
+    int64_t counts[2] = {0, 0};
+    if (rc == GRAFT_OK && report) rc = graft_gpu_download(ctx, counts, counters, sizeof counts);
+    if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    if (report) {
+        report->gpu_seconds = gpu_s;
+        report->distances = counts[0];
+        report->iterations = counts[1];
+        report->batches = batches;
+    }
+    return GRAFT_OK;
+}
+
+int graft_graph_search_gpu(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
+                           const float* xq, int64_t nq, int64_t k, const graft_search_params* params,
+                           float* D, int64_t* I, graft_search_report* report) {
+    const char* fn = "graft_graph_search_gpu";
+    graft_search_params p;
+    if (params)
+        p = *params;
+    else
+        graft_search_params_defaults(&p);
+    GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 1, fn));
+    const size_t budget = p.memory_budget ? p.memory_budget : GRAFT_SEARCH_DEFAULT_BUDGET;
+    graft_gpu_ctx* ctx = NULL;
+    int rc = graft_gpu_ctx_create(p.device, budget, &ctx);
+    if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    graft_graph_dev dev;
+    rc = graft_graph_dev_upload(ctx, g, x, d, &dev);
+    if (rc == GRAFT_OK) {
+        rc = graft_graph_dev_search(&dev, metric, xq, nq, k, &p, D, I, report);
+        graft_graph_dev_release(&dev);
+    }
+    graft_gpu_ctx_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* Plugin-internal: a graph and its vectors on the GPU, searched by gpu/graph_search.cu in batches
+ * that fit the search memory budget. Used by graft_graph_search_gpu (one shot) and the graph
+ * index (kept across searches). Not thread-safe: the owner serializes calls. */
+#ifndef GRAFT_GRAPH_GPU_H
+#define GRAFT_GRAPH_GPU_H
+
+#include "graft/graph.h"
+#include "graft_gpu.h"
+
+typedef struct graft_graph_dev {
+    graft_gpu_ctx* ctx; /* not owned */
+    float* x;           /* n x d */
+    int32_t* nbrs;      /* n x R */
+    int64_t n, d, entry;
+    int R;
+    void* io;           /* grow-only batch buffer: queries, results */
+    size_t io_bytes;
+    uint32_t* allowed;  /* filter bitmap of the current search */
+    size_t allowed_bytes;
+} graft_graph_dev;
+
+/* Validates search parameters for k (gpu: also the GPU-only fields). */
+int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn);
+/* Every check of a graph search's arguments (graph, pointers, sizes, parameters, metric, finite
+ * queries); the message names fn. */
+int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
+                            const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
+                            const float* D, const int64_t* I, int gpu, const char* fn);
+
+/* Copies graph and x (n x d) to ctx's device into *out (zeroed first). On failure nothing is
+ * held. */
+int graft_graph_dev_upload(graft_gpu_ctx* ctx, const graft_graph* graph, const float* x,
+                           int64_t d, graft_graph_dev* out);
+void graft_graph_dev_release(graft_graph_dev* dev);
+
+/* Host queries in, host results out; splits nq into batches under p->memory_budget. Checks the
+ * arguments as graft_graph_search_cpu_ex does. report may be NULL. */
+int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const float* xq, int64_t nq,
+                           int64_t k, const graft_search_params* p, float* D, int64_t* I,
+                           graft_search_report* report);
+
+#endif
