@@ -1,7 +1,7 @@
 /* The SONG-style GPU graph search against its CPU reference (label gpu).
  * On one graph per data set (the CPU RNN-Descent reference's, deterministic), every GPU
  * configuration must give recall@10 within 0.01 of graft_graph_search_cpu_ex with the same L and
- * probes, at every L of a sweep; repeated searches of a batch must give identical results; the
+ * probes, at every L of a sweep, and the same result ids for 99% of the slots; repeated searches of a batch must give identical results; the
  * filter must return only allowed ids; sizes and bad arguments as documented.
  * GRAFT_TEST_QUICK=1: small batches of each variant (for compute-sanitizer). */
 #include <float.h>
@@ -54,6 +54,10 @@ static double compare(const dataset* s, const graft_search_params* p, int check)
            variant(p), rc, rg, (double)same / (nq * k), maxrel, (double)rep.distances / nq,
            (double)rep.iterations / nq);
     if (check) CHECK(rg >= rc - 0.01, "%s %s: GPU recall %.4f vs CPU %.4f", s->name, variant(p), rg, rc);
+    /* Same algorithm, distances equal up to float rounding: the results agree but for rare
+     * near-ties (measured on the H100: 1.0000 in every configuration of every data set). */
+    if (check) CHECK(same >= 0.99 * nq * k, "%s %s: only %.4f of the result ids equal the CPU's",
+                     s->name, variant(p), (double)same / (nq * k));
     CHECK(maxrel < 1e-4, "%s %s: distances differ by %.2e relative", s->name, variant(p), maxrel);
     for (int64_t i = 0; i < nq * k; i++)
         if (Ig[i] < -1 || Ig[i] >= s->nb) {
