@@ -92,6 +92,7 @@ __device__ void warp_distances(const float* __restrict__ x, int64_t d, const flo
         }
 #pragma unroll
         for (int o = G / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+        __syncwarp();  // the group's lanes read cand[c] above; a shuffle orders no memory
         if (c < m && gl == 0) cand[c] = make_key(L2 ? acc : -acc, u);
     }
 }
@@ -152,6 +153,7 @@ __device__ int warp_insert_one(uint64_t* a, int* size, int cap, uint64_t key, in
         if (mv) a[i + 1] = v;
         __syncwarp();
     }
+    __syncwarp();  // every lane read a[pos] above, also when nothing moved
     if (lane == 0) a[pos] = key;
     __syncwarp();
     if (n < cap) *size = n + 1;
