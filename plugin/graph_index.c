@@ -1,0 +1,483 @@
+/* The graph index (graft/graph_index.h): a host copy of the vectors and of the graph (reconstruct,
+ * I/O, CPU search) and, when it lives on a GPU, both kept on the device between searches
+ * (plugin/graph_gpu.h). Also its GRFTGRPH record, through the shared helpers of io_stream.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "graft/graph_index.h"
+
+#include <float.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "graph_gpu.h"
+#include "io_stream.h"
+#include "validate.h"
+
+/* Device scratch cap, as the flat index's: a quarter of the device's memory, at most 8 GiB. The
+ * context's arena only grows to what the searches take (Bloom filters), so a generous cap costs
+ * nothing and lets a search pass a larger memory_budget than the defaults. */
+#define MAX_SCRATCH ((size_t)8 << 30)
+#define GPU_BUILD_MAX_R 64   /* GRNND's pools (graft_grnnd_build_gpu) */
+#define GPU_SEARCH_MAX_R 256 /* the search kernel's rows (graft_graph_search_gpu) */
+#define MAX_R 4096           /* set_data / read: larger degrees are taken as a mistake */
+#define HEADER_V1 64u        /* bytes of the version-1 record header, magic included */
+
+struct graft_gindex {
+    int64_t d, ntotal, capacity;
+    graft_gindex_params p; /* metric and device copied into p.build and p.search (tie_params) */
+    float* xb;             /* capacity x d, host */
+    graft_graph graph;     /* ntotal rows; nbrs NULL while ntotal == 0 */
+    double build_seconds;
+    /* GPU state; `lock` serializes GPU work (one stream, one scratch arena) so that concurrent
+     * searches are safe, as FAISS requires of const search. */
+    pthread_mutex_t lock;
+    graft_gpu_ctx* ctx;
+    graft_graph_dev dev;
+    int on_device; /* dev holds the current graph and vectors */
+};
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Re-raises the last failure as `status`, its message prefixed by `prefix` ("" for none): the
+ * builders and uploads name themselves, the index names the call the user made. */
+static int relabel(int status, const char* prefix) {
+    char msg[960];
+    snprintf(msg, sizeof msg, "%s", graft_last_error());
+    return graft_fail(status, "%s%s", prefix, msg);
+}
+
+static void tie_params(graft_gindex_params* p) {
+    p->build.base.metric = p->metric;
+    p->build.device = p->device;
+    p->search.device = p->device;
+}
+
+void graft_gindex_params_defaults(graft_gindex_params* p) {
+    if (!p) return;
+    p->metric = GRAFT_METRIC_L2;
+    p->device = graft_gpu_available() ? 0 : -1;
+    graft_grnnd_params_defaults(&p->build);
+    graft_search_params_defaults(&p->search);
+    tie_params(p);
+}
+
+/* The build parameters the next add will use, checked now so that a bad value fails here and
+ * not after the vectors were taken. */
+static int check_build_params(const graft_grnnd_params* b, int gpu, const char* fn) {
+    const float one_vector = 0.0f;
+    graft_graph unused = {0};
+    GRAFT_TRY(graft_check_graph_build(&one_vector, 1, 1, &b->base, &unused, fn));
+    if (gpu && (b->base.R > GPU_BUILD_MAX_R || b->pairs < 0 || b->pairs > 256 || b->staged < -1 ||
+                b->staged > 1 || (b->order != GRAFT_GRNND_SORTED && b->order != GRAFT_GRNND_RANDOM)))
+        return graft_fail(GRAFT_EINVAL,
+                          "%s: R=%d order=%d pairs=%d staged=%d (a GPU index builds with GRNND: "
+                          "R <= %d, order GRAFT_GRNND_SORTED or GRAFT_GRNND_RANDOM, "
+                          "0 <= pairs <= 256, staged -1, 0 or 1)",
+                          fn, b->base.R, b->order, b->pairs, b->staged, GPU_BUILD_MAX_R);
+    return GRAFT_OK;
+}
+
+/* Default search parameters: those of a search with k = 1, the GPU-only fields included on any
+ * index (they are written to files, which a GPU index may read), and no filter (a bitmap of n
+ * bits cannot outlive the next add). */
+static int check_default_search(const graft_search_params* s, const char* fn) {
+    GRAFT_TRY(graft_check_search_params(s, 1, 1, fn));
+    if (s->allowed)
+        return graft_fail(GRAFT_EINVAL, "%s: a default filter (allowed) is not kept; pass it to "
+                          "each search", fn);
+    return GRAFT_OK;
+}
+
+int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex** out) {
+    const char* fn = "graft_gindex_new";
+    if (!out) return graft_fail(GRAFT_EINVAL, "%s: out is NULL", fn);
+    if (d < 1 || d > (1 << 20))
+        return graft_fail(GRAFT_EINVAL, "%s: dimension %lld out of range [1, 2^20]", fn, (long long)d);
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    if (params) p = *params;
+    if (p.metric != GRAFT_METRIC_L2 && p.metric != GRAFT_METRIC_INNER_PRODUCT)
+        return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)p.metric);
+    if (p.device < -1)
+        return graft_fail(GRAFT_EINVAL, "%s: device %d (-1 for the CPU, or a CUDA device >= 0)", fn,
+                          p.device);
+    tie_params(&p);
+    GRAFT_TRY(check_build_params(&p.build, p.device >= 0, fn));
+    GRAFT_TRY(check_default_search(&p.search, fn));
+    graft_gindex* g = calloc(1, sizeof *g);
+    if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    g->d = d;
+    g->p = p;
+    pthread_mutex_init(&g->lock, NULL);
+    if (p.device >= 0) {
+        size_t quarter = graft_gpu_device_memory(p.device) / 4;
+        size_t budget = quarter && quarter < MAX_SCRATCH ? quarter : MAX_SCRATCH;
+        int rc = graft_gpu_ctx_create(p.device, budget, &g->ctx);
+        if (rc != GRAFT_OK) {
+            rc = graft_fail(rc, "%s: device %d: %s", fn, p.device, graft_gpu_last_error());
+            graft_gindex_free(g);
+            return rc;
+        }
+    }
+    *out = g;
+    return GRAFT_OK;
+}
+
+/* Drops the graph and its device copy (vectors stay with the caller). */
+static void drop_graph(graft_gindex* g) {
+    if (g->on_device) graft_graph_dev_release(&g->dev);
+    g->on_device = 0;
+    graft_graph_free(&g->graph);
+}
+
+void graft_gindex_free(graft_gindex* g) {
+    if (!g) return;
+    drop_graph(g);
+    if (g->ctx) graft_gpu_ctx_destroy(g->ctx);
+    pthread_mutex_destroy(&g->lock);
+    free(g->xb);
+    free(g);
+}
+
+/* Makes `graph` (over the first n vectors of xb) the index's graph: uploads it when the index
+ * lives on a GPU, then releases the previous one. On failure the index is unchanged and graph
+ * stays the caller's. */
+static int install_graph(graft_gindex* g, int64_t n, graft_graph* graph, const char* fn) {
+    graft_graph_dev dev;
+    if (g->ctx) {
+        int rc = graft_graph_dev_upload(g->ctx, graph, g->xb, g->d, &dev);
+        if (rc != GRAFT_OK) return relabel(rc, fn);
+    }
+    drop_graph(g);
+    g->graph = *graph;
+    memset(graph, 0, sizeof *graph);
+    if (g->ctx) {
+        g->dev = dev;
+        g->on_device = 1;
+    }
+    g->ntotal = n;
+    return GRAFT_OK;
+}
+
+static int reserve(graft_gindex* g, int64_t need, const char* fn) {
+    if (need <= g->capacity) return GRAFT_OK;
+    int64_t cap = g->capacity * 2 > need ? g->capacity * 2 : need;
+    size_t bytes;
+    if (graft_mul_overflow((size_t)cap, (size_t)g->d * sizeof(float), &bytes))
+        return graft_fail(GRAFT_ENOMEM, "%s: %lld vectors of dimension %lld overflow", fn,
+                          (long long)cap, (long long)g->d);
+    float* xb = realloc(g->xb, bytes); /* keeps the first ntotal: a failed add loses nothing */
+    if (!xb) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, bytes);
+    g->xb = xb;
+    g->capacity = cap;
+    return GRAFT_OK;
+}
+
+static int add_locked(graft_gindex* g, int64_t n, const float* x) {
+    const char* fn = "graft_gindex_add: ";
+    const int64_t need = g->ntotal + n;
+    if (need > INT32_MAX)
+        return graft_fail(GRAFT_EUNSUPPORTED, "graft_gindex_add: %lld vectors; a graph index holds at "
+                          "most 2^31 - 1 (int32 neighbour ids)", (long long)need);
+    GRAFT_TRY(reserve(g, need, "graft_gindex_add"));
+    /* Past ntotal: invisible until install_graph succeeds. */
+    memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
+    graft_graph graph = {0};
+    const double t0 = now_s();
+    int rc = g->ctx ? graft_grnnd_build_gpu(g->xb, need, g->d, &g->p.build, &graph, NULL)
+                    : graft_rnnd_build_cpu(g->xb, need, g->d, &g->p.build.base, &graph);
+    const double seconds = now_s() - t0;
+    if (rc != GRAFT_OK) return relabel(rc, fn);
+    rc = install_graph(g, need, &graph, fn);
+    if (rc != GRAFT_OK) {
+        graft_graph_free(&graph);
+        return rc;
+    }
+    g->build_seconds = seconds;
+    return GRAFT_OK;
+}
+
+int graft_gindex_add(graft_gindex* g, int64_t n, const float* x) {
+    if (!g || (!x && n > 0)) return graft_fail(GRAFT_EINVAL, "graft_gindex_add: NULL argument");
+    if (n < 0) return graft_fail(GRAFT_EINVAL, "graft_gindex_add: n = %lld < 0", (long long)n);
+    if (n == 0) return GRAFT_OK;
+    GRAFT_TRY(graft_check_finite(x, n, g->d, "graft_gindex_add"));
+    pthread_mutex_lock(&g->lock);
+    int rc = add_locked(g, n, x);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+int graft_gindex_reset(graft_gindex* g) {
+    if (!g) return graft_fail(GRAFT_EINVAL, "graft_gindex_reset: NULL index");
+    pthread_mutex_lock(&g->lock);
+    drop_graph(g);
+    g->ntotal = 0;
+    pthread_mutex_unlock(&g->lock);
+    return GRAFT_OK;
+}
+
+/* FAISS's answer for an empty index: every label -1. */
+static void fill_empty(int64_t nq, int64_t k, graft_metric metric, float* D, int64_t* I) {
+    const float none = metric == GRAFT_METRIC_L2 ? FLT_MAX : -FLT_MAX;
+    for (int64_t i = 0; i < nq * k; i++) {
+        D[i] = none;
+        I[i] = -1;
+    }
+}
+
+int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int64_t k,
+                        const graft_search_params* params, float* D, int64_t* I,
+                        graft_search_report* report) {
+    const char* fn = "graft_gindex_search";
+    graft_gindex* g = (graft_gindex*)cg; /* the lock and the device buffers are the mutable part */
+    if (!g || ((!xq || !D || !I) && nq > 0)) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    if (nq < 0) return graft_fail(GRAFT_EINVAL, "%s: nq = %lld < 0", fn, (long long)nq);
+    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
+    if (k > 1024)
+        return graft_fail(GRAFT_EINVAL, "%s: k = %lld exceeds the largest worklist (L <= 1024) of the "
+                          "graph search; an exact flat index serves any k", fn, (long long)k);
+    graft_search_params p = params ? *params : g->p.search;
+    p.device = g->p.device; /* the index's device decides, whatever the caller's struct says */
+    /* The worklist holds the results, so it is at least k wide: FAISS's HNSW searches with
+     * max(efSearch, k) the same way. */
+    if (p.L < k) p.L = (int)k;
+    GRAFT_TRY(graft_check_search_params(&p, k, g->ctx != NULL, fn));
+    if (report) memset(report, 0, sizeof *report);
+    if (nq == 0) return GRAFT_OK;
+    GRAFT_TRY(graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries"));
+    pthread_mutex_lock(&g->lock);
+    int rc = GRAFT_OK;
+    if (g->ntotal == 0)
+        fill_empty(nq, k, g->p.metric, D, I);
+    else if (g->ctx)
+        rc = graft_graph_dev_search(&g->dev, g->p.metric, xq, nq, k, &p, D, I, report);
+    else
+        rc = graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, xq, nq, k, &p, D, I);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+int64_t graft_gindex_ntotal(const graft_gindex* g) { return g ? g->ntotal : 0; }
+int64_t graft_gindex_d(const graft_gindex* g) { return g ? g->d : 0; }
+graft_metric graft_gindex_metric(const graft_gindex* g) { return g ? g->p.metric : GRAFT_METRIC_L2; }
+int graft_gindex_device(const graft_gindex* g) { return g && g->ctx ? g->p.device : -1; }
+const float* graft_gindex_vectors(const graft_gindex* g) { return g ? g->xb : NULL; }
+const graft_graph* graft_gindex_graph(const graft_gindex* g) {
+    return g && g->ntotal > 0 ? &g->graph : NULL;
+}
+double graft_gindex_build_seconds(const graft_gindex* g) { return g ? g->build_seconds : 0.0; }
+
+graft_gindex_params graft_gindex_get_params(const graft_gindex* g) {
+    graft_gindex_params p;
+    if (g) return g->p;
+    graft_gindex_params_defaults(&p);
+    return p;
+}
+
+int graft_gindex_set_search_params(graft_gindex* g, const graft_search_params* params) {
+    const char* fn = "graft_gindex_set_search_params";
+    if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    graft_search_params s = *params;
+    s.device = g->p.device;
+    GRAFT_TRY(check_default_search(&s, fn));
+    g->p.search = s;
+    return GRAFT_OK;
+}
+
+int graft_gindex_set_build_params(graft_gindex* g, const graft_grnnd_params* params) {
+    const char* fn = "graft_gindex_set_build_params";
+    if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    graft_gindex_params p = g->p;
+    p.build = *params;
+    tie_params(&p);
+    GRAFT_TRY(check_build_params(&p.build, g->ctx != NULL, fn));
+    g->p = p;
+    return GRAFT_OK;
+}
+
+/* GRAFT_EINVAL naming fn and the first fault unless graph is n rows of ids in [-1, n), R in
+ * [1, MAX_R] (GPU_SEARCH_MAX_R on a GPU), with entry in [0, n), over n finite vectors x. */
+static int check_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
+                      const char* fn) {
+    if (!x || !graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL vectors or graph", fn);
+    if (n < 1 || n > INT32_MAX)
+        return graft_fail(GRAFT_EINVAL, "%s: n = %lld out of range [1, 2^31)", fn, (long long)n);
+    if (graph->n != n)
+        return graft_fail(GRAFT_EINVAL, "%s: the graph has %lld rows for %lld vectors", fn,
+                          (long long)graph->n, (long long)n);
+    const int max_r = gpu ? GPU_SEARCH_MAX_R : MAX_R;
+    if (graph->R < 1 || graph->R > max_r)
+        return graft_fail(GRAFT_EINVAL, "%s: degree R = %d out of range [1, %d]%s", fn, graph->R,
+                          max_r, gpu ? " (the GPU search kernel's limit)" : "");
+    if (graph->entry < 0 || graph->entry >= n)
+        return graft_fail(GRAFT_EINVAL, "%s: entry %lld out of range [0, %lld)", fn,
+                          (long long)graph->entry, (long long)n);
+    const int64_t slots = n * graph->R;
+    int64_t bad = slots;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+    for (int64_t i = 0; i < slots; i++)
+        if ((graph->nbrs[i] < -1 || graph->nbrs[i] >= n) && i < bad) bad = i;
+    if (bad < slots)
+        return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
+                          (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);
+    return graft_check_finite(x, n, d, fn);
+}
+
+/* Replaces the contents with x (malloc'd n x d, taken) and graph (taken); both are freed on
+ * failure, and the index is then unchanged. Checked by the caller. */
+static int adopt_data(graft_gindex* g, int64_t n, float* x, graft_graph* graph, const char* fn) {
+    pthread_mutex_lock(&g->lock);
+    float* old_x = g->xb;
+    const int64_t old_n = g->ntotal, old_cap = g->capacity;
+    g->xb = x;
+    int rc = install_graph(g, n, graph, fn);
+    if (rc == GRAFT_OK) {
+        g->capacity = n;
+        g->build_seconds = 0;
+        x = old_x;
+    } else {
+        g->xb = old_x;
+        g->ntotal = old_n;
+        g->capacity = old_cap;
+        graft_graph_free(graph);
+    }
+    pthread_mutex_unlock(&g->lock);
+    free(x);
+    return rc;
+}
+
+int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graft_graph* graph) {
+    const char* fn = "graft_gindex_set_data";
+    if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
+    GRAFT_TRY(check_data(n, g->d, x, graph, g->ctx != NULL, fn));
+    size_t xbytes = (size_t)n * (size_t)g->d * sizeof(float), gbytes = (size_t)n * graph->R * sizeof(int32_t);
+    float* xc = malloc(xbytes);
+    graft_graph gc = {n, graph->R, malloc(gbytes), graph->entry};
+    if (!xc || !gc.nbrs) {
+        free(xc);
+        free(gc.nbrs);
+        return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu + %zu bytes)", fn, xbytes, gbytes);
+    }
+    memcpy(xc, x, xbytes);
+    memcpy(gc.nbrs, graph->nbrs, gbytes);
+    return adopt_data(g, n, xc, &gc, "graft_gindex_set_data: ");
+}
+
+/* ---- the GRFTGRPH record ----------------------------------------------------------------------- */
+
+int graft_gindex_write(const graft_gindex* g, FILE* f) {
+    if (!g || !f) return graft_fail(GRAFT_EINVAL, "graft_gindex_write: NULL argument");
+    const int64_t n = g->ntotal;
+    const int R = n > 0 ? g->graph.R : 0;
+    const graft_search_params* sp = &g->p.search;
+    unsigned char hdr[HEADER_V1];
+    memcpy(hdr, GRAFT_GRAPH_MAGIC, 8);
+    graft_put_le(hdr + 8, GRAFT_GRAPH_FORMAT_VERSION, 4);
+    graft_put_le(hdr + 12, HEADER_V1, 4);
+    graft_put_le(hdr + 16, (uint64_t)g->d, 8);
+    graft_put_le(hdr + 24, (uint64_t)n, 8);
+    graft_put_le(hdr + 32, (uint32_t)g->p.metric, 4);
+    graft_put_le(hdr + 36, (uint32_t)R, 4);
+    graft_put_le(hdr + 40, (uint64_t)(n > 0 ? g->graph.entry : 0), 8);
+    graft_put_le(hdr + 48, (uint32_t)sp->L, 4);
+    graft_put_le(hdr + 52, (uint32_t)sp->probes, 4);
+    graft_put_le(hdr + 56, (uint32_t)sp->visited, 4);
+    graft_put_le(hdr + 60, (uint32_t)sp->merge, 4);
+    graft_stream s = graft_stream_at(f, "graft_gindex_write", "graph index");
+    GRAFT_TRY(graft_stream_put(&s, hdr, sizeof hdr));
+    /* the index holds both arrays: their sizes do not overflow */
+    GRAFT_TRY(graft_stream_put_words(&s, g->xb, (size_t)n * (size_t)g->d * sizeof(float)));
+    GRAFT_TRY(graft_stream_put_words(&s, g->graph.nbrs, (size_t)n * (size_t)R * sizeof(int32_t)));
+    return graft_stream_put_checksum(&s);
+}
+
+/* The fields of a version-1 header that are not sizes, checked; GRAFT_EFORMAT naming the bad one. */
+static int parse_header(const unsigned char* hdr, const graft_gindex_params* base, const char* fn,
+                        int64_t* d, int64_t* n, int* R, int64_t* entry, graft_gindex_params* p) {
+    *d = (int64_t)graft_get_le(hdr + 16, 8);
+    *n = (int64_t)graft_get_le(hdr + 24, 8);
+    const int32_t metric = (int32_t)(uint32_t)graft_get_le(hdr + 32, 4);
+    *R = (int32_t)(uint32_t)graft_get_le(hdr + 36, 4);
+    *entry = (int64_t)graft_get_le(hdr + 40, 8);
+    if (*d < 1 || *d > (1 << 20))
+        return graft_fail(GRAFT_EFORMAT, "%s: dimension %lld out of range [1, 2^20]", fn, (long long)*d);
+    if (*n < 0 || *n > INT32_MAX)
+        return graft_fail(GRAFT_EFORMAT, "%s: ntotal %lld out of range [0, 2^31)", fn, (long long)*n);
+    if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
+        return graft_fail(GRAFT_EFORMAT, "%s: unknown metric %d", fn, (int)metric);
+    if (*n == 0 && (*R != 0 || *entry != 0))
+        return graft_fail(GRAFT_EFORMAT, "%s: an empty index with R = %d and entry %lld (both must be 0)",
+                          fn, *R, (long long)*entry);
+    if (*n > 0 && (*R < 1 || *R > MAX_R))
+        return graft_fail(GRAFT_EFORMAT, "%s: degree R = %d out of range [1, %d]", fn, *R, MAX_R);
+    if (*n > 0 && (*entry < 0 || *entry >= *n))
+        return graft_fail(GRAFT_EFORMAT, "%s: entry %lld out of range [0, %lld)", fn, (long long)*entry,
+                          (long long)*n);
+    if (base)
+        *p = *base;
+    else
+        graft_gindex_params_defaults(p);
+    p->metric = (graft_metric)metric;
+    p->search.L = (int32_t)(uint32_t)graft_get_le(hdr + 48, 4);
+    p->search.probes = (int32_t)(uint32_t)graft_get_le(hdr + 52, 4);
+    p->search.visited = (int32_t)(uint32_t)graft_get_le(hdr + 56, 4);
+    p->search.merge = (int32_t)(uint32_t)graft_get_le(hdr + 60, 4);
+    /* The stored search defaults, as a GPU index would check them (bloom_log2 is not stored). */
+    graft_search_params stored = p->search;
+    stored.bloom_log2 = 17;
+    if (graft_check_search_params(&stored, 1, 1, fn) != GRAFT_OK) return relabel(GRAFT_EFORMAT, "");
+    return GRAFT_OK;
+}
+
+int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex** out) {
+    const char* fn = "graft_gindex_read";
+    if (!f || !out) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    unsigned char hdr[HEADER_V1];
+    graft_stream s = graft_stream_at(f, fn, "graph index");
+    GRAFT_TRY(graft_stream_read_header(&s, GRAFT_GRAPH_MAGIC, GRAFT_GRAPH_FORMAT_VERSION, HEADER_V1, hdr));
+    int64_t d, n, entry;
+    int R;
+    graft_gindex_params p;
+    GRAFT_TRY(parse_header(hdr, params, fn, &d, &n, &R, &entry, &p));
+    size_t xbytes, gbytes; /* n < 2^31, d <= 2^20, R <= 4096: overflows only on 32-bit hosts */
+    if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
+        graft_mul_overflow((size_t)n, (size_t)R * sizeof(int32_t), &gbytes) ||
+        xbytes > SIZE_MAX - 8 - gbytes)
+        return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors of dimension %lld overflow the address space",
+                          fn, (long long)n, (long long)d);
+    GRAFT_TRY(graft_stream_check_room(&s, (uint64_t)(xbytes + gbytes) + 8));
+
+    float* x = n > 0 ? malloc(xbytes) : NULL;
+    graft_graph graph = {n, R, n > 0 ? malloc(gbytes) : NULL, entry};
+    int rc = GRAFT_OK;
+    if (n > 0 && (!x || !graph.nbrs))
+        rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu + %zu bytes)", fn, xbytes, gbytes);
+    if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, x, xbytes, "vectors");
+    if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, graph.nbrs, gbytes, "graph");
+    if (rc == GRAFT_OK) rc = graft_stream_check_checksum(&s);
+    /* A record with a valid checksum can still hold bad ids or NaN (written by another tool). */
+    if (rc == GRAFT_OK && n > 0 && check_data(n, d, x, &graph, 0, fn) != GRAFT_OK)
+        rc = relabel(GRAFT_EFORMAT, "");
+    graft_gindex* index = NULL;
+    if (rc == GRAFT_OK) rc = graft_gindex_new(d, &p, &index);
+    if (rc == GRAFT_OK && n > 0) rc = check_data(n, d, x, &graph, index->ctx != NULL, fn); /* GPU's R */
+    if (rc == GRAFT_OK && n > 0) {
+        rc = adopt_data(index, n, x, &graph, "graft_gindex_read: ");
+        x = NULL; /* taken, and freed on failure */
+    }
+    free(x);
+    graft_graph_free(&graph);
+    if (rc != GRAFT_OK) {
+        graft_gindex_free(index);
+        return rc;
+    }
+    *out = index;
+    return GRAFT_OK;
+}
