@@ -18,7 +18,7 @@ void throw_if_error(int rc, const char* where) {
     throw faiss::FaissException(msg);
 }
 
-static graft_metric to_graft(faiss::MetricType m) {
+graft_metric to_graft_metric(faiss::MetricType m) {
     if (m == faiss::METRIC_L2) return GRAFT_METRIC_L2;
     if (m == faiss::METRIC_INNER_PRODUCT) return GRAFT_METRIC_INNER_PRODUCT;
     FAISS_THROW_FMT("graft supports METRIC_L2 and METRIC_INNER_PRODUCT, not metric %d", (int)m);
@@ -29,7 +29,7 @@ GraftIndexFlat::GraftIndexFlat(idx_t d, faiss::MetricType metric, const graft_fl
     graft_flat_params p;
     graft_flat_params_defaults(&p);
     if (params) p = *params;
-    p.metric = to_graft(metric);
+    p.metric = to_graft_metric(metric);
     throw_if_error(graft_flat_new(d, &p, &flat), "GraftIndexFlat");
     flat_params = p;
     is_trained = true;
@@ -66,12 +66,6 @@ void GraftIndexFlat::reset() {
 void GraftIndexFlat::reconstruct(idx_t key, float* recons) const {
     throw_if_error(graft_flat_reconstruct(flat, key, recons), "GraftIndexFlat::reconstruct");
 }
-
-// FAISS_THROW_IF_NOT_FMT without the "Error: 'cond' failed:" prefix: the message reads alone.
-#define GRAFT_REQUIRE(cond, ...)                   \
-    do {                                           \
-        if (!(cond)) FAISS_THROW_FMT(__VA_ARGS__); \
-    } while (0)
 
 // ---- composition with FAISS: search parameters, selectors, named parameters ------------------
 

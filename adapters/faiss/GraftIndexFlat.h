@@ -6,14 +6,11 @@
 #include <faiss/Index.h>
 
 #include "graft/flat.h"
+#include "graft_faiss_common.h"
 
 namespace graft {
 
-// Throws faiss::FaissException carrying graft's status name and message when rc != GRAFT_OK,
-// so faiss_c returns its usual error code and faiss_get_last_error() reads graft's message.
-void throw_if_error(int rc, const char* where);
-
-struct GraftIndexFlat : faiss::Index {
+struct GraftIndexFlat : faiss::Index, NamedParameters {
     explicit GraftIndexFlat(idx_t d, faiss::MetricType metric = faiss::METRIC_L2,
                             const graft_flat_params* params = nullptr);
     ~GraftIndexFlat() override;
@@ -35,8 +32,8 @@ struct GraftIndexFlat : faiss::Index {
     // take effect on the next add/search: a GPU index re-creates its plugin object with the new
     // values and re-uploads the vectors (on the CPU they are only recorded). Not safe while
     // another thread searches this index. Unknown names throw, listing the known ones.
-    void set_param(const char* name, double value);
-    double get_param(const char* name) const;
+    void set_param(const char* name, double value) override;
+    double get_param(const char* name) const override;
     // graft's flat index is append-only: throws a FaissException saying so.
     size_t remove_ids(const faiss::IDSelector& sel) override;
 };

@@ -17,22 +17,18 @@
 #include <vector>
 
 #include "GraftIndexFlat.h"
+#include "GraftIndexGraph.h"
 #include "graft_faiss_c.h"
-
-// FAISS_THROW_IF_NOT_FMT without the "Error: 'cond' failed:" prefix: the message reads alone.
-#define GRAFT_REQUIRE(cond, ...)                   \
-    do {                                           \
-        if (!(cond)) FAISS_THROW_FMT(__VA_ARGS__); \
-    } while (0)
 
 namespace {
 
 const char* const kAccepted =
-        "graft accepts \"GraftFlat\" (GPU 0 when one is visible, else the CPU reference), "
-        "\"GraftFlat,cpu\" and \"GraftFlat,gpu=N\", optionally after FAISS vector-transform "
-        "prefixes (\"PCA64,GraftFlat\", \"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or "
-        "\"IDMap,\" / \"IDMap2,\", and optionally followed by \",RFlat\", \",IDMap\" or "
-        "\",IDMap2\"";
+        "graft accepts \"GraftFlat\" (exact) and \"GraftGraph\" / \"GraftGraphR\" (graph index of "
+        "max degree R, e.g. GraftGraph32), on GPU 0 when one is visible, else the CPU reference; "
+        "\"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for GraftGraph) choose the device, "
+        "\"GraftGraph,L=NN\" the search beam; optionally after FAISS vector-transform prefixes "
+        "(\"PCA64,GraftGraph\", \"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" "
+        "/ \"IDMap2,\", and optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
 
 std::vector<std::string> split_commas(const std::string& s) {
     std::vector<std::string> out;
@@ -46,6 +42,14 @@ std::vector<std::string> split_commas(const std::string& s) {
     }
 }
 
+// "123" -> 123; false unless `s` is 1 to 5 decimal digits.
+bool parse_small_int(const std::string& s, int* out) {
+    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+    *out = std::stoi(s);
+    return true;
+}
+
 // "cpu", "gpu", "gpu=N" -> device; false when `c` is not a device option.
 bool parse_device_option(const std::string& c, const std::string& desc, int* device) {
     if (c == "cpu") {
@@ -57,42 +61,81 @@ bool parse_device_option(const std::string& c, const std::string& desc, int* dev
         return true;
     }
     if (c.compare(0, 4, "gpu=") != 0) return false;
-    std::string num = c.substr(4);
-    GRAFT_REQUIRE(!num.empty() && num.size() < 6 &&
-                          num.find_first_not_of("0123456789") == std::string::npos,
+    GRAFT_REQUIRE(parse_small_int(c.substr(4), device),
                   "faiss_graft_index_factory: bad device option '%s' in \"%s\": "
                   "use gpu=N with N a device number; %s",
                   c.c_str(), desc.c_str(), kAccepted);
-    *device = std::stoi(num);
     return true;
+}
+
+// One graft component of a description ("GraftFlat", "GraftGraph64") with its options.
+struct GraftSpec {
+    bool graph = false;
+    int device = -2;  // -2: GPU 0 when one is visible, else the CPU
+    int R = 0;        // graph: max degree, 0 = default
+    int L = 0;        // graph: search beam, 0 = default
+
+    faiss::Index* make(int d, faiss::MetricType metric) const {
+        if (!graph) {
+            graft_flat_params p;
+            graft_flat_params_defaults(&p);
+            if (device != -2) p.device = device;
+            return new graft::GraftIndexFlat(d, metric, &p);
+        }
+        graft_gindex_params p;
+        graft_gindex_params_defaults(&p);
+        if (device != -2) p.device = device;
+        if (R > 0) p.build.base.R = R;
+        if (L > 0) p.search.L = L;
+        return new graft::GraftIndexGraph(d, metric, &p);
+    }
+};
+
+// "GraftFlat", "GraftGraph", "GraftGraphR" -> spec.
+void parse_graft_name(const std::string& c, const std::string& desc, GraftSpec* spec) {
+    const std::string g = "GraftGraph";
+    if (c == "GraftFlat") return;
+    spec->graph = c.compare(0, g.size(), g) == 0;
+    GRAFT_REQUIRE(spec->graph && (c.size() == g.size() || (parse_small_int(c.substr(g.size()), &spec->R) &&
+                                                           spec->R >= 1)),
+                  "faiss_graft_index_factory: unknown graft index \"%s\" in \"%s\"; %s", c.c_str(),
+                  desc.c_str(), kAccepted);
 }
 
 faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType metric,
                             size_t graft_at) {
     std::vector<std::string> comps = split_commas(desc);
-    GRAFT_REQUIRE(comps[graft_at] == "GraftFlat",
-                  "faiss_graft_index_factory: unknown graft index \"%s\" in \"%s\"; %s",
-                  comps[graft_at].c_str(), desc.c_str(), kAccepted);
-    graft_flat_params params;
-    graft_flat_params_defaults(&params);
+    GraftSpec spec;
+    parse_graft_name(comps[graft_at], desc, &spec);
     size_t j = graft_at + 1;
-    bool have_device = false;
-    for (int dev; j < comps.size() && parse_device_option(comps[j], desc, &dev); j++) {
-        GRAFT_REQUIRE(!have_device, "faiss_graft_index_factory: \"%s\" names the device twice; %s",
-                      desc.c_str(), kAccepted);
-        params.device = dev;
-        have_device = true;
+    bool have_device = false, have_L = false;
+    for (; j < comps.size(); j++) {
+        int dev;
+        if (parse_device_option(comps[j], desc, &dev)) {
+            GRAFT_REQUIRE(!have_device, "faiss_graft_index_factory: \"%s\" names the device twice; %s",
+                          desc.c_str(), kAccepted);
+            spec.device = dev;
+            have_device = true;
+        } else if (spec.graph && comps[j].compare(0, 2, "L=") == 0) {
+            GRAFT_REQUIRE(!have_L && parse_small_int(comps[j].substr(2), &spec.L) && spec.L >= 1,
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use L=NN "
+                          "once, NN the search beam width (1..1024); %s",
+                          comps[j].c_str(), desc.c_str(), kAccepted);
+            have_L = true;
+        } else {
+            break;
+        }
     }
     for (size_t s = j; s < comps.size(); s++)
         GRAFT_REQUIRE(comps[s] == "RFlat" || comps[s] == "IDMap" || comps[s] == "IDMap2",
-                      "faiss_graft_index_factory: \"%s\" after GraftFlat in \"%s\" is "
-                      "neither a graft option (cpu, gpu=N) nor a FAISS suffix graft "
-                      "composes with; %s",
-                      comps[s].c_str(), desc.c_str(), kAccepted);
+                      "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
+                      "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
+                      comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
+                      spec.graph ? ", L=NN" : "", kAccepted);
 
-    if (graft_at == 0 && j == comps.size()) return new graft::GraftIndexFlat(d, metric, &params);
+    if (graft_at == 0 && j == comps.size()) return spec.make(d, metric);
 
-    // Let FAISS build the wrappers around a plain "Flat" standing where GraftFlat stands, then
+    // Let FAISS build the wrappers around a plain "Flat" standing where graft's index stands, then
     // swap that IndexFlat for graft's. Every wrapper index_factory builds owns its sub-index.
     std::string stand_in;
     for (size_t i = 0; i < comps.size(); i++) {
@@ -105,9 +148,9 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
         root.reset(faiss::index_factory(d, stand_in.c_str(), metric));
     } catch (const std::exception& e) {
         FAISS_THROW_FMT(
-                "faiss_graft_index_factory: FAISS could not build \"%s\" (GraftFlat "
+                "faiss_graft_index_factory: FAISS could not build \"%s\" (%s "
                 "standing in as Flat) for \"%s\": %s",
-                stand_in.c_str(), desc.c_str(), e.what());
+                stand_in.c_str(), comps[graft_at].c_str(), desc.c_str(), e.what());
     }
     faiss::Index** slot = nullptr;
     faiss::Index* cur = root.get();
@@ -124,19 +167,20 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
         cur = *slot;
     }
     GRAFT_REQUIRE(slot && dynamic_cast<faiss::IndexFlat*>(cur),
-                  "faiss_graft_index_factory: could not place GraftFlat in \"%s\"; %s",
-                  desc.c_str(), kAccepted);
-    auto* g = new graft::GraftIndexFlat(cur->d, cur->metric_type, &params);
+                  "faiss_graft_index_factory: could not place %s in \"%s\"; %s",
+                  comps[graft_at].c_str(), desc.c_str(), kAccepted);
+    faiss::Index* g = spec.make(cur->d, cur->metric_type);
     delete cur;
     *slot = g;
     return root.release();
 }
 
-// Every GraftIndexFlat inside `index`, looking through the wrappers FAISS's ParameterSpace looks
-// through (IndexIDMap/IDMap2, IndexPreTransform, IndexShards/IndexReplicas, IndexRefine).
-void find_graft(faiss::Index* index, std::vector<graft::GraftIndexFlat*>* out) {
+// Every graft index (GraftIndexFlat, GraftIndexGraph) inside `index`, looking through the
+// wrappers FAISS's ParameterSpace looks through (IndexIDMap/IDMap2, IndexPreTransform,
+// IndexShards/IndexReplicas, IndexRefine).
+void find_graft(faiss::Index* index, std::vector<graft::NamedParameters*>* out) {
     if (!index) return;
-    if (auto* g = dynamic_cast<graft::GraftIndexFlat*>(index)) {
+    if (auto* g = dynamic_cast<graft::NamedParameters*>(index)) {
         out->push_back(g);
     } else if (auto* m = dynamic_cast<faiss::IndexIDMap*>(index)) {
         find_graft(m->index, out);
@@ -150,13 +194,13 @@ void find_graft(faiss::Index* index, std::vector<graft::GraftIndexFlat*>* out) {
     }
 }
 
-std::vector<graft::GraftIndexFlat*> graft_indexes(FaissIndex* index, const char* fn) {
+std::vector<graft::NamedParameters*> graft_indexes(FaissIndex* index, const char* fn) {
     GRAFT_REQUIRE(index, "%s: index is NULL", fn);
-    std::vector<graft::GraftIndexFlat*> found;
+    std::vector<graft::NamedParameters*> found;
     find_graft(reinterpret_cast<faiss::Index*>(index), &found);
     GRAFT_REQUIRE(!found.empty(),
-                  "%s: no graft index inside this index (graft's parameters are "
-                  "allow_tf32, device_budget_mb; FAISS's own go through "
+                  "%s: no graft index inside this index (graft's parameters are those of "
+                  "GraftIndexFlat and GraftIndexGraph; FAISS's own go through "
                   "faiss_ParameterSpace_set_index_parameter)",
                   fn);
     return found;

@@ -23,6 +23,22 @@ int faiss_GraftIndexFlat_new(FaissIndex** p_index, int d, FaissMetricType metric
 /* Tells whether index is a graft flat index (NULL when not), like faiss_IndexFlat_cast. */
 FaissIndex* faiss_GraftIndexFlat_cast(FaissIndex* index);
 
+/* Graph index (graft/graph_index.h): a fixed-degree graph built by GRNND on the GPU and searched
+ * by a SONG-style GPU kernel; device -1 uses the CPU references (RNN-Descent + best-first search),
+ * -2 picks GPU 0 when one is visible, else the CPU. Every add rebuilds the graph over all vectors.
+ * k in [1, 1024]; the search beam is max(L, k). Parameters: faiss_graft_set_param below. */
+int faiss_GraftIndexGraph_new(FaissIndex** p_index, int d, FaissMetricType metric, int device);
+
+/* Tells whether index is a graft graph index (NULL when not). */
+FaissIndex* faiss_GraftIndexGraph_cast(FaissIndex* index);
+
+/* A new single-level FAISS IndexHNSWFlat (owned by the caller, faiss_Index_free) holding the same
+ * vectors and graph as the graft graph index: M = ceil(R / 2), level 0 rows = our rows padded
+ * with -1, entry point = our entry, efSearch = our L. Searchable and serializable with stock
+ * FAISS (faiss_Index_search, faiss_write_index) where graft is not installed. Fails when
+ * graft_graph_index is not a graft graph index. */
+int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_index);
+
 /* ---- composing with FAISS (adapters/faiss/graft_factory.cpp) ---------------------------------- */
 
 /* faiss_index_factory that also knows graft's strings: a drop-in for it (same arguments, same
@@ -30,7 +46,11 @@ FaissIndex* faiss_GraftIndexFlat_cast(FaissIndex* index);
  *   "GraftFlat"          exact flat index on GPU 0 when graft_gpu_available(), else the CPU
  *   "GraftFlat,cpu"      ... on the CPU reference
  *   "GraftFlat,gpu=N"    ... on CUDA device N (fails when there is no such device)
- * GraftFlat may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
+ *   "GraftGraph"         graph index (faiss_GraftIndexGraph_new), max degree R = 64, same devices
+ *   "GraftGraphR"        ... max degree R ("GraftGraph32"; at most 64 on the GPU)
+ *   ",cpu" / ",gpu=N" after either choose the device; ",L=NN" after GraftGraph the search beam
+ *                        ("GraftGraph32,cpu,L=96")
+ * Either may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
  * "L2norm,GraftFlat") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
  * FAISS builds those wrappers and graft's index takes the place of their inner Flat. Every string
  * without a component starting with "Graft" goes to faiss_index_factory unchanged ("Flat",
@@ -44,9 +64,14 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *   "allow_tf32"        0/1: TF32 tensor cores in the GPU distance GEMM (default 0)
  *   "device_budget_mb"  GPU scratch budget in MiB, 0 = auto (a quarter of the device, <= 8 GiB)
  *   "device"            read-only: the CUDA device, -1 for the CPU (fixed at creation)
- * A new value takes effect on the next add/search: a GPU index re-creates its device state and
- * re-uploads its vectors (do not set while other threads search it); a CPU index only records
- * it. Unknown names, bad values and an index without a graft index inside fail with a message.
+ * on a flat index: a new value takes effect on the next add/search: a GPU index re-creates its
+ * device state and re-uploads its vectors (do not set while other threads search it); a CPU
+ * index only records it. On a graph index (checked as graft_gindex_set_search_params /
+ * set_build_params check them; do not set while other threads search it):
+ *   "L", "probes", "visited", "merge", "bloom_log2"   default search parameters (graft/graph.h)
+ *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
+ *   "device", "build_seconds"                          read-only (wall time of the last build)
+ * Every name applies to every graft index found; one that an index does not know fails. Unknown names, bad values and an index without a graft index inside fail with a message.
  * FAISS's own faiss_ParameterSpace_set_index_parameter does not know these names: on a graft
  * index it fails ("could not set parameter ..."), except for "verbose"; use these instead. */
 int faiss_graft_set_param(FaissIndex* index, const char* name, double value);
@@ -55,7 +80,8 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
 /* index->search restricted to the ids `sel` accepts (faiss::SearchParameters::sel; FAISS 1.7.3's
  * C API has no SearchParameters). sel == NULL: a plain search. Works on graft flat indexes (exact,
  * equal to IndexFlat with the same selector; searched with the CPU reference even on a GPU), on
- * IndexPreTransform over them, and on every FAISS index whose search takes a selector (IndexFlat,
+ * graft graph indexes (on their device; the walk passes through every vertex, only selected ids
+ * are returned, fewer than k where the beam met fewer), on IndexPreTransform over them, and on every FAISS index whose search takes a selector (IndexFlat,
  * IndexIVF*); FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
 int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const float* x, idx_t k,
                                      const FaissIDSelector* sel, float* distances, idx_t* labels);
@@ -65,10 +91,11 @@ int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const flo
 /* Drop-ins for faiss_write_index / faiss_read_index that also know graft indexes, so one call
  * saves or loads any index:
  *  - a graft flat index is written as graft's versioned, checksummed GRFTFLAT record
- *    (graft/io.h documents the bytes);
- *  - an IndexIDMap or IndexIDMap2 whose inner index is a graft flat index is written as a
+ *    (graft/io.h documents the bytes), a graft graph index as its GRFTGRPH record
+ *    (graft/graph_index.h);
+ *  - an IndexIDMap or IndexIDMap2 whose inner index is a graft index is written as a
  *    GRFTIDMP record (magic, uint32 version 1, uint32 kind 1 = IDMap / 2 = IDMap2, int64 n,
- *    n int64 ids, uint64 FNV-1a checksum; little-endian) followed by the inner GRFTFLAT record;
+ *    n int64 ids, uint64 FNV-1a checksum; little-endian) followed by the inner graft record;
  *  - every other index goes to faiss::write_index, unchanged (a graft index inside another
  *    FAISS wrapper, e.g. IndexPreTransform, fails there: FAISS cannot serialize it).
  * Reading peeks the first 8 bytes: graft's records load into a graft index (GPU 0 when

@@ -1,5 +1,6 @@
-// Index I/O for faiss_c (graft_faiss_c.h): graft indexes in graft's records (graft/io.h, and the
-// GRFTIDMP id-map record below), every other index through faiss::write_index / read_index.
+// Index I/O for faiss_c (graft_faiss_c.h): graft indexes in graft's records (GRFTFLAT in graft/io.h,
+// GRFTGRPH in graft/graph_index.h, and the GRFTIDMP id-map record below), every other index
+// through faiss::write_index / read_index.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <faiss/index_io.h>
 
 #include "GraftIndexFlat.h"
+#include "GraftIndexGraph.h"
 #include "graft/io.h"
 #include "graft_faiss_c.h"
 
@@ -57,9 +59,29 @@ void get(FILE* f, void* p, size_t n, uint64_t& h, const char* what) {
     h = graft_io_checksum(h, p, n);
 }
 
+bool is_graft_index(const faiss::Index* idx) {
+    return dynamic_cast<const graft::GraftIndexFlat*>(idx) || dynamic_cast<const graft::GraftIndexGraph*>(idx);
+}
+
+// Writes idx as its graft record (GRFTFLAT, GRFTGRPH); false when idx is not a graft index.
+bool write_graft(const faiss::Index* idx, FILE* f) {
+    const char* fn = "faiss_graft_write_index";
+    if (auto* g = dynamic_cast<const graft::GraftIndexFlat*>(idx)) {
+        graft::throw_if_error(graft_flat_write(g->flat, f), fn);
+        return true;
+    }
+    if (auto* g = dynamic_cast<const graft::GraftIndexGraph*>(idx)) {
+        graft::throw_if_error(graft_gindex_write(g->gindex, f), fn);
+        return true;
+    }
+    return false;
+}
+
 // IndexIDMap/IndexIDMap2 over a graft index: GRFTIDMP, uint32 version 1, uint32 kind (1 IDMap,
-// 2 IDMap2), int64 n, n int64 ids, uint64 checksum of those bytes; then the inner GRFTFLAT record.
-void write_idmap(const faiss::IndexIDMap* m, const graft::GraftIndexFlat* g, FILE* f) {
+// 2 IDMap2), int64 n, n int64 ids, uint64 checksum of those bytes; then the inner graft record.
+// False (nothing written) when the inner index is not graft's.
+bool write_idmap(const faiss::IndexIDMap* m, FILE* f) {
+    if (!is_graft_index(m->index)) return false;
     unsigned char h[24], buf[8 * 1024];
     std::memcpy(h, kIdMapMagic, 8);
     put_le(h + 8, 1, 4);
@@ -74,15 +96,14 @@ void write_idmap(const faiss::IndexIDMap* m, const graft::GraftIndexFlat* g, FIL
     }
     put_le(buf, sum, 8);
     put(f, buf, 8, sum);
-    graft::throw_if_error(graft_flat_write(g->flat, f), "faiss_graft_write_index");
+    return write_graft(m->index, f);
 }
 
 void write_any(const faiss::Index* idx, FILE* f) {
     REQUIRE(idx && f, "faiss_graft_write_index: NULL argument");
-    if (auto* g = dynamic_cast<const graft::GraftIndexFlat*>(idx))
-        return graft::throw_if_error(graft_flat_write(g->flat, f), "faiss_graft_write_index");
+    if (write_graft(idx, f)) return;
     if (auto* m = dynamic_cast<const faiss::IndexIDMap*>(idx))
-        if (auto* g = dynamic_cast<const graft::GraftIndexFlat*>(m->index)) return write_idmap(m, g, f);
+        if (write_idmap(m, f)) return;
     faiss::write_index(idx, f);
 }
 
@@ -109,6 +130,43 @@ void adopt(graft::GraftIndexFlat* g, FlatPtr fl, const graft_flat_params& p) {
     g->ntotal = graft_flat_ntotal(g->flat);
 }
 
+bool is_graft_magic(const unsigned char* magic) {
+    return !std::memcmp(magic, GRAFT_FLAT_MAGIC, 8) || !std::memcmp(magic, GRAFT_GRAPH_MAGIC, 8) ||
+           !std::memcmp(magic, kIdMapMagic, 8);
+}
+
+// The 8-byte magic at f's position, put back (seek, or ungetc on pipes).
+void peek_magic(FILE* f, unsigned char* magic) {
+    off_t pos = ftello(f);
+    size_t got = fread(magic, 1, 8, f);
+    REQUIRE(!ferror(f), "faiss_graft_read_index: read error: %s", strerror(errno));
+    REQUIRE(got == 8, "faiss_graft_read_index: truncated or empty: the stream ends after %zu bytes", got);
+    if (pos < 0 || fseeko(f, pos, SEEK_SET) != 0)
+        for (int i = 7; i >= 0; i--)
+            REQUIRE(ungetc(magic[i], f) != EOF, "faiss_graft_read_index: cannot push the magic back");
+}
+
+// A GRFTFLAT or GRFTGRPH record (by its magic) as a graft index on `device`; nullptr for any
+// other magic.
+std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, int device) {
+    if (!std::memcmp(magic, GRAFT_FLAT_MAGIC, 8)) {
+        graft_flat_params p;
+        FlatPtr fl = load_flat(f, device, &p);
+        auto g = empty_like(fl.get(), p);
+        adopt(g.get(), std::move(fl), p);
+        return g;
+    }
+    if (!std::memcmp(magic, GRAFT_GRAPH_MAGIC, 8)) {
+        graft_gindex_params p;
+        graft_gindex_params_defaults(&p);
+        if (device != kAutoDevice) p.device = device;
+        graft_gindex* loaded = nullptr;
+        graft::throw_if_error(graft_gindex_read(f, &p, &loaded), "faiss_graft_read_index");
+        return std::make_unique<graft::GraftIndexGraph>(loaded);
+    }
+    return nullptr;
+}
+
 faiss::Index* read_idmap(FILE* f, int device) {
     unsigned char h[24], buf[8 * 1024];
     uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
@@ -127,39 +185,32 @@ faiss::Index* read_idmap(FILE* f, int device) {
     uint64_t want = sum;
     get(f, buf, 8, sum, "checksum");
     REQUIRE(get_le(buf, 8) == want, "graft id map record: checksum mismatch: the record is corrupt");
-    graft_flat_params p;
-    FlatPtr fl = load_flat(f, device, &p);
-    REQUIRE(graft_flat_ntotal(fl.get()) == n, "graft id map record: %lld ids for %lld vectors", (long long)n,
-            (long long)graft_flat_ntotal(fl.get()));
-    auto g = empty_like(fl.get(), p);
-    std::unique_ptr<faiss::IndexIDMap> m(kind == 2 ? new faiss::IndexIDMap2(g.get())
-                                                   : new faiss::IndexIDMap(g.get()));
+    unsigned char magic[8];
+    peek_magic(f, magic);
+    std::unique_ptr<faiss::Index> inner = read_graft(f, magic, device);
+    REQUIRE(inner, "graft id map record: not followed by a graft index record");
+    REQUIRE(inner->ntotal == n, "graft id map record: %lld ids for %lld vectors", (long long)n,
+            (long long)inner->ntotal);
+    inner->ntotal = 0;  // IndexIDMap insists on an empty index at construction
+    std::unique_ptr<faiss::IndexIDMap> m(kind == 2 ? new faiss::IndexIDMap2(inner.get())
+                                                   : new faiss::IndexIDMap(inner.get()));
+    inner->ntotal = n;
     m->own_fields = true;
-    adopt(g.release(), std::move(fl), p);
+    inner.release();
     m->id_map = std::move(ids);
     m->ntotal = n;
     if (kind == 2) static_cast<faiss::IndexIDMap2*>(m.get())->construct_rev_map();
     return m.release();
 }
 
-// Peeks the 8-byte magic, puts it back (seek, or ungetc on pipes) and hands f to the right reader.
+// Hands f to the reader its magic names.
 faiss::Index* read_any(FILE* f, int io_flags, int device) {
     REQUIRE(f, "faiss_graft_read_index: f is NULL");
     unsigned char magic[8];
-    off_t pos = ftello(f);
-    size_t got = fread(magic, 1, 8, f);
-    REQUIRE(!ferror(f), "faiss_graft_read_index: read error: %s", strerror(errno));
-    REQUIRE(got == 8, "faiss_graft_read_index: truncated or empty: the stream ends after %zu bytes", got);
-    if (pos < 0 || fseeko(f, pos, SEEK_SET) != 0)
-        for (int i = 7; i >= 0; i--)
-            REQUIRE(ungetc(magic[i], f) != EOF, "faiss_graft_read_index: cannot push the magic back");
-    if (std::memcmp(magic, kIdMapMagic, 8) == 0) return read_idmap(f, device);
-    if (std::memcmp(magic, GRAFT_FLAT_MAGIC, 8) != 0) return faiss::read_index(f, io_flags);
-    graft_flat_params p;
-    FlatPtr fl = load_flat(f, device, &p);
-    auto g = empty_like(fl.get(), p);
-    adopt(g.get(), std::move(fl), p);
-    return g.release();
+    peek_magic(f, magic);
+    if (!std::memcmp(magic, kIdMapMagic, 8)) return read_idmap(f, device);
+    if (auto g = read_graft(f, magic, device)) return g.release();
+    return faiss::read_index(f, io_flags);
 }
 
 int read_fname(const char* fname, int io_flags, int device, FaissIndex** p_out) {
@@ -167,14 +218,14 @@ int read_fname(const char* fname, int io_flags, int device, FaissIndex** p_out) 
         REQUIRE(fname && p_out, "faiss_graft_read_index_fname: NULL argument");
         std::unique_ptr<FILE, int (*)(FILE*)> f(fopen(fname, "rb"), fclose);
         REQUIRE(f, "faiss_graft_read_index_fname: cannot open '%s': %s", fname, strerror(errno));
-        char magic[8];
+        unsigned char magic[8];
         size_t got = fread(magic, 1, 8, f.get());
         REQUIRE(!ferror(f.get()), "faiss_graft_read_index_fname: cannot read '%s': %s", fname,
                 strerror(errno));
         REQUIRE(got == 8, "faiss_graft_read_index_fname: '%s' holds %zu bytes: truncated or empty, not "
                 "an index", fname, got);
         // Not graft's: FAISS's file-name reader, which knows IO_FLAG_MMAP and IO_FLAG_ONDISK_SAME_DIR.
-        if (std::memcmp(magic, GRAFT_FLAT_MAGIC, 8) != 0 && std::memcmp(magic, kIdMapMagic, 8) != 0) {
+        if (!is_graft_magic(magic)) {
             f.reset();
             *p_out = reinterpret_cast<FaissIndex*>(faiss::read_index(fname, io_flags));
             return 0;

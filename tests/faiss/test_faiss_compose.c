@@ -20,24 +20,9 @@
 #include <faiss/c_api/impl/AuxIndexStructures_c.h>
 
 #include "graft_faiss_c.h"
-#include "testutil.h"
+#include "faiss_testutil.h"
 
 #define K 10
-
-#define FAISS_OK(expr)                                                                   \
-    do {                                                                                 \
-        int rc_ = (expr);                                                                \
-        CHECK(rc_ == 0, "%s -> %d: %s", #expr, rc_, rc_ ? faiss_get_last_error() : "");  \
-    } while (0)
-
-/* expr must fail (nonzero) with a message containing `needle`. */
-#define FAISS_FAILS(expr, needle)                                                        \
-    do {                                                                                 \
-        int rc_ = (expr);                                                                \
-        const char* m_ = rc_ ? faiss_get_last_error() : "";                              \
-        CHECK(rc_ != 0 && m_ && strstr(m_, needle), "%s -> %d, expected an error naming '%s', got: %s", \
-              #expr, rc_, needle, m_ ? m_ : "(null)");                                   \
-    } while (0)
 
 static graft_test_sift s;
 

@@ -13,13 +13,7 @@
 
 #include "graft/flat.h"
 #include "graft_faiss_c.h"
-#include "testutil.h"
-
-#define FAISS_OK(expr)                                                                   \
-    do {                                                                                 \
-        int rc_ = (expr);                                                                \
-        CHECK(rc_ == 0, "%s -> %d: %s", #expr, rc_, rc_ ? faiss_get_last_error() : "");  \
-    } while (0)
+#include "faiss_testutil.h"
 
 /* FAISS (BLAS, float, norm formula) vs graft's reference (double): same labels except where the
  * two distances at a rank are within float rounding; distances within that rounding. */

@@ -19,13 +19,7 @@
 #include "graft/flat.h"
 #include "graft/io.h"
 #include "graft_faiss_c.h"
-#include "testutil.h"
-
-#define FAISS_OK(expr)                                                                  \
-    do {                                                                                \
-        int rc_ = (expr);                                                               \
-        CHECK(rc_ == 0, "%s -> %d: %s", #expr, rc_, rc_ ? faiss_get_last_error() : ""); \
-    } while (0)
+#include "faiss_testutil.h"
 
 #define K 10
 static char dir[64];

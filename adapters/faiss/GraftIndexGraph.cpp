@@ -1,0 +1,208 @@
+#include "GraftIndexGraph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/impl/IDSelector.h>
+
+namespace graft {
+
+GraftIndexGraph::GraftIndexGraph(idx_t d, faiss::MetricType metric, const graft_gindex_params* params)
+        : faiss::Index(d, metric) {
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    if (params) p = *params;
+    p.metric = to_graft_metric(metric);
+    throw_if_error(graft_gindex_new(d, &p, &gindex), "GraftIndexGraph");
+    is_trained = true;
+}
+
+GraftIndexGraph::GraftIndexGraph(graft_gindex* owned)
+        : faiss::Index(graft_gindex_d(owned),
+                       graft_gindex_metric(owned) == GRAFT_METRIC_L2 ? faiss::METRIC_L2
+                                                                     : faiss::METRIC_INNER_PRODUCT),
+          gindex(owned) {
+    FAISS_THROW_IF_NOT_MSG(owned, "GraftIndexGraph: NULL plugin index");
+    ntotal = graft_gindex_ntotal(owned);
+    is_trained = true;
+}
+
+GraftIndexGraph::~GraftIndexGraph() { graft_gindex_free(gindex); }
+
+void GraftIndexGraph::add(idx_t n, const float* x) {
+    throw_if_error(graft_gindex_add(gindex, n, x), "GraftIndexGraph::add");
+    ntotal = graft_gindex_ntotal(gindex);
+}
+
+// The ids `sel` accepts among the first n, as graft's filter bitmap (FAISS's IDSelectorBitmap
+// layout: bit i & 7 of byte i >> 3). Ranges and bitmaps are converted without calling
+// is_member per id.
+static std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
+    std::vector<uint8_t> bits((size_t)(n + 7) / 8, 0);
+    if (auto* r = dynamic_cast<const faiss::IDSelectorRange*>(&sel)) {
+        for (int64_t i = std::max<int64_t>(r->imin, 0); i < std::min<int64_t>(r->imax, n); i++)
+            bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    } else if (auto* b = dynamic_cast<const faiss::IDSelectorBitmap*>(&sel)) {
+        std::memcpy(bits.data(), b->bitmap, std::min(bits.size(), b->n));
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            if (sel.is_member(i)) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    }
+    return bits;
+}
+
+void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                             const faiss::SearchParameters* params) const {
+    graft_search_params p = graft_gindex_get_params(gindex).search;
+    if (auto* gp = dynamic_cast<const SearchParametersGraftGraph*>(params)) {
+        // -1 keeps the index's value; anything else is checked by the search.
+        if (gp->L != -1) p.L = gp->L;
+        if (gp->probes != -1) p.probes = gp->probes;
+        if (gp->visited != -1) p.visited = gp->visited;
+        if (gp->merge != -1) p.merge = gp->merge;
+    }
+    std::vector<uint8_t> allowed;
+    if (params && params->sel) {
+        allowed = selector_bitmap(*params->sel, graft_gindex_ntotal(gindex));
+        p.allowed = allowed.data();
+    }
+    static_assert(sizeof(idx_t) == sizeof(int64_t), "FAISS idx_t must be 64-bit");
+    throw_if_error(graft_gindex_search(gindex, n, x, k, &p, distances,
+                                       reinterpret_cast<int64_t*>(labels), nullptr),
+                   "GraftIndexGraph::search");
+}
+
+void GraftIndexGraph::reset() {
+    throw_if_error(graft_gindex_reset(gindex), "GraftIndexGraph::reset");
+    ntotal = 0;
+}
+
+void GraftIndexGraph::reconstruct(idx_t key, float* recons) const {
+    const int64_t nt = graft_gindex_ntotal(gindex);
+    GRAFT_REQUIRE(recons, "%s: recons is NULL", "GraftIndexGraph::reconstruct");
+    GRAFT_REQUIRE(key >= 0 && key < nt, "GraftIndexGraph::reconstruct: key %lld not in [0, %lld)",
+                  (long long)key, (long long)nt);
+    std::memcpy(recons, graft_gindex_vectors(gindex) + key * d, sizeof(float) * d);
+}
+
+size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& /*sel*/) {
+    FAISS_THROW_MSG(
+            "GraftIndexGraph::remove_ids: graft's graph index cannot remove vectors (the graph "
+            "would need a rebuild); rebuild it without them, or skip them at search time with an "
+            "IDSelector (SearchParameters::sel)");
+}
+
+// ---- named parameters --------------------------------------------------------------------------
+
+namespace {
+
+const char* const kKnown =
+        "search: L, probes, visited, merge, bloom_log2; build (next add): R, S, T1, T2, rho; "
+        "read-only: device, build_seconds";
+
+int* search_field(graft_search_params& s, const std::string& name) {
+    if (name == "L") return &s.L;
+    if (name == "probes") return &s.probes;
+    if (name == "visited") return &s.visited;
+    if (name == "merge") return &s.merge;
+    if (name == "bloom_log2") return &s.bloom_log2;
+    return nullptr;
+}
+
+int* build_field(graft_rnnd_params& b, const std::string& name) {
+    if (name == "R") return &b.R;
+    if (name == "S") return &b.S;
+    if (name == "T1") return &b.T1;
+    if (name == "T2") return &b.T2;
+    return nullptr;
+}
+
+int as_int(const char* name, double value) {
+    GRAFT_REQUIRE(std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e9,
+                  "GraftIndexGraph: parameter %s takes an integer, got %g", name, value);
+    return (int)value;
+}
+
+}  // namespace
+
+void GraftIndexGraph::set_param(const char* name, double value) {
+    FAISS_THROW_IF_NOT_MSG(name, "GraftIndexGraph::set_param: name is NULL");
+    const std::string n = name;
+    graft_gindex_params p = graft_gindex_get_params(gindex);
+    if (int* f = search_field(p.search, n)) {
+        *f = as_int(name, value);
+        throw_if_error(graft_gindex_set_search_params(gindex, &p.search), "GraftIndexGraph::set_param");
+        return;
+    }
+    int* f = build_field(p.build.base, n);
+    if (f || n == "rho") {
+        if (f)
+            *f = as_int(name, value);
+        else
+            p.build.base.rho = (float)value;
+        throw_if_error(graft_gindex_set_build_params(gindex, &p.build), "GraftIndexGraph::set_param");
+        return;
+    }
+    GRAFT_REQUIRE(n != "device" && n != "build_seconds",
+                  "GraftIndexGraph: '%s' is read-only (the device is fixed at creation: "
+                  "faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
+                  "\"GraftGraph,gpu=N\")",
+                  name);
+    FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
+}
+
+double GraftIndexGraph::get_param(const char* name) const {
+    FAISS_THROW_IF_NOT_MSG(name, "GraftIndexGraph::get_param: name is NULL");
+    const std::string n = name;
+    graft_gindex_params p = graft_gindex_get_params(gindex);
+    if (int* f = search_field(p.search, n)) return *f;
+    if (int* f = build_field(p.build.base, n)) return *f;
+    if (n == "rho") return p.build.base.rho;
+    if (n == "device") return graft_gindex_device(gindex);
+    if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
+    FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
+}
+
+// ---- export to FAISS HNSW ----------------------------------------------------------------------
+
+faiss::IndexHNSWFlat* export_hnsw(const GraftIndexGraph& index) {
+    const graft_gindex* g = index.gindex;
+    const graft_graph* graph = graft_gindex_graph(g);
+    const int64_t n = graft_gindex_ntotal(g);
+    const int R = graph ? graph->R : graft_gindex_get_params(g).build.base.R;
+    const int M = std::max((R + 1) / 2, 1);
+    std::unique_ptr<faiss::IndexHNSWFlat> h(new faiss::IndexHNSWFlat((int)index.d, M, index.metric_type));
+    faiss::HNSW& hnsw = h->hnsw;
+    // One level: every vertex lands on level 0 (also for later adds through FAISS), whose rows
+    // hold 2M links (FAISS's level-0 width), at least R.
+    hnsw.assign_probas.assign(1, 1.0);
+    hnsw.cum_nneighbor_per_level = {0, 2 * M};
+    hnsw.efSearch = graft_gindex_get_params(g).search.L;
+    if (n == 0) return h.release();
+
+    h->storage->add(n, graft_gindex_vectors(g));
+    const size_t width = (size_t)(2 * M);
+    hnsw.levels.assign((size_t)n, 1);  // FAISS stores level + 1
+    hnsw.offsets.resize((size_t)n + 1);
+    for (int64_t i = 0; i <= n; i++) hnsw.offsets[i] = (size_t)i * width;
+    // FAISS's HNSW stops at the first -1 of a row: valid ids first, in our order.
+    hnsw.neighbors.assign((size_t)n * width, -1);
+    for (int64_t v = 0; v < n; v++) {
+        const int32_t* row = graph->nbrs + v * graph->R;
+        size_t j = 0;
+        for (int c = 0; c < graph->R; c++)
+            if (row[c] >= 0) hnsw.neighbors[(size_t)v * width + j++] = row[c];
+    }
+    hnsw.entry_point = (faiss::HNSW::storage_idx_t)graph->entry;
+    hnsw.max_level = 0;
+    h->ntotal = n;
+    return h.release();
+}
+
+}  // namespace graft
