@@ -16,7 +16,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,14 +24,13 @@
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexNSG.h>
 
+#include "bench_common.h"
 #include "graft/dataset.h"
 #include "graft/graph.h"
 
 namespace {
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using bench::now_s;
 
 struct Data {
     std::string name;
@@ -73,15 +71,7 @@ bool load(Data& D, const std::string& name, const std::string& base, const std::
 }
 
 double recall10(const Data& D, const int64_t* I) {
-    int64_t hit = 0;
-    for (int64_t q = 0; q < D.nq; q++)
-        for (int i = 0; i < 10; i++)
-            for (int j = 0; j < 10; j++)
-                if (I[q * 10 + i] == D.gt[q * 10 + j]) {
-                    hit++;
-                    break;
-                }
-    return (double)hit / (D.nq * 10.0);
+    return bench::recall_at_k(I, D.gt.data(), D.nq, 10);
 }
 
 struct Out {
@@ -139,10 +129,8 @@ int main(int argc, char** argv) {
         else if (a == "--only") only = argv[i + 1];
         else if (a == "--gpu-default-only") gpu_default_only = std::string(argv[i + 1]) == "1";
     }
-    char date[32];
-    time_t tt = time(nullptr);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
-    if (run_id.empty()) run_id = std::string("build-") + date;
+    const std::string date = bench::utc_date();
+    if (run_id.empty()) run_id = "build-" + date;
     const char* dev = getenv("GRAFT_DEVICE_NAME");
     Out out{fopen(out_path.c_str(), "a"), run_id, date, commit, dev ? dev : "unknown"};
     const int threads = omp_get_max_threads();

@@ -4,19 +4,23 @@
 #   bash scripts/device_run.sh                 # build + all tests
 #   bash scripts/device_run.sh --bench         # ... then the exact k-NN benchmark and its torch peer
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
+#   bash scripts/device_run.sh --bench-search  # ... and the graph-search benchmark (graft vs HNSW, IVF, exact; ~3 min)
+#   bash scripts/device_run.sh --bench-search-quick
+#                                              # ... the same on sift5k only (~30 s)
 #   bash scripts/device_run.sh --sanitize      # ... and compute-sanitizer memcheck + racecheck on small GPU cases
 #   bash scripts/device_run.sh --faiss-gpu --bench
 #                                              # ... with stock FAISS GPU built (in the background,
 #                                              #     from .deps/faiss-src) and linked as a peer
+#                                              #     (of --bench and --bench-search)
 # Logs and benchmark records go to $OUT (default ./device-out). GRAFT_COMMIT names the commit.
-# GRAFT_DEADLINE=S stops the graph-build benchmark S seconds after the script started (records
-# already written are kept), so that a call ends inside the device tool's limit.
+# GRAFT_DEADLINE=S stops the graph-build and graph-search benchmarks S seconds after the script
+# started (records already written are kept), so that a call ends inside the device tool's limit.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0
+bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 bench_search=0 search_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -24,6 +28,8 @@ for a in "$@"; do
     --faiss-gpu) faiss_gpu=1 ;;
     --sanitize) sanitize=1 ;;
     --bench-build) bench_build=1 ;;
+    --bench-search) bench_search=1 ;;
+    --bench-search-quick) bench_search=1 search_quick=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -42,9 +48,10 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-if [ $bench_build = 1 ] && [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u8bin ]; then
+want_dense=$(( bench_build || (bench_search && !search_quick) ))
+if [ $want_dense = 1 ] && [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u8bin ]; then
   # The 1M dense-SIFT set (128 MB is over the carry limit), made here while graft builds and
-  # tests; bench_build computes its own ground truth with FAISS IndexFlatL2.
+  # tests; the benchmarks compute their own ground truth.
   setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $dense \
     --images .deps/data/mate-images --no-gt >"$OUT/dense_sift.log" 2>&1 </dev/null &
   stamp "dense-SIFT 1M generation started in the background"
@@ -56,6 +63,33 @@ if [ $faiss_gpu = 1 ] && [ ! -f $fgpu/faiss/libfaiss.a ] && ! pgrep -f device_fa
   setsid nohup bash scripts/device_faiss_gpu.sh $fgpu "$blas" >"$OUT/faiss_gpu_build.log" 2>&1 < /dev/null &
   stamp "FAISS GPU build started in the background"
 fi
+
+# Waits for the dense-SIFT set when it is being made.
+wait_dense_sift() {
+  if pgrep -f make_dense_sift.py >/dev/null; then
+    stamp "waiting for the dense-SIFT set"
+    while pgrep -f make_dense_sift.py >/dev/null; do sleep 2; done
+  fi
+  tail -n2 "$OUT/dense_sift.log" 2>/dev/null
+}
+
+# With --faiss-gpu: waits for the FAISS GPU build and reconfigures the benchmarks against it
+# (the first call only).
+faiss_gpu_linked=0
+link_faiss_gpu() {
+  [ $faiss_gpu = 1 ] && [ $faiss_gpu_linked = 0 ] || return 0
+  faiss_gpu_linked=1
+  stamp "waiting for the FAISS GPU build"
+  while pgrep -f device_faiss_gpu.sh >/dev/null; do sleep 5; done
+  tail -3 "$OUT/faiss_gpu_build.log" 2>/dev/null
+  if [ -f $fgpu/faiss/libfaiss.a ]; then
+    cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/configure.log" 2>&1
+  fi
+}
+
+# Seconds left before GRAFT_DEADLINE (large when it is not set).
+seconds_left() { echo $(( ${GRAFT_DEADLINE:-100000} - ($(date +%s) - t0) )); }
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 
 cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
      -DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
@@ -72,14 +106,17 @@ passed=$(grep -c " Passed " "$OUT/ctest.log")
 failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run" "$OUT/ctest.log")
 skipped=$(grep -c "\*\*\*Skipped" "$OUT/ctest.log")
 stamp "SUMMARY: GPU ${gpu:-none} | tests: $passed passed, $failed failed, $skipped skipped"
+# A failed test is reported, and the script's exit status says so at the end, but the sanitizer
+# and benchmark steps still run: device time is too scarce to spend a call on one failure.
+test_status=0
 if [ "$failed" != 0 ]; then
   grep -B5 -A40 "Failed\|failed" "$OUT/ctest.log" | tail -80
-  exit 1
+  test_status=1
 fi
 
 if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
-  for t in test_gpu_exact test_gpu_grnnd; do
+  for t in test_gpu_exact test_gpu_grnnd test_gpu_search; do
     for tool in memcheck racecheck; do
       GRAFT_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
         ./build-device/tests/gpu/$t >/tmp/sanitize.log 2>&1
@@ -92,28 +129,36 @@ fi
 
 if [ $bench_build = 1 ]; then
   ninja -C build-device bench_build >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-  if pgrep -f make_dense_sift.py >/dev/null; then
-    stamp "waiting for the dense-SIFT set"
-    while pgrep -f make_dense_sift.py >/dev/null; do sleep 2; done
-  fi
-  tail -n2 "$OUT/dense_sift.log" 2>/dev/null
+  wait_dense_sift
   stamp "graph-build benchmark"
-  GRAFT_DEVICE_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)" OMP_NUM_THREADS=$(nproc) \
-    timeout $(( ${GRAFT_DEADLINE:-100000} - ($(date +%s) - t0) )) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+  GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
+    timeout $(seconds_left) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
     --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
     $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) 2>&1 | tee "$OUT/bench_build.log"
   stamp "graph-build benchmark done"
 fi
 
-if [ $bench = 1 ]; then
-  if [ $faiss_gpu = 1 ]; then
-    stamp "waiting for the FAISS GPU build"
-    while pgrep -f device_faiss_gpu.sh >/dev/null; do sleep 5; done
-    tail -3 "$OUT/faiss_gpu_build.log" 2>/dev/null
-    if [ -f $fgpu/faiss/libfaiss.a ]; then
-      cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/configure.log" 2>&1
-    fi
+if [ $bench_search = 1 ]; then
+  link_faiss_gpu
+  ninja -C build-device bench_search >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  [ $search_quick = 1 ] || wait_dense_sift
+  left=$(seconds_left)
+  if [ $left -lt 60 ]; then
+    stamp "graph-search benchmark skipped: ${left}s left before GRAFT_DEADLINE"
+  else
+    stamp "graph-search benchmark"
+    # --deadline: no new configuration after it; the margin lets the last one and the summary finish.
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
+      timeout $left ./build-device/bench/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+      --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
+      $([ $search_quick = 1 ] && echo --quick) $([ $search_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
+      2>&1 | tee "$OUT/bench_search.log"
+    stamp "graph-search benchmark done"
   fi
+fi
+
+if [ $bench = 1 ]; then
+  link_faiss_gpu
   ninja -C build-device bench_exact >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   stamp "benchmark"
   args=(--out "$OUT/exact.jsonl" --commit "${GRAFT_COMMIT:-unknown}" --run-id "exact-$(date -u +%Y%m%dT%H%M%SZ)")
@@ -124,3 +169,5 @@ if [ $bench = 1 ]; then
     --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) 2>&1 | tee "$OUT/torch_exact.log"
   stamp "done"
 fi
+[ $test_status = 0 ] || stamp "FAILED: $failed test(s) failed (see above)"
+exit $test_status

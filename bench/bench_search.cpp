@@ -1,0 +1,718 @@
+// Graph-search benchmark: graft's GPU graph search (a GRNND graph kept on the GPU, searched by the
+// SONG/BANG-style kernels) against FAISS HNSW on the CPU, FAISS IVF-Flat on the GPU and exact
+// search, in one run, on real data.
+//
+//   bench_search --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
+//                [--dense-sift DIR] [--only DATASET] [--quick] [--deadline SECONDS]
+//
+// Datasets (k = 10, L2): dense-sift1m (--dense-sift DIR holding base.u8bin and query.u8bin: 1M x
+// 128, 10k queries), fashion-mnist (--fmnist DIR: the 60k training images are the base, the 10k
+// test images the queries), sift5k (DIR/sift5k of --data: 4.5k x 128, 500 queries). By default the
+// first two; --quick: sift5k, L in {16, 32, 64}, no 10 nq batch (every step below runs, in seconds);
+// --only NAME: that set alone. --deadline S: no configuration starts more than S seconds after the
+// program did (records already written are kept; the summary covers what was measured).
+//
+// Per dataset, in this order (the most important numbers first, in case the deadline cuts in):
+//  1. Ground truth from graft's exact GPU flat index, checked against FAISS IndexFlatL2 (CPU) on a
+//     prefix of the queries. The flat search, timed, is the exact peer (system graft, family flat);
+//     its recall is its agreement with FAISS on that prefix.
+//  2. graft: one graph per dataset, built by GRNND at the default parameters inside a graft_gindex
+//     on device 0 (graph and vectors stay on the GPU: a search uploads only its queries). L sweep
+//     at a batch of all nq queries.
+//  3. FAISS GpuIndexIVFFlat, nprobe sweep (only when built with GRAFT_BENCH_FAISS_GPU, i.e.
+//     against a FAISS built with its GPU part; see bench/CMakeLists.txt).
+//  4. FAISS IndexHNSWFlat M = 32 (efConstruction 40, FAISS's default) on all host threads,
+//     efSearch sweep.
+//  5. graft's L sweep at batches of 10 nq (the query set repeated 10 times: the kernels' throughput
+//     once launches and copies are amortized), 100 queries (20 calls) and 1 query (200 calls; the
+//     record's latency_ms is the median call).
+//  6. Ablation (dense-sift1m and --quick): visited set (hash / Bloom) x worklist update (merge sort
+//     / insertion), then multi-step probes, at batch nq.
+//  7. graft's CPU reference search (graft_graph_search_cpu_ex, all host threads) on the same graph
+//     at batch nq, with the GPU-vs-CPU agreement of the results.
+//
+// Timing: wall clock from host queries to host results (what a FAISS user sees), one warm-up pass,
+// then the median of timed passes (graft's graph: 5, 3 at batch 10 nq; the others: 3). graft's records add the kernels' device time
+// (graft_search_report), the distances computed per query and the floor they imply: every distance
+// reads one d-float vector, so at the H100's 3.35 TB/s HBM3 bandwidth a query cannot take less
+// than distances x d x 4 / 3.35e12 seconds (graph rows and queries not counted).
+// gpu_peak_bytes: graft's graph index, the device memory it held after the configuration's
+// searches (cudaMemGetInfo, against the level before it was created: the steady state, not the
+// build's transient peak); FAISS IVF, the same after train + add; graft's flat index, its scratch
+// peak plus its vectors (as bench_exact).
+#include <cstdint>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
+#ifdef GRAFT_BENCH_FAISS_GPU
+#include <faiss/gpu/GpuIndexIVFFlat.h>
+#include <faiss/gpu/StandardGpuResources.h>
+#endif
+
+#include "bench_common.h"
+#include "graft/dataset.h"
+#include "graft/flat.h"
+#include "graft/graph.h"
+#include "graft/graph_index.h"
+
+namespace {
+
+using bench::now_s;
+
+constexpr int64_t K = 10;               // recall@10 everywhere
+constexpr double kHbmBytesPerS = 3.35e12;  // H100 SXM HBM3, datasheet
+constexpr double kRecallBars[] = {0.90, 0.95, 0.99};
+
+struct Dataset {
+    std::string name;
+    std::vector<float> xb, xq;
+    int64_t nb = 0, nq = 0, d = 0;
+    std::vector<int64_t> gt;  // nq x K, exact
+};
+
+bool read_matrix(const std::string& path, bool fmnist, std::vector<float>& x, int64_t& n, int64_t& d) {
+    float* p = nullptr;
+    int rc = fmnist ? graft_fmnist_read(path.c_str(), -1, &p, &n, &d)
+                    : graft_dataset_read_f32(path.c_str(), 0, -1, &p, &n, &d);
+    if (rc != GRAFT_OK) {
+        printf("cannot read %s: %s\n", path.c_str(), graft_last_error());
+        return false;
+    }
+    x.assign(p, p + n * d);
+    free(p);
+    return true;
+}
+
+// recall@K of I (n rows) against the ground truth; rows beyond nq repeat the query set.
+double recall_vs_gt(const Dataset& D, const int64_t* I, int64_t n) {
+    double hits = 0;
+    for (int64_t r = 0; r < n; r += D.nq) {
+        int64_t m = std::min(D.nq, n - r);
+        hits += bench::recall_at_k(I + r * K, D.gt.data(), m, K) * m;
+    }
+    return hits / n;
+}
+
+// Device memory in use on the current device (all holders), bytes.
+size_t gpu_used_bytes() {
+    size_t free_b = 0, total = 0;
+    cudaMemGetInfo(&free_b, &total);
+    return total - free_b;
+}
+
+// Device memory taken since gpu_used_bytes() returned `base`.
+size_t gpu_bytes_since(size_t base) {
+    const size_t used = gpu_used_bytes();
+    return used > base ? used - base : 0;
+}
+
+const char* visited_name(int v) { return v == GRAFT_VISITED_BLOOM ? "bloom" : "hash"; }
+const char* merge_name(int m) { return m == GRAFT_MERGE_INSERT ? "insert" : "sort"; }
+
+// The parameters of one configuration: a JSON object for the record, and a console label made of
+// the entries marked shown (numbers as key=value, strings as the bare value).
+class Params {
+   public:
+    template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
+    Params& add(const char* key, T v, bool show = true) {
+        char s[40];
+        if constexpr (std::is_integral_v<T>)
+            snprintf(s, sizeof s, "%lld", (long long)v);
+        else
+            snprintf(s, sizeof s, "%.6g", (double)v);
+        return put(key, s, s, show, true);
+    }
+    Params& add(const char* key, const char* v, bool show = true) {
+        return put(key, std::string("\"") + v + "\"", v, show, false);
+    }
+    Params& add(const char* key, bool v, bool show = true) {
+        return put(key, v ? "true" : "false", v ? key : "", show && v, false);
+    }
+    std::string json() const { return "{" + json_ + "}"; }
+    const std::string& label() const { return label_; }
+
+   private:
+    Params& put(const char* key, const std::string& json_value, const std::string& shown, bool show,
+                bool with_key) {
+        json_ += (json_.empty() ? "\"" : ",\"") + std::string(key) + "\":" + json_value;
+        if (show) label_ += (label_.empty() ? "" : " ") + (with_key ? std::string(key) + "=" : "") + shown;
+        return *this;
+    }
+    std::string json_, label_;
+};
+
+// One measured configuration.
+struct Rec {
+    const char* system;
+    const char* family;
+    const char* index;   // graft's name or FAISS's factory string
+    int64_t nq, batch;   // queries searched, queries per search call
+    Params params;       // "batch" is appended by Recorder::record
+    double qps = -1, recall = -1, build_s = -1, latency_ms = -1;  // < 0: not measured
+    const char* mode = nullptr;  // graft's memory mode, where it applies
+    size_t gpu_bytes = 0;
+    int threads = 0;
+    std::string note;        // console only
+    bool summary = true;     // counted in the end-of-run summary (ablation rows are not)
+};
+
+struct Point {  // what the summary keeps of a record
+    std::string dataset, system, family, index, label;
+    int64_t batch;
+    double recall, qps;
+    std::string group() const { return system + " " + index + " @" + std::to_string(batch); }
+};
+
+// Writes the records (JSON lines, flushed one by one) and the console table; keeps the points of
+// the summary.
+class Recorder {
+   public:
+    Recorder(FILE* f, std::string run_id, std::string date, std::string commit, std::string device)
+        : f_(f), run_id_(std::move(run_id)), date_(std::move(date)), commit_(std::move(commit)),
+          device_(std::move(device)) {}
+
+    static void header() {
+        printf("%-10s %-13s %-36s %9s %12s %10s  %s\n", "system", "index", "params", "recall@10", "QPS",
+               "ms/call", "notes");
+    }
+
+    void record(const Dataset& D, Rec r) {
+        const std::string knobs = r.params.label();  // the summary's label: batch is in its group
+        r.params.add("batch", r.batch);
+        fprintf(f_,
+                "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"search\","
+                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\"",
+                run_id_.c_str(), date_.c_str(), commit_.c_str(), device_.c_str(), r.system, r.family, r.index);
+        if (r.mode) fprintf(f_, ",\"mode\":\"%s\"", r.mode);
+        fprintf(f_, ",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"L2\",\"params\":%s",
+                D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)r.nq, (long long)K,
+                r.params.json().c_str());
+        if (r.qps >= 0) fprintf(f_, ",\"qps\":%.1f", r.qps);
+        if (r.recall >= 0) fprintf(f_, ",\"recall\":%.4f", r.recall);
+        if (r.build_s >= 0) fprintf(f_, ",\"build_s\":%.3f", r.build_s);
+        if (r.latency_ms >= 0) fprintf(f_, ",\"latency_ms\":%.4f", r.latency_ms);
+        if (r.gpu_bytes) fprintf(f_, ",\"gpu_peak_bytes\":%zu", r.gpu_bytes);
+        if (r.threads) fprintf(f_, ",\"threads\":%d", r.threads);
+        fprintf(f_, "}\n");
+        fflush(f_);
+
+        printf("%-10s %-13s %-36s %9.4f %12.0f %10.3f  %s\n", r.system, r.index, r.params.label().c_str(),
+               r.recall, r.qps, r.latency_ms, r.note.c_str());
+        fflush(stdout);
+        if (r.summary)
+            points_.push_back({D.name, r.system, r.family, r.index, knobs, r.batch, r.recall, r.qps});
+    }
+
+    // Per dataset and system (at each batch size): the best QPS at recall@10 >= each bar, and the
+    // ratios of graft's graph search to HNSW and IVF at 0.95 and the same batch.
+    void summary() const {
+        printf("\n== summary: best QPS at recall@10 >= each bar (the configuration that reaches it)\n");
+        printf("  %-30s", "system index @batch");
+        for (double bar : kRecallBars) printf("  %6s%.2f %-13s", ">= ", bar, "");
+        printf("\n");
+        std::vector<std::string> datasets;
+        for (const Point& p : points_)
+            if (std::find(datasets.begin(), datasets.end(), p.dataset) == datasets.end()) datasets.push_back(p.dataset);
+        for (const std::string& ds : datasets) {
+            printf("%s\n", ds.c_str());
+            std::vector<std::string> groups;
+            for (const Point& p : points_)
+                if (p.dataset == ds && std::find(groups.begin(), groups.end(), p.group()) == groups.end())
+                    groups.push_back(p.group());
+            for (const std::string& g : groups) {
+                printf("  %-30s", g.c_str());
+                for (double bar : kRecallBars) {
+                    const Point* b = best(ds, bar, [&](const Point& p) { return p.group() == g; });
+                    if (b) printf("  %10.0f %-13s", b->qps, b->label.empty() ? "" : ("(" + b->label + ")").c_str());
+                    else printf("  %10s %-13s", "-", "");
+                }
+                printf("\n");
+            }
+            // graft's graph search against each FAISS peer at the peer's batch size.
+            for (const char* fam : {"hnsw", "ivf"}) {
+                const Point* p = best(ds, 0.95, [&](const Point& q) {
+                    return q.system.rfind("faiss", 0) == 0 && q.family == fam;
+                });
+                if (!p) continue;
+                const Point* g = best(ds, 0.95, [&](const Point& q) {
+                    return q.system == "graft" && q.family == "graph" && q.batch == p->batch;
+                });
+                if (g)
+                    printf("  graft / %s at recall@10 >= 0.95, batch %lld: %.2fx (%.0f vs %.0f QPS)\n",
+                           p->index.c_str(), (long long)p->batch, g->qps / p->qps, g->qps, p->qps);
+            }
+        }
+    }
+
+   private:
+    // The fastest point of `ds` at recall >= bar among those `match` accepts.
+    template <class M>
+    const Point* best(const std::string& ds, double bar, M&& match) const {
+        const Point* b = nullptr;
+        for (const Point& p : points_)
+            if (p.dataset == ds && p.recall >= bar && match(p) && (!b || p.qps > b->qps))
+                b = &p;
+        return b;
+    }
+
+    FILE* f_;
+    std::string run_id_, date_, commit_, device_;
+    std::vector<Point> points_;
+};
+
+class Deadline {
+   public:
+    explicit Deadline(double seconds) : end_(now_s() + seconds) {}
+    // True (and says so) when `what`, expected to take `need_s`, would start or end past the deadline.
+    bool stops(const std::string& what, double need_s = 0) const {
+        if (now_s() + need_s <= end_) return false;
+        printf("deadline: %s skipped\n", what.c_str());
+        return true;
+    }
+
+   private:
+    double end_;
+};
+
+struct Bench {
+    Recorder& out;
+    const Deadline& deadline;
+    int threads;
+    bool quick;
+};
+
+// ---- ground truth and the exact peer -------------------------------------------------------------
+
+// Fills D.gt with graft's exact GPU flat search, checks it against FAISS IndexFlatL2 on a prefix of
+// the queries, and records the flat search (batch nq) as the exact peer.
+bool ground_truth(Bench& B, Dataset& D) {
+    graft_flat_params fp;
+    graft_flat_params_defaults(&fp);
+    fp.device = 0;
+    graft_flat* flat = nullptr;
+    std::vector<float> dist(D.nq * K);
+    D.gt.assign(D.nq * K, -1);
+    if (graft_flat_new(D.d, &fp, &flat) != GRAFT_OK || graft_flat_add(flat, D.nb, D.xb.data()) != GRAFT_OK ||
+        graft_flat_search(flat, D.nq, D.xq.data(), K, dist.data(), D.gt.data()) != GRAFT_OK) {
+        printf("graft flat index failed: %s\n", graft_last_error());
+        graft_flat_free(flat);
+        return false;
+    }
+    // FAISS CPU on about 2e8 distances' worth of queries (a few seconds on 1M).
+    const int64_t nq_check = std::min(D.nq, std::max<int64_t>(100, (int64_t)(2e8 / D.nb)));
+    std::vector<int64_t> I(nq_check * K);
+    {
+        faiss::IndexFlatL2 cpu(D.d);
+        cpu.add(D.nb, D.xb.data());
+        cpu.search(nq_check, D.xq.data(), K, dist.data(), I.data());
+    }
+    const double agree = bench::recall_at_k(D.gt.data(), I.data(), nq_check, K);
+    printf("ground truth: graft GPU flat, agreement with FAISS IndexFlatL2 on the first %lld queries %.4f%s\n",
+           (long long)nq_check, agree, agree < 0.999 ? "  WARNING: below 0.999 (ties at the k-th distance?)" : "");
+
+    std::vector<int64_t> If(D.nq * K);
+    const double t = bench::median_time(3, [&] {
+        return graft_flat_search(flat, D.nq, D.xq.data(), K, dist.data(), If.data()) == GRAFT_OK;
+    });
+    if (t > 0) {
+        Rec r{"graft", "flat", "GraftFlat", D.nq, D.nq};
+        r.params.add("recall_vs", "faiss-cpu IndexFlatL2", false).add("recall_queries", nq_check, false);
+        r.qps = D.nq / t;
+        r.recall = agree;
+        r.latency_ms = t * 1e3;
+        r.gpu_bytes = graft_flat_gpu_scratch_peak(flat) + (size_t)D.nb * (D.d + 1) * 4;
+        r.note = "exact; recall = agreement with FAISS on " + std::to_string(nq_check) + " queries";
+        B.out.record(D, std::move(r));
+    }
+    graft_flat_free(flat);
+    return true;
+}
+
+// ---- graft's graph index -------------------------------------------------------------------------
+
+struct Graft {
+    graft_gindex* index = nullptr;
+    double build_s = 0;
+    size_t gpu_base = 0;        // device memory in use before the index existed
+    std::vector<float> xq_rep;  // the queries repeated 10 times: the batch of 10 nq
+};
+
+// Builds the graph (defaults, device 0) after a warm-up build on a slice of the data (kernels
+// loaded, allocator primed), so that build_s is the build itself: wall clock of graft_gindex_add,
+// vectors copied to the GPU included.
+bool graft_build(const Dataset& D, Graft* G) {
+    graft_gindex_params gp;
+    graft_gindex_params_defaults(&gp);
+    gp.device = 0;
+    graft_gindex* warm = nullptr;
+    bool ok = graft_gindex_new(D.d, &gp, &warm) == GRAFT_OK &&
+              graft_gindex_add(warm, std::min<int64_t>(D.nb, 20000), D.xb.data()) == GRAFT_OK;
+    graft_gindex_free(warm);
+    G->gpu_base = gpu_used_bytes();
+    ok = ok && graft_gindex_new(D.d, &gp, &G->index) == GRAFT_OK;
+    const double t0 = now_s();
+    ok = ok && graft_gindex_add(G->index, D.nb, D.xb.data()) == GRAFT_OK;
+    G->build_s = now_s() - t0;
+    if (!ok) {
+        printf("graft graph index failed: %s\n", graft_last_error());
+        graft_gindex_free(G->index);
+        G->index = nullptr;
+        return false;
+    }
+    double mean_degree = 0, reachable = 0;
+    graft_graph_stats(graft_gindex_graph(G->index), &mean_degree, nullptr, nullptr, &reachable);
+    printf("graft build: %.3f s wall (graph %.3f s), mean degree %.2f, reachable %.5f, %.0f MB held on the GPU\n",
+           G->build_s, graft_gindex_build_seconds(G->index), mean_degree, reachable,
+           gpu_bytes_since(G->gpu_base) / 1e6);
+    return true;
+}
+
+struct GraftRun {
+    double qps = 0, latency_ms = 0, gpu_s = 0, recall = 0, dist_per_query = 0;
+};
+
+// graft_gindex_search over the n queries at x in calls of `batch` rows: one untimed pass, then
+// `passes` timed ones. QPS from the median pass, latency the median call over all timed passes,
+// kernel time the median pass's sum, recall from the last pass.
+bool time_graft(const Dataset& D, const Graft& G, const float* x, int64_t n, int64_t batch,
+                const graft_search_params& sp, int passes, GraftRun* run) {
+    std::vector<float> dist(n * K);
+    std::vector<int64_t> I(n * K);
+    std::vector<double> pass_s, pass_gpu, call_ms;
+    int64_t distances = 0;
+    for (int p = -1; p < passes; p++) {
+        double gpu = 0;
+        distances = 0;
+        const double t0 = now_s();
+        for (int64_t i = 0; i < n; i += batch) {
+            const int64_t m = std::min(batch, n - i);
+            graft_search_report rep{};
+            const double c0 = now_s();
+            if (graft_gindex_search(G.index, m, x + i * D.d, K, &sp, dist.data() + i * K, I.data() + i * K,
+                                    &rep) != GRAFT_OK) {
+                printf("graft search L=%d batch %lld failed: %s\n", sp.L, (long long)batch, graft_last_error());
+                return false;
+            }
+            if (p >= 0) call_ms.push_back((now_s() - c0) * 1e3);
+            gpu += rep.gpu_seconds;
+            distances += rep.distances;
+        }
+        if (p >= 0) {
+            pass_s.push_back(now_s() - t0);
+            pass_gpu.push_back(gpu);
+        }
+    }
+    run->qps = n / bench::median(pass_s);
+    run->latency_ms = bench::median(call_ms);
+    run->gpu_s = bench::median(pass_gpu);
+    run->recall = recall_vs_gt(D, I.data(), n);
+    run->dist_per_query = (double)distances / n;
+    return true;
+}
+
+// Measures graft at one configuration and records it. Batches under nq search a prefix of the
+// queries: 200 of them one by one, or 20 calls of larger batches; batches over nq the repeated set.
+bool graft_config(Bench& B, const Dataset& D, const Graft& G, const graft_search_params& sp, int64_t batch,
+                  bool ablation, int lanes = 0) {
+    const int64_t n = batch >= D.nq ? batch : std::min(D.nq, std::max<int64_t>(200, 20 * batch));
+    GraftRun run;
+    if (!time_graft(D, G, batch > D.nq ? G.xq_rep.data() : D.xq.data(), n, batch, sp, batch > D.nq ? 3 : 5, &run))
+        return false;
+    const double floor_qps = run.dist_per_query > 0 ? kHbmBytesPerS / (run.dist_per_query * D.d * 4) : 0;
+    Rec r{"graft", "graph", "GraftGraph", n, batch};
+    r.mode = "in-memory";
+    // The main sweeps vary L alone: the other knobs are labelled on the ablation's rows only.
+    r.params.add("L", sp.L).add("probes", sp.probes, ablation).add("visited", visited_name(sp.visited), ablation)
+        .add("merge", merge_name(sp.merge), ablation);
+    if (lanes) r.params.add("lanes", lanes);
+    if (ablation) r.params.add("ablation", true, false);
+    r.params.add("gpu_kernel_s", run.gpu_s, false).add("dist_per_query", run.dist_per_query, false)
+        .add("floor_qps", floor_qps, false);
+    r.qps = run.qps;
+    r.recall = run.recall;
+    r.build_s = G.build_s;
+    r.latency_ms = run.latency_ms;
+    r.gpu_bytes = gpu_bytes_since(G.gpu_base);
+    r.summary = !ablation;
+    char note[160];
+    snprintf(note, sizeof note, "kernels %.2f ms (%.0f QPS), %.0f dist/query, HBM floor %.0f QPS (%.0f%%)",
+             run.gpu_s * 1e3, run.gpu_s > 0 ? n / run.gpu_s : 0, run.dist_per_query, floor_qps,
+             floor_qps > 0 ? 100 * run.qps / floor_qps : 0);
+    r.note = note;
+    B.out.record(D, std::move(r));
+    return true;
+}
+
+// The L sweep at one batch size, the index's other search parameters at their defaults.
+void graft_sweep(Bench& B, const Dataset& D, const Graft& G, int64_t batch, const std::vector<int>& Ls) {
+    graft_search_params sp = graft_gindex_get_params(G.index).search;
+    for (int L : Ls) {
+        if (B.deadline.stops("graft L=" + std::to_string(L) + " batch " + std::to_string(batch))) return;
+        sp.L = L;
+        if (!graft_config(B, D, G, sp, batch, false)) return;
+    }
+}
+
+// Visited set x worklist update, then multi-step probes at the default visited set and update,
+// at batch nq (a variant equal to one already measured at that L is not repeated), then the lanes
+// per distance at L = 64.
+void graft_ablation(Bench& B, const Dataset& D, const Graft& G) {
+    const graft_search_params def = graft_gindex_get_params(G.index).search;
+    struct Variant { int visited, merge, probes; };
+    std::vector<Variant> vars;
+    for (int v : {GRAFT_VISITED_HASH, GRAFT_VISITED_BLOOM})
+        for (int m : {GRAFT_MERGE_SORT, GRAFT_MERGE_INSERT}) vars.push_back({v, m, def.probes});
+    for (int p : {1, 2, 4})
+        if (p != def.probes) vars.push_back({def.visited, def.merge, p});
+    if (B.deadline.stops("ablation")) return;
+    printf("-- ablation at batch %lld (not in the summary)\n", (long long)D.nq);
+    for (int L : {32, 64, 128})
+        for (const Variant& v : vars) {
+            if (B.deadline.stops("rest of the ablation")) return;
+            graft_search_params sp = def;
+            sp.L = L;
+            sp.visited = v.visited;
+            sp.merge = v.merge;
+            sp.probes = v.probes;
+            graft_config(B, D, G, sp, D.nq, true);
+        }
+    // Lanes per distance (the kernel's default: about 16 dimensions a lane; GRAFT_SEARCH_LANES
+    // overrides it, read at each launch).
+    for (int lanes : {4, 8, 16, 32}) {
+        if (B.deadline.stops("lanes ablation")) break;
+        setenv("GRAFT_SEARCH_LANES", std::to_string(lanes).c_str(), 1);
+        graft_search_params sp = def;
+        sp.L = 64;
+        graft_config(B, D, G, sp, D.nq, true, lanes);
+    }
+    unsetenv("GRAFT_SEARCH_LANES");
+}
+
+// graft's CPU reference search on the index's graph and vectors, all host threads, batch nq, and
+// how far the GPU's results agree with it (recall of the GPU's top-k against the CPU's).
+void cpu_reference(Bench& B, const Dataset& D, const Graft& G) {
+    const graft_graph* graph = graft_gindex_graph(G.index);
+    const float* x = graft_gindex_vectors(G.index);
+    graft_search_params sp = graft_gindex_get_params(G.index).search;
+    std::vector<float> dist(D.nq * K);
+    std::vector<int64_t> Icpu(D.nq * K), Igpu(D.nq * K);
+    for (int L : {32, 64, 128}) {
+        if (B.deadline.stops("CPU reference L=" + std::to_string(L))) return;
+        sp.L = L;
+        const double t = bench::median_time(3, [&] {
+            return graft_graph_search_cpu_ex(graph, x, D.d, GRAFT_METRIC_L2, D.xq.data(), D.nq, K, &sp, dist.data(),
+                                             Icpu.data()) == GRAFT_OK;
+        });
+        if (t < 0 || graft_gindex_search(G.index, D.nq, D.xq.data(), K, &sp, dist.data(), Igpu.data(), nullptr) !=
+                         GRAFT_OK) {
+            printf("CPU reference / GPU search at L=%d failed: %s\n", L, graft_last_error());
+            return;
+        }
+        const double agree = bench::recall_at_k(Igpu.data(), Icpu.data(), D.nq, K);
+        Rec r{"reference", "graph", "GraftGraph", D.nq, D.nq};
+        r.params.add("L", L).add("probes", sp.probes, false).add("gpu_agreement", agree, false);
+        r.qps = D.nq / t;
+        r.recall = recall_vs_gt(D, Icpu.data(), D.nq);
+        r.build_s = G.build_s;
+        r.latency_ms = t * 1e3;
+        r.threads = B.threads;
+        char note[128];
+        snprintf(note, sizeof note, "%d threads; GPU agrees %.4f (GPU recall %.4f)", B.threads, agree,
+                 recall_vs_gt(D, Igpu.data(), D.nq));
+        r.note = note;
+        B.out.record(D, std::move(r));
+    }
+}
+
+// ---- FAISS peers -----------------------------------------------------------------------------------
+
+// A FAISS index searched at batch nq with one parameter swept; records one line per value.
+template <class Set>
+void faiss_sweep(Bench& B, const Dataset& D, faiss::Index& index, const Rec& base, const char* knob,
+                 const std::vector<int>& values, Set&& set) {
+    std::vector<float> dist(D.nq * K);
+    std::vector<int64_t> I(D.nq * K);
+    for (int v : values) {
+        if (B.deadline.stops(std::string(base.index) + " " + knob + "=" + std::to_string(v))) return;
+        set(v);
+        const double t = bench::median_time(3, [&] {
+            index.search(D.nq, D.xq.data(), K, dist.data(), I.data());
+            return true;
+        });
+        Rec r = base;
+        r.params.add(knob, v);
+        r.qps = D.nq / t;
+        r.recall = recall_vs_gt(D, I.data(), D.nq);
+        r.latency_ms = t * 1e3;
+        B.out.record(D, std::move(r));
+    }
+}
+
+// FAISS IndexHNSWFlat M = 32, efConstruction 40 (FAISS's default), all host threads.
+void faiss_hnsw(Bench& B, const Dataset& D) {
+    // ~30 s on 1M x 128 with 16 cores; not started when it could not end in time.
+    if (B.deadline.stops("FAISS HNSW32", 3e-5 * D.nb)) return;
+    faiss::IndexHNSWFlat h(D.d, 32);
+    const double t0 = now_s();
+    h.add(D.nb, D.xb.data());
+    Rec base{"faiss-cpu", "hnsw", "HNSW32", D.nq, D.nq};
+    base.build_s = now_s() - t0;
+    base.threads = B.threads;
+    base.params.add("efConstruction", h.hnsw.efConstruction, false);
+    printf("FAISS HNSW32 build: %.2f s on %d threads\n", base.build_s, B.threads);
+    faiss_sweep(B, D, h, base, "efSearch", {16, 32, 64, 128, 256, 512}, [&](int ef) { h.hnsw.efSearch = ef; });
+}
+
+#ifdef GRAFT_BENCH_FAISS_GPU
+// FAISS GpuIndexIVFFlat trained on the base: nlist 4096 for 1M, 1024 for 60k (about 4 sqrt(n)),
+// 64 for sift5k; default StandardGpuResources.
+void faiss_gpu_ivf(Bench& B, const Dataset& D) {
+    const int nlist = D.nb >= 500000 ? 4096 : D.nb >= 50000 ? 1024 : 64;
+    const std::string name = "IVF" + std::to_string(nlist) + ",Flat";
+    if (B.deadline.stops("FAISS GPU " + name)) return;
+    try {
+        const size_t gpu_base = gpu_used_bytes();
+        faiss::gpu::StandardGpuResources res;
+        faiss::gpu::GpuIndexIVFFlat ivf(&res, (int)D.d, nlist, faiss::METRIC_L2);
+        const double t0 = now_s();
+        ivf.train(D.nb, D.xb.data());
+        ivf.add(D.nb, D.xb.data());
+        Rec base{"faiss-gpu", "ivf", name.c_str(), D.nq, D.nq};
+        base.build_s = now_s() - t0;
+        base.params.add("nlist", nlist);
+        printf("FAISS GPU %s train + add: %.2f s\n", name.c_str(), base.build_s);
+        std::vector<int> nprobes;
+        for (int p : {1, 2, 4, 8, 16, 32, 64, 128})
+            if (p <= nlist) nprobes.push_back(p);
+        base.gpu_bytes = gpu_bytes_since(gpu_base);  // lists, centroids and FAISS's temporary memory
+        faiss_sweep(B, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.setNumProbes(p); });
+    } catch (const std::exception& e) {
+        printf("FAISS GPU %s failed: %.200s\n", name.c_str(), e.what());
+    }
+}
+#endif
+
+// ---- one dataset -----------------------------------------------------------------------------------
+
+void run_dataset(Bench& B, Dataset& D) {
+    printf("\n== %s: n=%lld d=%lld nq=%lld k=%lld, %d host threads\n", D.name.c_str(), (long long)D.nb,
+           (long long)D.d, (long long)D.nq, (long long)K, B.threads);
+    Recorder::header();
+    if (!ground_truth(B, D)) return;
+    Graft G;
+    graft_build(D, &G);
+    const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
+                                        : std::vector<int>{10, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+    if (G.index) graft_sweep(B, D, G, D.nq, Ls);
+#ifdef GRAFT_BENCH_FAISS_GPU
+    faiss_gpu_ivf(B, D);
+#else
+    printf("faiss-gpu: not built into this benchmark (configure with GRAFT_FAISS_GPU_DIR)\n");
+#endif
+    faiss_hnsw(B, D);
+    if (G.index) {
+        std::vector<int64_t> batches = {100, 1};
+        if (!B.quick) {
+            batches.insert(batches.begin(), 10 * D.nq);
+            for (int r = 0; r < 10; r++) G.xq_rep.insert(G.xq_rep.end(), D.xq.begin(), D.xq.end());
+        }
+        for (int64_t batch : batches) graft_sweep(B, D, G, batch, Ls);
+        if (B.quick || D.name == "dense-sift1m") graft_ablation(B, D, G);
+        cpu_reference(B, D, G);
+    }
+    graft_gindex_free(G.index);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string out_path = "bench_search.jsonl", commit = "unknown", run_id, data = "../shared/data",
+                fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
+    bool quick = false;
+    double deadline_s = 1e9;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--quick") quick = true;
+        else if (a == "--out" && has_value) out_path = argv[++i];
+        else if (a == "--commit" && has_value) commit = argv[++i];
+        else if (a == "--run-id" && has_value) run_id = argv[++i];
+        else if (a == "--data" && has_value) data = argv[++i];
+        else if (a == "--fmnist" && has_value) fmnist = argv[++i];
+        else if (a == "--dense-sift" && has_value) dense = argv[++i];
+        else if (a == "--only" && has_value) only = argv[++i];
+        else if (a == "--deadline" && has_value) deadline_s = atof(argv[++i]);
+        else {
+            fprintf(stderr,
+                    "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--data DIR] [--fmnist DIR] "
+                    "[--dense-sift DIR] [--only dense-sift1m|fashion-mnist|sift5k] [--quick] [--deadline S]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    struct Source { std::string name, base, query; bool fmnist; };
+    const Source sources[] = {
+        {"dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false},
+        {"fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true},
+        {"sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false}};
+    if (!only.empty() && std::none_of(std::begin(sources), std::end(sources),
+                                      [&](const Source& s) { return s.name == only; })) {
+        fprintf(stderr, "--only: unknown dataset %s\n", only.c_str());
+        return 2;
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "bench_search: no CUDA device\n");
+        return 1;
+    }
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    const char* dev_env = getenv("GRAFT_DEVICE_NAME");
+    const std::string date = bench::utc_date();
+    if (run_id.empty()) run_id = "search-" + date;
+    FILE* f = fopen(out_path.c_str(), "a");
+    if (!f) {
+        perror(out_path.c_str());
+        return 1;
+    }
+    Recorder out(f, run_id, date, commit, dev_env && *dev_env ? dev_env : prop.name);
+    const Deadline deadline(deadline_s);
+    Bench B{out, deadline, omp_get_max_threads(), quick};
+    printf("device: %s (%d SMs), host threads: %d, commit %s, run %s%s\n", prop.name, prop.multiProcessorCount,
+           B.threads, commit.c_str(), run_id.c_str(), quick ? ", quick" : "");
+
+    for (const Source& s : sources) {
+        const bool chosen = !only.empty() ? s.name == only : quick ? s.name == "sift5k" : s.name != "sift5k";
+        if (!chosen) continue;
+        if (s.name == "dense-sift1m" && dense.empty()) {
+            printf("dense-sift1m: no --dense-sift DIR given, skipped\n");
+            continue;
+        }
+        if (deadline.stops(s.name)) break;
+        Dataset D;
+        D.name = s.name;
+        int64_t nq_d = 0;
+        if (!read_matrix(s.base, s.fmnist, D.xb, D.nb, D.d) || !read_matrix(s.query, s.fmnist, D.xq, D.nq, nq_d))
+            continue;
+        if (nq_d != D.d) {
+            printf("%s: queries have d=%lld, base d=%lld; skipped\n", s.name.c_str(), (long long)nq_d, (long long)D.d);
+            continue;
+        }
+        run_dataset(B, D);
+    }
+    out.summary();
+    fclose(f);
+    return 0;
+}
