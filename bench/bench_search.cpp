@@ -54,6 +54,10 @@
 
 #include <cuda_runtime.h>
 
+#include <memory>
+
+#include "hnsw_export.h"
+
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #ifdef GRAFT_BENCH_FAISS_GPU
@@ -575,6 +579,18 @@ void faiss_hnsw(Bench& B, const Dataset& D) {
     faiss_sweep(B, D, h, base, "efSearch", {16, 32, 64, 128, 256, 512}, [&](int ef) { h.hnsw.efSearch = ef; });
 }
 
+// graft's graph exported to a single-level FAISS IndexHNSWFlat (adapters/faiss/hnsw_export.h)
+// and searched by FAISS's own HNSW search on all host threads, efSearch = L: build on the GPU,
+// serve on CPUs with plain FAISS.
+void exported_hnsw(Bench& B, const Dataset& D, const Graft& G) {
+    if (B.deadline.stops("exported HNSW")) return;
+    std::unique_ptr<faiss::IndexHNSWFlat> h(graft::export_hnsw(G.index, faiss::METRIC_L2));
+    Rec base{"faiss-cpu", "hnsw", "GraftGraph exported to HNSW", D.nq, D.nq};
+    base.build_s = G.build_s;
+    base.threads = B.threads;
+    faiss_sweep(B, D, *h, base, "efSearch", {16, 32, 48, 64, 128}, [&](int ef) { h->hnsw.efSearch = ef; });
+}
+
 #ifdef GRAFT_BENCH_FAISS_GPU
 // FAISS GpuIndexIVFFlat trained on the base: nlist 4096 for 1M, 1024 for 60k (about 4 sqrt(n)),
 // 64 for sift5k; default StandardGpuResources.
@@ -622,6 +638,7 @@ void run_dataset(Bench& B, Dataset& D) {
     printf("faiss-gpu: not built into this benchmark (configure with GRAFT_FAISS_GPU_DIR)\n");
 #endif
     faiss_hnsw(B, D);
+    exported_hnsw(B, D, G);
     if (G.index) {
         std::vector<int64_t> batches = {100, 1};
         if (!B.quick) {

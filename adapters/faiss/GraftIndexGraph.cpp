@@ -1,4 +1,5 @@
 #include "GraftIndexGraph.h"
+#include "hnsw_export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -172,37 +173,7 @@ double GraftIndexGraph::get_param(const char* name) const {
 // ---- export to FAISS HNSW ----------------------------------------------------------------------
 
 faiss::IndexHNSWFlat* export_hnsw(const GraftIndexGraph& index) {
-    const graft_gindex* g = index.gindex;
-    const graft_graph* graph = graft_gindex_graph(g);
-    const int64_t n = graft_gindex_ntotal(g);
-    const int R = graph ? graph->R : graft_gindex_get_params(g).build.base.R;
-    const int M = std::max((R + 1) / 2, 1);
-    std::unique_ptr<faiss::IndexHNSWFlat> h(new faiss::IndexHNSWFlat((int)index.d, M, index.metric_type));
-    faiss::HNSW& hnsw = h->hnsw;
-    // One level: every vertex lands on level 0 (also for later adds through FAISS), whose rows
-    // hold 2M links (FAISS's level-0 width), at least R.
-    hnsw.assign_probas.assign(1, 1.0);
-    hnsw.cum_nneighbor_per_level = {0, 2 * M};
-    hnsw.efSearch = graft_gindex_get_params(g).search.L;
-    if (n == 0) return h.release();
-
-    h->storage->add(n, graft_gindex_vectors(g));
-    const size_t width = (size_t)(2 * M);
-    hnsw.levels.assign((size_t)n, 1);  // FAISS stores level + 1
-    hnsw.offsets.resize((size_t)n + 1);
-    for (int64_t i = 0; i <= n; i++) hnsw.offsets[i] = (size_t)i * width;
-    // FAISS's HNSW stops at the first -1 of a row: valid ids first, in our order.
-    hnsw.neighbors.assign((size_t)n * width, -1);
-    for (int64_t v = 0; v < n; v++) {
-        const int32_t* row = graph->nbrs + v * graph->R;
-        size_t j = 0;
-        for (int c = 0; c < graph->R; c++)
-            if (row[c] >= 0) hnsw.neighbors[(size_t)v * width + j++] = row[c];
-    }
-    hnsw.entry_point = (faiss::HNSW::storage_idx_t)graph->entry;
-    hnsw.max_level = 0;
-    h->ntotal = n;
-    return h.release();
+    return export_hnsw(index.gindex, index.metric_type);
 }
 
 }  // namespace graft
