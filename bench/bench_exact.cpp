@@ -24,6 +24,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "bench_common.h"
 #include <faiss/IndexFlat.h>
 #ifdef GRAFT_BENCH_FAISS_GPU
 #include <faiss/gpu/GpuIndexFlat.h>
@@ -82,19 +83,6 @@ struct Out {
         fflush(f);
     }
 };
-
-// recall@k of `got` against `ref` (both nq x k), over the first nq rows.
-double recall_vs(const int64_t* got, const int64_t* ref, int64_t nq, int64_t k) {
-    int64_t hit = 0;
-    for (int64_t q = 0; q < nq; q++)
-        for (int64_t i = 0; i < k; i++)
-            for (int64_t j = 0; j < k; j++)
-                if (got[q * k + i] == ref[q * k + j]) {
-                    hit++;
-                    break;
-                }
-    return (double)hit / (double)(nq * k);
-}
 
 #define CK(x)                                                                            \
     do {                                                                                 \
@@ -304,7 +292,7 @@ int main(int argc, char** argv) {
                 CK(graft_flat_add(g, s.nb, xb.data()));
                 CK(graft_flat_search(g, nq_cpu, xq.data(), k, Dg.data(), Ig.data()));
                 graft_flat_free(g);
-                double rec = recall_vs(Ig.data(), reinterpret_cast<int64_t*>(I.data()), nq_cpu, k);
+                double rec = bench::recall_at_k(Ig.data(), reinterpret_cast<int64_t*>(I.data()), nq_cpu, k);
                 snprintf(params, sizeof params, "{}");
                 out.record("faiss-cpu", "flat", "Flat", s.nb, s.d, nq_cpu, k, params, nq_cpu / t, t * 1e3,
                            -1, 0, threads);
