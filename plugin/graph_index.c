@@ -251,12 +251,14 @@ int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int
     GRAFT_TRY(graft_check_search_params(&p, k, g->ctx != NULL, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
-    GRAFT_TRY(graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries"));
     pthread_mutex_lock(&g->lock);
     int rc = GRAFT_OK;
-    if (g->ntotal == 0)
-        fill_empty(nq, k, g->p.metric, D, I);
-    else if (g->ctx)
+    /* The searches check the queries for NaN/Inf themselves (once: a second pass over a batch
+     * costs an OpenMP region and a read of every query); an empty index checks them here. */
+    if (g->ntotal == 0) {
+        rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
+        if (rc == GRAFT_OK) fill_empty(nq, k, g->p.metric, D, I);
+    } else if (g->ctx)
         rc = graft_graph_dev_search(&g->dev, g->p.metric, xq, nq, k, &p, D, I, report);
     else
         rc = graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, xq, nq, k, &p, D, I);
