@@ -95,4 +95,13 @@ int graft_test_load_fmnist(int64_t max_base, int64_t max_query, float** xb, int6
 /* Exit code CTest reads as SKIPPED (SKIP_RETURN_CODE). */
 #define GRAFT_TEST_SKIP 77
 
+/* First line of a GPU test's main: SKIPPED (never a pass) where no CUDA device is visible. */
+#define GRAFT_TEST_REQUIRE_GPU()                  \
+    do {                                          \
+        if (!graft_gpu_available()) {             \
+            printf("no CUDA device: skipped\n"); \
+            return GRAFT_TEST_SKIP;               \
+        }                                         \
+    } while (0)
+
 #endif

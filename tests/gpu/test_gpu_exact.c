@@ -106,10 +106,7 @@ static void run_case(const char* name, const float* xb, int64_t nb, const float*
 }
 
 int main(void) {
-    if (!graft_gpu_available()) {
-        printf("no CUDA device: skipped\n");
-        return GRAFT_TEST_SKIP;
-    }
+    GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift s;
     graft_test_load_sift5k(&s);
     if (getenv("GRAFT_TEST_QUICK")) {

@@ -231,10 +231,7 @@ static void test_degenerate(const graft_test_sift* s) {
 }
 
 int main(void) {
-    if (!graft_gpu_available()) {
-        printf("no CUDA device: skipped\n");
-        return GRAFT_TEST_SKIP;
-    }
+    GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift s;
     graft_test_load_sift5k(&s);
     if (getenv("GRAFT_TEST_QUICK")) {

@@ -236,10 +236,7 @@ static void build(dataset* s) {
 }
 
 int main(void) {
-    if (!graft_gpu_available()) {
-        printf("no CUDA device: skipped\n");
-        return GRAFT_TEST_SKIP;
-    }
+    GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift sift;
     graft_test_load_sift5k(&sift);
     const int quick = getenv("GRAFT_TEST_QUICK") != NULL;
