@@ -112,6 +112,30 @@ void sweep_graph(Out& out, const char* system, const char* index, const Data& D,
     printf("\n");
 }
 
+// Builds a FAISS graph index (timed) and searches it at each value of its beam knob; one record
+// per value. params_prefix holds the record's fixed params ("" or "\"name\":v,").
+template <class Index, class SetKnob>
+void faiss_peer(Out& out, const Data& D, Index& idx, const char* family, const char* name,
+                const std::string& params_prefix, const char* knob, std::initializer_list<int> values,
+                SetKnob set, int threads) {
+    double t0 = now_s();
+    idx.add(D.nb, D.xb.data());
+    double t = now_s() - t0;
+    std::vector<float> dist(D.nq * 10);
+    std::vector<faiss::Index::idx_t> I(D.nq * 10);
+    for (int v : values) {
+        set(v);
+        double s0 = now_s();
+        idx.search(D.nq, D.xq.data(), 10, dist.data(), I.data());
+        double st = now_s() - s0;
+        double r = recall10(D, reinterpret_cast<int64_t*>(I.data()));
+        out.rec("faiss-cpu", family, name, D, "{" + params_prefix + "\"" + knob + "\":" + std::to_string(v) + "}",
+                t, r, D.nq / st, threads, 0);
+        printf("  faiss-%-4s %-14s build %8.3f s  %s=%-4d recall@10 %.4f  (%.0f QPS)\n", family, D.name.c_str(), t,
+               knob, v, r, D.nq / st);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -245,21 +269,8 @@ int main(int argc, char** argv) {
         }
         {   // FAISS HNSW32, efConstruction 40 (FAISS's default), efSearch sweep.
             faiss::IndexHNSWFlat h(D.d, 32);
-            double t0 = now_s();
-            h.add(D.nb, D.xb.data());
-            double t = now_s() - t0;
-            std::vector<float> dist(D.nq * 10);
-            std::vector<faiss::Index::idx_t> I(D.nq * 10);
-            for (int ef : {16, 32, 64, 128, 256}) {
-                h.hnsw.efSearch = ef;
-                double s0 = now_s();
-                h.search(D.nq, D.xq.data(), 10, dist.data(), I.data());
-                double st = now_s() - s0;
-                double r = recall10(D, reinterpret_cast<int64_t*>(I.data()));
-                out.rec("faiss-cpu", "hnsw", "HNSW32", D, "{\"efConstruction\":40,\"efSearch\":" + std::to_string(ef) + "}",
-                        t, r, D.nq / st, threads, 0);
-                printf("  %-10s %-14s build %8.3f s  ef=%-3d recall@10 %.4f  (%.0f QPS)\n", "faiss-hnsw", D.name.c_str(), t, ef, r, D.nq / st);
-            }
+            faiss_peer(out, D, h, "hnsw", "HNSW32", "\"efConstruction\":40,", "efSearch", {16, 32, 64, 128, 256},
+                       [&](int ef) { h.hnsw.efSearch = ef; }, threads);
         }
     }
     // FAISS NSG32 last (its NN-Descent k-NN graph build is the slowest peer), small sets only.
@@ -268,20 +279,8 @@ int main(int argc, char** argv) {
         const Data& D = sets[si];
         if (D.nb <= 100000) {   // FAISS NSG32 (builds its k-NN graph with NN-Descent first).
             faiss::IndexNSGFlat nsg(D.d, 32);
-            double t0 = now_s();
-            nsg.add(D.nb, D.xb.data());
-            double t = now_s() - t0;
-            std::vector<float> dist(D.nq * 10);
-            std::vector<faiss::Index::idx_t> I(D.nq * 10);
-            for (int L : {16, 32, 64, 128}) {
-                nsg.nsg.search_L = L;
-                double s0 = now_s();
-                nsg.search(D.nq, D.xq.data(), 10, dist.data(), I.data());
-                double st = now_s() - s0;
-                double r = recall10(D, reinterpret_cast<int64_t*>(I.data()));
-                out.rec("faiss-cpu", "nsg", "NSG32", D, "{\"search_L\":" + std::to_string(L) + "}", t, r, D.nq / st, threads, 0);
-                printf("  %-10s %-14s build %8.3f s  L=%-4d recall@10 %.4f  (%.0f QPS)\n", "faiss-nsg", D.name.c_str(), t, L, r, D.nq / st);
-            }
+            faiss_peer(out, D, nsg, "nsg", "NSG32", "", "search_L", {16, 32, 64, 128},
+                       [&](int L) { nsg.nsg.search_L = L; }, threads);
         }
     }
     fclose(out.f);
