@@ -88,7 +88,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev->allowed, p.allowed, ((size_t)dev->n + 7) / 8);
         if (rc != GRAFT_OK) return gpu_status(rc, fn);
     }
-    /* Per query: the query, its results, two counters' share, and its Bloom filter. */
+    /* Per query: the query, its results and its Bloom filter (plus 16 bytes of counters). */
     const size_t budget = p.memory_budget ? p.memory_budget : GRAFT_SEARCH_DEFAULT_BUDGET;
     const size_t io_per_q = (size_t)dev->d * sizeof(float) + (size_t)k * (sizeof(float) + 8);
     const size_t per_q = io_per_q + graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, 1);
@@ -109,9 +109,11 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
     float* dq = (float*)io;
     float* dD = (float*)(io + qbytes);
     int64_t* dI = (int64_t*)(io + qbytes + dbytes);
-    int64_t* counters = (int64_t*)(io + qbytes + dbytes + ibytes);
+    /* Distance and iteration counters only when a report asks for them: zeroing them is a
+     * synchronous copy, which a batch-1 search would pay on every call. */
+    int64_t* counters = report ? (int64_t*)(io + qbytes + dbytes + ibytes) : NULL;
     const int64_t zero[2] = {0, 0};
-    rc = graft_gpu_upload(ctx, counters, zero, sizeof zero);
+    if (counters) rc = graft_gpu_upload(ctx, counters, zero, sizeof zero);
     graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, dq, 0, k,
                                p.L, p.probes, p.visited, p.merge, p.bloom_log2,
                                metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, bloom, dD,
