@@ -11,6 +11,7 @@
 #include "graph_gpu.h"
 #include "validate.h"
 #include "vec_dist.h"
+#include "worklist.h"
 
 void graft_graph_free(graft_graph* g) {
     if (!g) return;
@@ -57,34 +58,12 @@ int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d) {
     return entry;
 }
 
-static int check_graph(const graft_graph* g, const char* fn) {
+int graft_check_graph(const graft_graph* g, const char* fn) {
     if (!g || !g->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL or empty graph", fn);
     if (g->n < 1 || g->n > INT32_MAX || g->R < 1 || g->entry < 0 || g->entry >= g->n)
         return graft_fail(GRAFT_EINVAL, "%s: malformed graph (n=%lld R=%d entry=%lld)", fn,
                           (long long)g->n, g->R, (long long)g->entry);
     return GRAFT_OK;
-}
-
-typedef struct {
-    float d;
-    int32_t id;
-    int32_t expanded;
-} cand;
-
-static int cand_less(float d, int32_t id, cand b) { return d < b.d || (d == b.d && id < b.id); }
-
-/* Inserts (du, u) into the sorted list a[0..*size) of capacity cap unless it would fall off the
- * end; returns its position, or cap when it was not inserted. */
-static int list_insert(cand* a, int* size, int cap, float du, int32_t u) {
-    if (*size == cap && !cand_less(du, u, a[cap - 1])) return cap;
-    int pos = *size < cap ? (*size)++ : cap - 1;
-    for (; pos > 0 && cand_less(du, u, a[pos - 1]); pos--) a[pos] = a[pos - 1];
-    a[pos] = (cand){du, u, 0};
-    return pos;
-}
-
-static int is_allowed(const uint8_t* allowed, int64_t id) {
-    return !allowed || (allowed[id >> 3] >> (id & 7) & 1);
 }
 
 /* One query. The worklist (the L best vertices seen, sorted by (distance, id)) doubles as the
@@ -159,7 +138,7 @@ int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, 
 int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                             const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
                             const float* D, const int64_t* I, int gpu, const char* fn) {
-    GRAFT_TRY(check_graph(g, fn));
+    GRAFT_TRY(graft_check_graph(g, fn));
     if (!x || (!xq && nq > 0) || !D || !I)
         return graft_fail(GRAFT_EINVAL, "%s: NULL pointer argument", fn);
     if (d < 1 || nq < 0 || k < 1)
@@ -226,7 +205,7 @@ int graft_graph_search_cpu(const graft_graph* g, const float* x, int64_t d, graf
 
 int graft_graph_stats(const graft_graph* g, double* mean_degree, int* max_degree, int64_t* n_at_R,
                       double* reachable_fraction) {
-    GRAFT_TRY(check_graph(g, "graft_graph_stats"));
+    GRAFT_TRY(graft_check_graph(g, "graft_graph_stats"));
     const int64_t n = g->n;
     int64_t edges = 0, full = 0;
     int maxd = 0;
@@ -270,7 +249,7 @@ int graft_graph_stats(const graft_graph* g, double* mean_degree, int* max_degree
 }
 
 double graft_graph_knn_recall(const graft_graph* g, const int64_t* knn_I, int64_t knn_k, int k) {
-    if (check_graph(g, "graft_graph_knn_recall") != GRAFT_OK) return -1.0;
+    if (graft_check_graph(g, "graft_graph_knn_recall") != GRAFT_OK) return -1.0;
     if (!knn_I || k < 1 || k > knn_k) {
         graft_fail(GRAFT_EINVAL, "graft_graph_knn_recall: NULL knn_I or bad k=%d (knn_k=%lld)", k,
                    (long long)knn_k);

@@ -8,20 +8,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "error.h"
 #include "graph_gpu.h"
+#include "index_common.h"
 #include "io_stream.h"
 #include "validate.h"
 
-/* Device scratch cap, as the flat index's: a quarter of the device's memory, at most 8 GiB. The
- * context's arena only grows to what the searches take (Bloom filters), so a generous cap costs
- * nothing and lets a search pass a larger memory_budget than the defaults. */
-#define MAX_SCRATCH ((size_t)8 << 30)
-#define GPU_BUILD_MAX_R 64   /* GRNND's pools (graft_grnnd_build_gpu) */
-#define GPU_SEARCH_MAX_R 256 /* the search kernel's rows (graft_graph_search_gpu) */
-#define MAX_R 4096           /* set_data / read: larger degrees are taken as a mistake */
 #define HEADER_V1 64u        /* bytes of the version-1 record header, magic included */
 
 struct graft_gindex {
@@ -38,20 +31,6 @@ struct graft_gindex {
     int on_device; /* dev holds the current graph and vectors */
 };
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Re-raises the last failure as `status`, its message prefixed by `prefix` ("" for none): the
- * builders and uploads name themselves, the index names the call the user made. */
-static int relabel(int status, const char* prefix) {
-    char msg[960];
-    snprintf(msg, sizeof msg, "%s", graft_last_error());
-    return graft_fail(status, "%s%s", prefix, msg);
-}
-
 static void tie_params(graft_gindex_params* p) {
     p->build.base.metric = p->metric;
     p->build.device = p->device;
@@ -65,22 +44,6 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     graft_grnnd_params_defaults(&p->build);
     graft_search_params_defaults(&p->search);
     tie_params(p);
-}
-
-/* The build parameters the next add will use, checked now so that a bad value fails here and
- * not after the vectors were taken. */
-static int check_build_params(const graft_grnnd_params* b, int gpu, const char* fn) {
-    const float one_vector = 0.0f;
-    graft_graph unused = {0};
-    GRAFT_TRY(graft_check_graph_build(&one_vector, 1, 1, &b->base, &unused, fn));
-    if (gpu && (b->base.R > GPU_BUILD_MAX_R || b->pairs < 0 || b->pairs > 256 || b->staged < -1 ||
-                b->staged > 1 || (b->order != GRAFT_GRNND_SORTED && b->order != GRAFT_GRNND_RANDOM)))
-        return graft_fail(GRAFT_EINVAL,
-                          "%s: R=%d order=%d pairs=%d staged=%d (a GPU index builds with GRNND: "
-                          "R <= %d, order GRAFT_GRNND_SORTED or GRAFT_GRNND_RANDOM, "
-                          "0 <= pairs <= 256, staged -1, 0 or 1)",
-                          fn, b->base.R, b->order, b->pairs, b->staged, GPU_BUILD_MAX_R);
-    return GRAFT_OK;
 }
 
 /* Default search parameters: those of a search with k = 1, the GPU-only fields included on any
@@ -108,7 +71,7 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
         return graft_fail(GRAFT_EINVAL, "%s: device %d (-1 for the CPU, or a CUDA device >= 0)", fn,
                           p.device);
     tie_params(&p);
-    GRAFT_TRY(check_build_params(&p.build, p.device >= 0, fn));
+    GRAFT_TRY(graft_check_build_params(&p.build, p.device >= 0, fn));
     GRAFT_TRY(check_default_search(&p.search, fn));
     graft_gindex* g = calloc(1, sizeof *g);
     if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
@@ -116,9 +79,7 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
     g->p = p;
     pthread_mutex_init(&g->lock, NULL);
     if (p.device >= 0) {
-        size_t quarter = graft_gpu_device_memory(p.device) / 4;
-        size_t budget = quarter && quarter < MAX_SCRATCH ? quarter : MAX_SCRATCH;
-        int rc = graft_gpu_ctx_create(p.device, budget, &g->ctx);
+        int rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->ctx);
         if (rc != GRAFT_OK) {
             rc = graft_fail(rc, "%s: device %d: %s", fn, p.device, graft_gpu_last_error());
             graft_gindex_free(g);
@@ -152,7 +113,7 @@ static int install_graph(graft_gindex* g, int64_t n, graft_graph* graph, const c
     graft_graph_dev dev;
     if (g->ctx) {
         int rc = graft_graph_dev_upload(g->ctx, graph, g->xb, g->d, &dev);
-        if (rc != GRAFT_OK) return relabel(rc, fn);
+        if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     }
     drop_graph(g);
     g->graph = *graph;
@@ -189,11 +150,11 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
     /* Past ntotal: invisible until install_graph succeeds. */
     memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
     graft_graph graph = {0};
-    const double t0 = now_s();
+    const double t0 = graft_now_s();
     int rc = g->ctx ? graft_grnnd_build_gpu(g->xb, need, g->d, &g->p.build, &graph, NULL)
                     : graft_rnnd_build_cpu(g->xb, need, g->d, &g->p.build.base, &graph);
-    const double seconds = now_s() - t0;
-    if (rc != GRAFT_OK) return relabel(rc, fn);
+    const double seconds = graft_now_s() - t0;
+    if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     rc = install_graph(g, need, &graph, fn);
     if (rc != GRAFT_OK) {
         graft_graph_free(&graph);
@@ -223,15 +184,6 @@ int graft_gindex_reset(graft_gindex* g) {
     return GRAFT_OK;
 }
 
-/* FAISS's answer for an empty index: every label -1. */
-static void fill_empty(int64_t nq, int64_t k, graft_metric metric, float* D, int64_t* I) {
-    const float none = metric == GRAFT_METRIC_L2 ? FLT_MAX : -FLT_MAX;
-    for (int64_t i = 0; i < nq * k; i++) {
-        D[i] = none;
-        I[i] = -1;
-    }
-}
-
 int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int64_t k,
                         const graft_search_params* params, float* D, int64_t* I,
                         graft_search_report* report) {
@@ -257,7 +209,7 @@ int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int
      * costs an OpenMP region and a read of every query); an empty index checks them here. */
     if (g->ntotal == 0) {
         rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
-        if (rc == GRAFT_OK) fill_empty(nq, k, g->p.metric, D, I);
+        if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
     } else if (g->ctx)
         rc = graft_graph_dev_search(&g->dev, g->p.metric, xq, nq, k, &p, D, I, report);
     else
@@ -299,37 +251,9 @@ int graft_gindex_set_build_params(graft_gindex* g, const graft_grnnd_params* par
     graft_gindex_params p = g->p;
     p.build = *params;
     tie_params(&p);
-    GRAFT_TRY(check_build_params(&p.build, g->ctx != NULL, fn));
+    GRAFT_TRY(graft_check_build_params(&p.build, g->ctx != NULL, fn));
     g->p = p;
     return GRAFT_OK;
-}
-
-/* GRAFT_EINVAL naming fn and the first fault unless graph is n rows of ids in [-1, n), R in
- * [1, MAX_R] (GPU_SEARCH_MAX_R on a GPU), with entry in [0, n), over n finite vectors x. */
-static int check_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
-                      const char* fn) {
-    if (!x || !graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL vectors or graph", fn);
-    if (n < 1 || n > INT32_MAX)
-        return graft_fail(GRAFT_EINVAL, "%s: n = %lld out of range [1, 2^31)", fn, (long long)n);
-    if (graph->n != n)
-        return graft_fail(GRAFT_EINVAL, "%s: the graph has %lld rows for %lld vectors", fn,
-                          (long long)graph->n, (long long)n);
-    const int max_r = gpu ? GPU_SEARCH_MAX_R : MAX_R;
-    if (graph->R < 1 || graph->R > max_r)
-        return graft_fail(GRAFT_EINVAL, "%s: degree R = %d out of range [1, %d]%s", fn, graph->R,
-                          max_r, gpu ? " (the GPU search kernel's limit)" : "");
-    if (graph->entry < 0 || graph->entry >= n)
-        return graft_fail(GRAFT_EINVAL, "%s: entry %lld out of range [0, %lld)", fn,
-                          (long long)graph->entry, (long long)n);
-    const int64_t slots = n * graph->R;
-    int64_t bad = slots;
-#pragma omp parallel for reduction(min : bad) schedule(static)
-    for (int64_t i = 0; i < slots; i++)
-        if ((graph->nbrs[i] < -1 || graph->nbrs[i] >= n) && i < bad) bad = i;
-    if (bad < slots)
-        return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
-                          (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);
-    return graft_check_finite(x, n, d, fn);
 }
 
 /* Replaces the contents with x (malloc'd n x d, taken) and graph (taken); both are freed on
@@ -358,7 +282,7 @@ static int adopt_data(graft_gindex* g, int64_t n, float* x, graft_graph* graph, 
 int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graft_graph* graph) {
     const char* fn = "graft_gindex_set_data";
     if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
-    GRAFT_TRY(check_data(n, g->d, x, graph, g->ctx != NULL, fn));
+    GRAFT_TRY(graft_check_graph_data(n, g->d, x, graph, g->ctx != NULL, fn));
     size_t xbytes = (size_t)n * (size_t)g->d * sizeof(float), gbytes = (size_t)n * graph->R * sizeof(int32_t);
     float* xc = malloc(xbytes);
     graft_graph gc = {n, graph->R, malloc(gbytes), graph->entry};
@@ -417,8 +341,9 @@ static int parse_header(const unsigned char* hdr, const graft_gindex_params* bas
     if (*n == 0 && (*R != 0 || *entry != 0))
         return graft_fail(GRAFT_EFORMAT, "%s: an empty index with R = %d and entry %lld (both must be 0)",
                           fn, *R, (long long)*entry);
-    if (*n > 0 && (*R < 1 || *R > MAX_R))
-        return graft_fail(GRAFT_EFORMAT, "%s: degree R = %d out of range [1, %d]", fn, *R, MAX_R);
+    if (*n > 0 && (*R < 1 || *R > GRAFT_GRAPH_MAX_R))
+        return graft_fail(GRAFT_EFORMAT, "%s: degree R = %d out of range [1, %d]", fn, *R,
+                          GRAFT_GRAPH_MAX_R);
     if (*n > 0 && (*entry < 0 || *entry >= *n))
         return graft_fail(GRAFT_EFORMAT, "%s: entry %lld out of range [0, %lld)", fn, (long long)*entry,
                           (long long)*n);
@@ -434,7 +359,7 @@ static int parse_header(const unsigned char* hdr, const graft_gindex_params* bas
     /* The stored search defaults, as a GPU index would check them (bloom_log2 is not stored). */
     graft_search_params stored = p->search;
     stored.bloom_log2 = 17;
-    if (graft_check_search_params(&stored, 1, 1, fn) != GRAFT_OK) return relabel(GRAFT_EFORMAT, "");
+    if (graft_check_search_params(&stored, 1, 1, fn) != GRAFT_OK) return graft_relabel(GRAFT_EFORMAT, "");
     return GRAFT_OK;
 }
 
@@ -465,11 +390,11 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
     if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, graph.nbrs, gbytes, "graph");
     if (rc == GRAFT_OK) rc = graft_stream_check_checksum(&s);
     /* A record with a valid checksum can still hold bad ids or NaN (written by another tool). */
-    if (rc == GRAFT_OK && n > 0 && check_data(n, d, x, &graph, 0, fn) != GRAFT_OK)
-        rc = relabel(GRAFT_EFORMAT, "");
+    if (rc == GRAFT_OK && n > 0 && graft_check_graph_data(n, d, x, &graph, 0, fn) != GRAFT_OK)
+        rc = graft_relabel(GRAFT_EFORMAT, "");
     graft_gindex* index = NULL;
     if (rc == GRAFT_OK) rc = graft_gindex_new(d, &p, &index);
-    if (rc == GRAFT_OK && n > 0) rc = check_data(n, d, x, &graph, index->ctx != NULL, fn); /* GPU's R */
+    if (rc == GRAFT_OK && n > 0) rc = graft_check_graph_data(n, d, x, &graph, index->ctx != NULL, fn); /* GPU's R */
     if (rc == GRAFT_OK && n > 0) {
         rc = adopt_data(index, n, x, &graph, "graft_gindex_read: ");
         x = NULL; /* taken, and freed on failure */

@@ -3,18 +3,12 @@
  * with the same entry-point rule as the reference. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "error.h"
 #include "graft/graph.h"
 #include "graft_gpu.h"
+#include "index_common.h"
 #include "validate.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     if (!p) return;
@@ -34,7 +28,7 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     else
         graft_grnnd_params_defaults(&p);
     const graft_rnnd_params* b = &p.base;
-    const double t0 = now_s();
+    const double t0 = graft_now_s();
     GRAFT_TRY(graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
     if (b->R > 64 || p.pairs < 0 || p.pairs > 256 || p.staged < -1 || p.staged > 1 ||
         (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM))
@@ -58,12 +52,12 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho,
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,
                                  b->metric == GRAFT_METRIC_L2, b->seed};
-    const double t1 = now_s();
+    const double t1 = graft_now_s();
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);
     if (rc != GRAFT_OK)
         return graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
-    const double t1b = now_s();
+    const double t1b = graft_now_s();
     int32_t* nbrs = malloc(gbytes);
     if (!nbrs) {
         graft_gpu_ctx_destroy(ctx);
@@ -74,14 +68,14 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     const int64_t nrows = n;
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nrows; v++) memset(nbrs + v * b->R, 0xff, (size_t)b->R * sizeof(int32_t));
-    const double t2 = now_s();
+    const double t2 = graft_now_s();
     float* dx = NULL;
     float ms = 0;
     rc = graft_gpu_malloc(ctx, (void**)&dx, xbytes);
     if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dx, x, xbytes);
-    const double t3 = now_s();
+    const double t3 = graft_now_s();
     if (rc == GRAFT_OK) rc = graft_gpu_grnnd_build(ctx, dx, n, d, &gp, nbrs, &ms);
-    const double t4 = now_s();
+    const double t4 = graft_now_s();
     const size_t peak = xbytes + graft_gpu_ctx_scratch_peak(ctx);
     if (rc != GRAFT_OK) rc = graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
     graft_gpu_free(ctx, dx);
@@ -93,13 +87,13 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     out->n = n;
     out->R = b->R;
     out->nbrs = nbrs;
-    const double t5 = now_s();
+    const double t5 = graft_now_s();
     out->entry = graft_graph_entry_point(x, n, d);
     if (report) {
         report->gpu_seconds = ms / 1000.0;
         report->upload_seconds = (t1b - t1) + (t3 - t2);
         report->download_seconds = (t4 - t3) - ms / 1000.0;
-        report->host_seconds = (t1 - t0) + (t2 - t1b) + (now_s() - t5);
+        report->host_seconds = (t1 - t0) + (t2 - t1b) + (graft_now_s() - t5);
         report->gpu_peak_bytes = peak;
     }
     return GRAFT_OK;

@@ -29,6 +29,7 @@
 
 #include "error.h"
 #include "graft/graph.h"
+#include "rng.h"
 #include "validate.h"
 #include "vec_dist.h"
 
@@ -82,13 +83,6 @@ static int pool_insert(rnnd* g, int64_t v, ent e) {
     return 1;
 }
 
-static uint64_t splitmix64(uint64_t* s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* INITIALIZATION (Alg. 1 line 3): min(S, n - 1) distinct random other vertices, drawn by Floyd's
  * algorithm from v's own generator; mark (n bytes, all 0 on entry and exit) gives O(S) draws. */
 static void init_vertex(rnnd* g, int64_t v, int S, uint64_t seed, uint8_t* mark, int64_t* pick) {
@@ -101,7 +95,7 @@ static void init_vertex(rnnd* g, int64_t v, int S, uint64_t seed, uint8_t* mark,
     uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(v + 1));
     int64_t m = 0;
     for (int64_t j = n - 1 - S; j < n - 1; j++) { /* S distinct values of [0, n - 1) */
-        int64_t t = (int64_t)(splitmix64(&s) % (uint64_t)(j + 1));
+        int64_t t = (int64_t)(graft_splitmix64(&s) % (uint64_t)(j + 1));
         if (mark[t]) t = j;
         mark[t] = 1;
         pick[m++] = t;

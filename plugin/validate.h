@@ -15,4 +15,7 @@ struct graft_graph;
 int graft_check_graph_build(const float* x, int64_t n, int64_t d,
                             const struct graft_rnnd_params* p, const struct graft_graph* out,
                             const char* fn);
+/* GRAFT_EINVAL naming fn unless g is a well-formed graph struct: nbrs set, 1 <= n < 2^31,
+ * R >= 1, entry in [0, n) (plugin/graph.c). */
+int graft_check_graph(const struct graft_graph* g, const char* fn);
 #endif

@@ -1,0 +1,37 @@
+/* Internal: what the index objects (graph_index.c, bang_index.c) share: timing, error relabelling,
+ * FAISS's empty-index answer and the checks of build parameters and of outside graphs. */
+#ifndef GRAFT_INDEX_COMMON_H
+#define GRAFT_INDEX_COMMON_H
+
+#include "graft/graph.h"
+
+#define GRAFT_GPU_BUILD_MAX_R 64   /* GRNND's pools (graft_grnnd_build_gpu) */
+#define GRAFT_GPU_SEARCH_MAX_R 256 /* the GPU search kernels' rows */
+#define GRAFT_GRAPH_MAX_R 4096     /* set_data / read: larger degrees are taken as a mistake */
+
+/* Monotonic wall clock in seconds. */
+double graft_now_s(void);
+
+/* Re-raises the last failure as `status`, its message prefixed by `prefix` ("" for none): the
+ * builders and uploads name themselves, the index names the call the user made. */
+int graft_relabel(int status, const char* prefix);
+
+/* FAISS's answer for an empty index: every label -1, distance FLT_MAX (L2) or -FLT_MAX (IP). */
+void graft_fill_empty(int64_t nq, int64_t k, graft_metric metric, float* D, int64_t* I);
+
+/* The build parameters the next add will use, checked when they are set so that a bad value
+ * fails then and not after the vectors were taken. gpu: also GRNND's limits. */
+int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* fn);
+
+/* GRAFT_EINVAL naming fn and the first fault unless graph is n rows of ids in [-1, n), R in
+ * [1, GRAFT_GRAPH_MAX_R] (GRAFT_GPU_SEARCH_MAX_R when gpu), with entry in [0, n), over n finite
+ * vectors x (n x d). */
+int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
+                           const char* fn);
+
+/* Device scratch cap of an index's GPU context: a quarter of the device's memory, at most 8 GiB.
+ * The context's arena only grows to what the searches take, so a generous cap costs nothing and
+ * lets a search pass a larger memory_budget than the defaults. */
+size_t graft_index_scratch_cap(int device);
+
+#endif
