@@ -130,6 +130,139 @@ size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);
 /* Runs the search; returns when D and I are written. gpu_ms (nullable): kernel time. */
 int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* args, float* gpu_ms);
 
+/* ---- streams, events, page-locked host memory (gpu/streams.cu) ------------------------------
+ * C handles for the host pipelines that overlap host work with device work (plugin/bang_gpu.c).
+ * A NULL stream is the context's own stream (the one graft_gpu_upload & co. use). Each call
+ * makes the context's device current on the calling thread. */
+typedef struct graft_gpu_stream_handle* graft_gpu_stream; /* a cudaStream_t */
+typedef struct graft_gpu_event_handle* graft_gpu_event;   /* a cudaEvent_t */
+
+/* A new non-blocking stream on ctx's device; destroy waits for its work first. */
+int graft_gpu_stream_create(graft_gpu_ctx* ctx, graft_gpu_stream* out);
+void graft_gpu_stream_destroy(graft_gpu_ctx* ctx, graft_gpu_stream s);
+int graft_gpu_stream_sync(graft_gpu_ctx* ctx, graft_gpu_stream s);
+/* timing != 0: the event can be timed (graft_gpu_event_elapsed_ms); 0: ordering only. */
+int graft_gpu_event_create(graft_gpu_ctx* ctx, int timing, graft_gpu_event* out);
+void graft_gpu_event_destroy(graft_gpu_ctx* ctx, graft_gpu_event e);
+int graft_gpu_event_record(graft_gpu_ctx* ctx, graft_gpu_event e, graft_gpu_stream s);
+/* Blocks the calling host thread until the work before the event's last record is done. */
+int graft_gpu_event_sync(graft_gpu_ctx* ctx, graft_gpu_event e);
+/* Work queued on s after this call waits for e (no host blocking). */
+int graft_gpu_stream_wait(graft_gpu_ctx* ctx, graft_gpu_stream s, graft_gpu_event e);
+int graft_gpu_event_elapsed_ms(graft_gpu_ctx* ctx, graft_gpu_event start, graft_gpu_event end,
+                               float* ms);
+/* Page-locked host memory (cudaHostAlloc, portable): copies from and to it are asynchronous.
+ * Shortage is GRAFT_ENOMEM (host memory). */
+int graft_gpu_host_alloc(graft_gpu_ctx* ctx, void** out, size_t bytes);
+void graft_gpu_host_free(graft_gpu_ctx* ctx, void* p);
+/* Queues a copy in any direction (unified addressing) or a memset on s and returns; host memory
+ * must be page-locked for the copy to be asynchronous, and must stay untouched until an event
+ * recorded after the copy has completed. */
+int graft_gpu_copy_async(graft_gpu_ctx* ctx, void* dst, const void* src, size_t bytes,
+                         graft_gpu_stream s);
+int graft_gpu_memset_async(graft_gpu_ctx* ctx, void* dst, int value, size_t bytes,
+                           graft_gpu_stream s);
+
+/* ---- BANG search (gpu/bang_search.cu) --------------------------------------------------------
+ * ../shared/papers/bang-billion-scale-single-gpu.txt, Algorithm 2 with the kernels of sections
+ * 4.2-4.9: best-first search on PQ (asymmetric) distances, one warp per query, the per-query
+ * state (PQ table, worklist, Bloom filter, candidates, re-rank store) in a device scratch buffer
+ * that lives across launches, then exact re-ranking. The semantics are graft/bang.h's. The host
+ * drives the iterations (plugin/bang_gpu.c):
+ *
+ *   graft_gpu_bang_init                       PQ tables, Bloom filters, worklists = {entry},
+ *                                             the entry expanded (slot 0)
+ *   for iteration t = 0, 1, ...:              until no query has a node to expand
+ *       [out-of-core: host gathers the rows and vectors of the queries' current nodes]
+ *       graft_gpu_bang_step_a                 filter + PQ distances of the current node's row;
+ *                                             eager choice of the next node (BANG 4.6)
+ *       [out-of-core: next nodes to the host, which gathers again while step B runs]
+ *       graft_gpu_bang_step_b                 sort the new candidates, merge-path them into the
+ *                                             worklist (BANG 4.7-4.8)
+ *   graft_gpu_bang_rerank                     exact distances of the best expanded nodes, top k
+ *
+ * Every query expands one node per iteration, so in iteration t every query still searching
+ * expands its node of slot t (the entry is slot 0): the store of expanded nodes and the staged
+ * vectors need no per-query counters from the host. Launchers only queue work on `stream` (NULL
+ * = the context's stream) and return; all pointers are device pointers. */
+typedef struct graft_gpu_bang_args {
+    /* resident data */
+    const float* centroids;  /* M x 256 x dsub PQ codebooks (graft/pq.h layout) */
+    const uint8_t* codes;    /* n x M PQ codes */
+    const int32_t* graph;    /* in-memory mode: n x R neighbour ids (-1 padded); NULL out-of-core
+                                (the host stages rows each step) */
+    const float* x;          /* in-memory mode: n x d base vectors; NULL out-of-core (the host
+                                stages the vectors of expanded nodes each step) */
+    int64_t n, d, entry;     /* n <= 2^31 - 1, entry in [0, n) */
+    int R;                   /* graph degree, 1..256 */
+    int M;                   /* sub-quantizers, dividing d */
+    int l2;                  /* 1: squared L2; 0: inner product (ranks by -dot) */
+    /* search parameters (graft_bang_params) */
+    int L;                   /* worklist width, 1..1024 */
+    int max_expand;          /* expansions per query at most, L..8192 */
+    int bloom_log2;          /* Bloom filter bits per query = 2^bloom_log2, 10..24 */
+    /* the batch */
+    int64_t nq;              /* queries; their state lives in scratch */
+    const float* xq;         /* nq x d queries */
+    void* scratch;           /* graft_gpu_bang_scratch_size bytes, 256-byte aligned */
+} graft_gpu_bang_args;
+
+/* Scratch bytes of a batch: *fixed + nq x *per_query (an upper bound, alignment included).
+ * Per query: PQ table M x 256 x 4, worklist L x 8, Bloom filter 2^bloom_log2 / 8, candidates
+ * R x 8, re-rank store max_expand x 8, 32 bytes of state, and out-of-core the re-rank vectors
+ * max_expand x d x 4 (BANG 4.3: copied with each step, read once by the re-rank). */
+void graft_gpu_bang_scratch_size(const graft_gpu_bang_args* a, size_t* per_query, size_t* fixed);
+
+/* Device counters of the batch (max_expand int32, zeroed by init): counters[t] = queries whose
+ * step A of iteration t chose a node to expand, i.e. 0 once every query of the launched range
+ * has finished. The in-memory driver polls them instead of the per-query next nodes. */
+int32_t* graft_gpu_bang_counters(const graft_gpu_bang_args* a);
+
+/* One step of the queries [q0, q0 + nq) of the batch (a half batch on its own stream). */
+typedef struct graft_gpu_bang_step {
+    int64_t q0, nq;          /* in-memory: every query of the range still searching takes part */
+    int iteration;           /* t: the step expands each live query's node of slot t */
+    /* out-of-core only (args->graph NULL); all device pointers */
+    const int32_t* live;     /* nlive batch query indices in [q0, q0 + nq): the queries still
+                                searching */
+    int64_t nlive;
+    const int32_t* rows;     /* nlive x R: row w = the neighbours of live[w]'s node of slot t
+                                (unread and may be NULL when t + 1 == max_expand: nothing is
+                                expanded after slot t) */
+    const float* vecs;       /* nlive x d: the full vector of that node; step B keeps it in
+                                the query's re-rank store (slot t) */
+    int32_t* next;           /* nlive, written by step A: live[w]'s node of slot t + 1, or -1
+                                when the query has finished */
+} graft_gpu_bang_step;
+
+/* PQ tables (one block per query, BANG 4.2), cleared Bloom filters and counters, worklists
+ * holding the expanded entry, which is slot 0 of every query. */
+int graft_gpu_bang_init(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a, graft_gpu_stream stream);
+/* Step A: Bloom filter test-and-set and PQ distances of the current node's neighbours (BANG
+ * 4.4-4.5), the ones that enter the worklist kept as candidates, and the eager choice of the
+ * next node (4.6), recorded in the re-rank store. */
+int graft_gpu_bang_step_a(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
+                          const graft_gpu_bang_step* s, graft_gpu_stream stream);
+/* Step B: sorts the candidates and merges them into the worklist (BANG 4.7-4.8), marking the
+ * chosen next node expanded; out-of-core, stores the staged vectors. Queued after step A of the
+ * same iteration on the same stream. */
+int graft_gpu_bang_step_b(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
+                          const graft_gpu_bang_step* s, graft_gpu_stream stream);
+
+/* Re-ranking (BANG 4.9): of each query's expanded nodes the `rerank` best by PQ distance (all
+ * when 0) get exact distances (base vectors in-memory, the stored staged vectors out-of-core),
+ * then the k best allowed ones are written in FAISS layout (L2: squared distances ascending;
+ * IP: dot products descending; missing: label -1 and FLT_MAX / -FLT_MAX). */
+typedef struct graft_gpu_bang_rerank_args {
+    int64_t k;               /* 1..1024 */
+    int rerank;              /* 0 = every expanded node, else >= k */
+    const uint32_t* allowed; /* NULL or n-bit filter (bit i of word i / 32) */
+    float* D;                /* nq x k */
+    int64_t* I;              /* nq x k */
+} graft_gpu_bang_rerank_args;
+int graft_gpu_bang_rerank(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
+                          const graft_gpu_bang_rerank_args* r, graft_gpu_stream stream);
+
 #ifdef __cplusplus
 }
 #endif

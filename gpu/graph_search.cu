@@ -108,17 +108,6 @@ __device__ inline bool hash_insert(int32_t* table, int bits, int32_t u) {
     }
 }
 
-__device__ inline bool bloom_insert(uint32_t* bf, uint32_t mask, int32_t u) {
-    uint64_t h = (uint64_t)(uint32_t)u + 0x9E3779B97F4A7C15ull;
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    h ^= h >> 31;
-    const uint32_t b1 = (uint32_t)h & mask, b2 = (uint32_t)(h >> 32) & mask;
-    const uint32_t o1 = atomicOr(&bf[b1 >> 5], 1u << (b1 & 31));
-    const uint32_t o2 = atomicOr(&bf[b2 >> 5], 1u << (b2 & 31));
-    return !((o1 >> (b1 & 31)) & 1u) || !((o2 >> (b2 & 31)) & 1u);
-}
-
 // Number of entries of the sorted list a[0..n) whose plain key is below key.
 __device__ inline int lower_bound(const uint64_t* a, int n, uint64_t key) {
     int lo = 0, hi = n;

@@ -4,6 +4,10 @@
 
 #include "graft/graft.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__GNUC__)
 #define GRAFT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -31,4 +35,7 @@ static inline int graft_mul_overflow(size_t a, size_t b, size_t* out) {
     return 0;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -43,3 +43,59 @@ int graft_gpu_graph_search(graft_gpu_ctx* c, const graft_gpu_search_args* a, flo
     (void)c; (void)a; (void)ms;
     return GRAFT_ENODEVICE;
 }
+int graft_gpu_stream_create(graft_gpu_ctx* c, graft_gpu_stream* out) { (void)c; (void)out; return GRAFT_ENODEVICE; }
+void graft_gpu_stream_destroy(graft_gpu_ctx* c, graft_gpu_stream s) { (void)c; (void)s; }
+int graft_gpu_stream_sync(graft_gpu_ctx* c, graft_gpu_stream s) { (void)c; (void)s; return GRAFT_ENODEVICE; }
+int graft_gpu_event_create(graft_gpu_ctx* c, int timing, graft_gpu_event* out) {
+    (void)c; (void)timing; (void)out;
+    return GRAFT_ENODEVICE;
+}
+void graft_gpu_event_destroy(graft_gpu_ctx* c, graft_gpu_event e) { (void)c; (void)e; }
+int graft_gpu_event_record(graft_gpu_ctx* c, graft_gpu_event e, graft_gpu_stream s) {
+    (void)c; (void)e; (void)s;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_event_sync(graft_gpu_ctx* c, graft_gpu_event e) { (void)c; (void)e; return GRAFT_ENODEVICE; }
+int graft_gpu_stream_wait(graft_gpu_ctx* c, graft_gpu_stream s, graft_gpu_event e) {
+    (void)c; (void)s; (void)e;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_event_elapsed_ms(graft_gpu_ctx* c, graft_gpu_event a, graft_gpu_event b, float* ms) {
+    (void)c; (void)a; (void)b; (void)ms;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_host_alloc(graft_gpu_ctx* c, void** out, size_t n) { (void)c; (void)out; (void)n; return GRAFT_ENODEVICE; }
+void graft_gpu_host_free(graft_gpu_ctx* c, void* p) { (void)c; (void)p; }
+int graft_gpu_copy_async(graft_gpu_ctx* c, void* d, const void* s, size_t n, graft_gpu_stream st) {
+    (void)c; (void)d; (void)s; (void)n; (void)st;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_memset_async(graft_gpu_ctx* c, void* d, int v, size_t n, graft_gpu_stream st) {
+    (void)c; (void)d; (void)v; (void)n; (void)st;
+    return GRAFT_ENODEVICE;
+}
+void graft_gpu_bang_scratch_size(const graft_gpu_bang_args* a, size_t* per_query, size_t* fixed) {
+    (void)a;
+    if (per_query) *per_query = 0;
+    if (fixed) *fixed = 0;
+}
+int32_t* graft_gpu_bang_counters(const graft_gpu_bang_args* a) { (void)a; return NULL; }
+int graft_gpu_bang_init(graft_gpu_ctx* c, const graft_gpu_bang_args* a, graft_gpu_stream s) {
+    (void)c; (void)a; (void)s;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_bang_step_a(graft_gpu_ctx* c, const graft_gpu_bang_args* a, const graft_gpu_bang_step* st,
+                          graft_gpu_stream s) {
+    (void)c; (void)a; (void)st; (void)s;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_bang_step_b(graft_gpu_ctx* c, const graft_gpu_bang_args* a, const graft_gpu_bang_step* st,
+                          graft_gpu_stream s) {
+    (void)c; (void)a; (void)st; (void)s;
+    return GRAFT_ENODEVICE;
+}
+int graft_gpu_bang_rerank(graft_gpu_ctx* c, const graft_gpu_bang_args* a,
+                          const graft_gpu_bang_rerank_args* r, graft_gpu_stream s) {
+    (void)c; (void)a; (void)r; (void)s;
+    return GRAFT_ENODEVICE;
+}

@@ -11,19 +11,6 @@
 
 namespace graft {
 
-void throw_if_error(int rc, const char* where) {
-    if (rc == GRAFT_OK) return;
-    std::string msg = std::string("graft ") + graft_status_name(rc) + " in " + where + ": " +
-                      graft_last_error();
-    throw faiss::FaissException(msg);
-}
-
-graft_metric to_graft_metric(faiss::MetricType m) {
-    if (m == faiss::METRIC_L2) return GRAFT_METRIC_L2;
-    if (m == faiss::METRIC_INNER_PRODUCT) return GRAFT_METRIC_INNER_PRODUCT;
-    FAISS_THROW_FMT("graft supports METRIC_L2 and METRIC_INNER_PRODUCT, not metric %d", (int)m);
-}
-
 GraftIndexFlat::GraftIndexFlat(idx_t d, faiss::MetricType metric, const graft_flat_params* params)
         : faiss::Index(d, metric) {
     graft_flat_params p;

@@ -41,23 +41,6 @@ void GraftIndexGraph::add(idx_t n, const float* x) {
     ntotal = graft_gindex_ntotal(gindex);
 }
 
-// The ids `sel` accepts among the first n, as graft's filter bitmap (FAISS's IDSelectorBitmap
-// layout: bit i & 7 of byte i >> 3). Ranges and bitmaps are converted without calling
-// is_member per id.
-static std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
-    std::vector<uint8_t> bits((size_t)(n + 7) / 8, 0);
-    if (auto* r = dynamic_cast<const faiss::IDSelectorRange*>(&sel)) {
-        for (int64_t i = std::max<int64_t>(r->imin, 0); i < std::min<int64_t>(r->imax, n); i++)
-            bits[i >> 3] |= (uint8_t)(1u << (i & 7));
-    } else if (auto* b = dynamic_cast<const faiss::IDSelectorBitmap*>(&sel)) {
-        std::memcpy(bits.data(), b->bitmap, std::min(bits.size(), b->n));
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            if (sel.is_member(i)) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
-    }
-    return bits;
-}
-
 void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                              const faiss::SearchParameters* params) const {
     graft_search_params p = graft_gindex_get_params(gindex).search;
@@ -124,12 +107,6 @@ int* build_field(graft_rnnd_params& b, const std::string& name) {
     return nullptr;
 }
 
-int as_int(const char* name, double value) {
-    GRAFT_REQUIRE(std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e9,
-                  "GraftIndexGraph: parameter %s takes an integer, got %g", name, value);
-    return (int)value;
-}
-
 }  // namespace
 
 void GraftIndexGraph::set_param(const char* name, double value) {
@@ -137,14 +114,14 @@ void GraftIndexGraph::set_param(const char* name, double value) {
     const std::string n = name;
     graft_gindex_params p = graft_gindex_get_params(gindex);
     if (int* f = search_field(p.search, n)) {
-        *f = as_int(name, value);
+        *f = param_as_int("GraftIndexGraph", name, value);
         throw_if_error(graft_gindex_set_search_params(gindex, &p.search), "GraftIndexGraph::set_param");
         return;
     }
     int* f = build_field(p.build.base, n);
     if (f || n == "rho") {
         if (f)
-            *f = as_int(name, value);
+            *f = param_as_int("GraftIndexGraph", name, value);
         else
             p.build.base.rho = (float)value;
         throw_if_error(graft_gindex_set_build_params(gindex, &p.build), "GraftIndexGraph::set_param");

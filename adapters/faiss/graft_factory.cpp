@@ -12,23 +12,29 @@
 #include <faiss/impl/ThreadedIndex.h>
 #include <faiss/index_factory.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "GraftIndexFlat.h"
 #include "GraftIndexGraph.h"
+#include "GraftIndexGraphPQ.h"
 #include "graft_faiss_c.h"
 
 namespace {
 
 const char* const kAccepted =
-        "graft accepts \"GraftFlat\" (exact) and \"GraftGraph\" / \"GraftGraphR\" (graph index of "
-        "max degree R, e.g. GraftGraph32), on GPU 0 when one is visible, else the CPU reference; "
-        "\"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for GraftGraph) choose the device, "
-        "\"GraftGraph,L=NN\" the search beam; optionally after FAISS vector-transform prefixes "
-        "(\"PCA64,GraftGraph\", \"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" "
-        "/ \"IDMap2,\", and optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
+        "graft accepts \"GraftFlat\" (exact), \"GraftGraph\" / \"GraftGraphR\" (graph index of "
+        "max degree R, e.g. GraftGraph32) and \"GraftGraph,PQ<M>\" / \"GraftGraphR,PQ<M>\" (graph "
+        "+ PQ index for data larger than the GPU, M code bytes per vector dividing d, e.g. "
+        "GraftGraph32,PQ16; trained before adding), on GPU 0 when one is visible, else the CPU "
+        "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
+        "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,PQ16,ooc\" / \",inmem\" "
+        "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
+        "budget; optionally after FAISS vector-transform prefixes (\"PCA64,GraftGraph\", "
+        "\"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
+        "optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
 
 std::vector<std::string> split_commas(const std::string& s) {
     std::vector<std::string> out;
@@ -42,12 +48,24 @@ std::vector<std::string> split_commas(const std::string& s) {
     }
 }
 
+// "123" -> 123; false unless `s` is 1 to max_digits decimal digits.
+bool parse_digits(const std::string& s, size_t max_digits, long long* out) {
+    if (s.empty() || s.size() > max_digits || s.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+    *out = std::stoll(s);
+    return true;
+}
+
 // "123" -> 123; false unless `s` is 1 to 5 decimal digits.
 bool parse_small_int(const std::string& s, int* out) {
-    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos)
-        return false;
-    *out = std::stoi(s);
+    long long v;
+    if (!parse_digits(s, 5, &v)) return false;
+    *out = (int)v;
     return true;
+}
+
+bool starts_with(const std::string& s, const char* prefix) {
+    return s.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
 // "cpu", "gpu", "gpu=N" -> device; false when `c` is not a device option.
@@ -68,14 +86,35 @@ bool parse_device_option(const std::string& c, const std::string& desc, int* dev
     return true;
 }
 
-// One graft component of a description ("GraftFlat", "GraftGraph64") with its options.
+// One graft component of a description ("GraftFlat", "GraftGraph64", "GraftGraph32,PQ16") with
+// its options.
 struct GraftSpec {
     bool graph = false;
     int device = -2;  // -2: GPU 0 when one is visible, else the CPU
     int R = 0;        // graph: max degree, 0 = default
     int L = 0;        // graph: search beam, 0 = default
+    int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
+    int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
+    long long budget_mib = -1;  // graph + PQ: GPU budget in MiB, -1 = default
+    std::string desc;           // the whole description, for messages
 
     faiss::Index* make(int d, faiss::MetricType metric) const {
+        if (M > 0) {
+            // d is the dimension graft's index sees (after any transform prefix).
+            GRAFT_REQUIRE(d % M == 0,
+                          "faiss_graft_index_factory: \"%s\": PQ%d: M must divide d, the "
+                          "dimension graft's index sees (d = %d; each of the M sub-quantizers "
+                          "codes d / M dimensions), e.g. PQ%d",
+                          desc.c_str(), M, d, graft_pq_default_M(d));
+            graft_bindex_params p;
+            graft_bindex_params_defaults(&p);
+            if (device != -2) p.device = device;
+            if (R > 0) p.build.base.R = R;
+            if (L > 0) p.search.L = L;
+            if (mode >= 0) p.mode = (graft_bang_mode)mode;
+            if (budget_mib >= 0) p.gpu_budget = (size_t)budget_mib << 20;
+            return new graft::GraftIndexGraphPQ(d, M, metric, &p);
+        }
         if (!graph) {
             graft_flat_params p;
             graft_flat_params_defaults(&p);
@@ -102,36 +141,81 @@ void parse_graft_name(const std::string& c, const std::string& desc, GraftSpec* 
                   desc.c_str(), kAccepted);
 }
 
+// "PQ16" or "PQ16x8" -> M = 16 (`c` starts with "PQ").
+void parse_pq(const std::string& c, const std::string& desc, int* M) {
+    std::string m = c.substr(2);
+    if (m.size() > 2 && m.compare(m.size() - 2, 2, "x8") == 0) m.resize(m.size() - 2);
+    GRAFT_REQUIRE(parse_small_int(m, M) && *M >= 1,
+                  "faiss_graft_index_factory: bad PQ component '%s' in \"%s\": use PQ<M> (or "
+                  "PQ<M>x8: graft's codes are 8 bits per sub-quantizer), M >= 1 dividing d; %s",
+                  c.c_str(), desc.c_str(), kAccepted);
+}
+
 faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType metric,
                             size_t graft_at) {
     std::vector<std::string> comps = split_commas(desc);
     GraftSpec spec;
+    spec.desc = desc;
     parse_graft_name(comps[graft_at], desc, &spec);
     size_t j = graft_at + 1;
-    bool have_device = false, have_L = false;
+    if (j < comps.size() && starts_with(comps[j], "PQ")) {
+        GRAFT_REQUIRE(spec.graph,
+                      "faiss_graft_index_factory: \"%s\": %s takes no PQ (the graph + PQ index is "
+                      "\"GraftGraph,%s\"); %s",
+                      desc.c_str(), comps[graft_at].c_str(), comps[j].c_str(), kAccepted);
+        parse_pq(comps[j], desc, &spec.M);
+        j++;
+    }
+    const bool pq = spec.M > 0;
+    bool have_device = false, have_L = false, have_budget = false;
     for (; j < comps.size(); j++) {
+        const std::string& c = comps[j];
         int dev;
-        if (parse_device_option(comps[j], desc, &dev)) {
+        if (parse_device_option(c, desc, &dev)) {
             GRAFT_REQUIRE(!have_device, "faiss_graft_index_factory: \"%s\" names the device twice; %s",
                           desc.c_str(), kAccepted);
             spec.device = dev;
             have_device = true;
-        } else if (spec.graph && comps[j].compare(0, 2, "L=") == 0) {
-            GRAFT_REQUIRE(!have_L && parse_small_int(comps[j].substr(2), &spec.L) && spec.L >= 1,
+        } else if (spec.graph && starts_with(c, "L=")) {
+            GRAFT_REQUIRE(!have_L && parse_small_int(c.substr(2), &spec.L) && spec.L >= 1,
                           "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use L=NN "
                           "once, NN the search beam width (1..1024); %s",
-                          comps[j].c_str(), desc.c_str(), kAccepted);
+                          c.c_str(), desc.c_str(), kAccepted);
             have_L = true;
+        } else if (c == "ooc" || c == "inmem" || starts_with(c, "budget=")) {
+            GRAFT_REQUIRE(pq,
+                          "faiss_graft_index_factory: \"%s\": option '%s' belongs to the graph + "
+                          "PQ index (\"GraftGraph,PQ<M>,%s\"), not to %s; %s",
+                          desc.c_str(), c.c_str(), c.c_str(), comps[graft_at].c_str(), kAccepted);
+            if (c[0] == 'b') {
+                GRAFT_REQUIRE(!have_budget && parse_digits(c.substr(7), 8, &spec.budget_mib),
+                              "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": "
+                              "use budget=MiB once, the GPU memory the index may keep resident in "
+                              "MiB (0 = half the device); %s",
+                              c.c_str(), desc.c_str(), kAccepted);
+                have_budget = true;
+            } else {
+                GRAFT_REQUIRE(spec.mode < 0,
+                              "faiss_graft_index_factory: \"%s\" names the memory mode twice "
+                              "(ooc or inmem, once); %s",
+                              desc.c_str(), kAccepted);
+                spec.mode = c == "ooc" ? GRAFT_BANG_OUT_OF_CORE : GRAFT_BANG_IN_MEMORY;
+            }
         } else {
             break;
         }
     }
-    for (size_t s = j; s < comps.size(); s++)
+    for (size_t s = j; s < comps.size(); s++) {
+        GRAFT_REQUIRE(!starts_with(comps[s], "PQ") || !spec.graph,
+                      "faiss_graft_index_factory: \"%s\": %s must directly follow %s "
+                      "(\"GraftGraph32,PQ16,cpu\"); %s",
+                      desc.c_str(), comps[s].c_str(), comps[graft_at].c_str(), kAccepted);
         GRAFT_REQUIRE(comps[s] == "RFlat" || comps[s] == "IDMap" || comps[s] == "IDMap2",
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      spec.graph ? ", L=NN" : "", kAccepted);
+                      pq ? ", L=NN, ooc, inmem, budget=MiB" : spec.graph ? ", L=NN" : "", kAccepted);
+    }
 
     if (graft_at == 0 && j == comps.size()) return spec.make(d, metric);
 
@@ -172,11 +256,25 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
     faiss::Index* g = spec.make(cur->d, cur->metric_type);
     delete cur;
     *slot = g;
+    // The wrappers took is_trained from the Flat standing in; an untrained graft index (graph +
+    // PQ) leaves them untrained, so that faiss_Index_is_trained and their add checks tell the
+    // truth. Their train() passes down and sets it again.
+    for (faiss::Index* w = root.get(); w && w != g && !g->is_trained;) {
+        w->is_trained = false;
+        if (auto* pt = dynamic_cast<faiss::IndexPreTransform*>(w))
+            w = pt->index;
+        else if (auto* m = dynamic_cast<faiss::IndexIDMap*>(w))
+            w = m->index;
+        else if (auto* r = dynamic_cast<faiss::IndexRefine*>(w))
+            w = r->base_index;
+        else
+            w = nullptr;
+    }
     return root.release();
 }
 
-// Every graft index (GraftIndexFlat, GraftIndexGraph) inside `index`, looking through the
-// wrappers FAISS's ParameterSpace looks through (IndexIDMap/IDMap2, IndexPreTransform,
+// Every graft index (GraftIndexFlat, GraftIndexGraph, GraftIndexGraphPQ) inside `index`, looking
+// through the wrappers FAISS's ParameterSpace looks through (IndexIDMap/IDMap2, IndexPreTransform,
 // IndexShards/IndexReplicas, IndexRefine).
 void find_graft(faiss::Index* index, std::vector<graft::NamedParameters*>* out) {
     if (!index) return;
@@ -200,7 +298,7 @@ std::vector<graft::NamedParameters*> graft_indexes(FaissIndex* index, const char
     find_graft(reinterpret_cast<faiss::Index*>(index), &found);
     GRAFT_REQUIRE(!found.empty(),
                   "%s: no graft index inside this index (graft's parameters are those of "
-                  "GraftIndexFlat and GraftIndexGraph; FAISS's own go through "
+                  "GraftIndexFlat, GraftIndexGraph and GraftIndexGraphPQ; FAISS's own go through "
                   "faiss_ParameterSpace_set_index_parameter)",
                   fn);
     return found;

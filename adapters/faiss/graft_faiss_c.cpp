@@ -1,12 +1,24 @@
 // C entry points of graft_faiss_c.h, in faiss_c's idiom (try { ... } CATCH_AND_HANDLE).
 #include "graft_faiss_c.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <vector>
+
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/c_api/macros_impl.h>
 #include <faiss/impl/FaissAssert.h>
+#include <faiss/impl/FaissException.h>
 
 #include "GraftIndexFlat.h"
 #include "GraftIndexGraph.h"
+#include "GraftIndexGraphPQ.h"
+// graft_fail: a k-means callback reports its failure as graft's last error (graft/pq.h).
+#include "error.h"
 
 namespace {
 
@@ -55,6 +67,59 @@ int faiss_GraftIndexGraph_new(FaissIndex** p_index, int d, FaissMetricType metri
 FaissIndex* faiss_GraftIndexGraph_cast(FaissIndex* index) {
     auto* g = dynamic_cast<graft::GraftIndexGraph*>(from_c(index));
     return g ? to_c(g) : nullptr;
+}
+
+int faiss_GraftIndexGraphPQ_new(FaissIndex** p_index, int d, FaissMetricType metric, int M,
+                                int device) {
+    try {
+        FAISS_THROW_IF_NOT_MSG(p_index, "faiss_GraftIndexGraphPQ_new: p_index is NULL");
+        GRAFT_REQUIRE(device >= -2,
+                      "faiss_GraftIndexGraphPQ_new: device %d (-2 automatic, -1 CPU, >= 0 a CUDA "
+                      "device)",
+                      device);
+        GRAFT_REQUIRE(M >= 0,
+                      "faiss_GraftIndexGraphPQ_new: M = %d (code bytes per vector, dividing d; 0 "
+                      "= default)",
+                      M);
+        graft_bindex_params p;
+        graft_bindex_params_defaults(&p);
+        if (device != -2) p.device = device;
+        *p_index = to_c(new graft::GraftIndexGraphPQ(d, M, static_cast<faiss::MetricType>(metric), &p));
+        return 0;
+    }
+    CATCH_AND_HANDLE
+}
+
+FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index) {
+    auto* g = dynamic_cast<graft::GraftIndexGraphPQ*>(from_c(index));
+    return g ? to_c(g) : nullptr;
+}
+
+int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,
+                       float* centroids) {
+    const char* fn = "graft_faiss_kmeans";
+    if (!x || !centroids) return graft_fail(GRAFT_EINVAL, "%s: NULL x or centroids", fn);
+    if (d < 1 || k < 1 || n < 0 || d > INT32_MAX || k > INT32_MAX)
+        return graft_fail(GRAFT_EINVAL, "%s: bad sizes d=%lld n=%lld k=%lld", fn, (long long)d,
+                          (long long)n, (long long)k);
+    try {
+        faiss::ClusteringParameters cp;  // niter 25, seed 1234: FAISS's ProductQuantizer's own
+        if (ctx) cp = *static_cast<const faiss::ClusteringParameters*>(ctx);
+        faiss::Clustering clus((int)d, (int)k, cp);
+        faiss::IndexFlatL2 assign((faiss::Index::idx_t)d);
+        clus.train((faiss::Index::idx_t)n, x, assign);
+        FAISS_THROW_IF_NOT_MSG(clus.centroids.size() == (size_t)(d * k),
+                               "k-means returned the wrong number of centroids");
+        std::copy(clus.centroids.begin(), clus.centroids.end(), centroids);
+        return GRAFT_OK;
+    } catch (const faiss::FaissException& e) {
+        return graft_fail(GRAFT_EINVAL, "%s: FAISS k-means failed: %s", fn, e.what());
+    } catch (const std::bad_alloc&) {
+        return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%lld points, k = %lld)", fn,
+                          (long long)n, (long long)k);
+    } catch (const std::exception& e) {
+        return graft_fail(GRAFT_EINTERNAL, "%s: %s", fn, e.what());
+    }
 }
 
 int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_index) {

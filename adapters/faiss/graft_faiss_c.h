@@ -10,6 +10,7 @@
 
 #include <faiss/c_api/Index_c.h>
 #include <faiss/c_api/faiss_c.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -32,6 +33,29 @@ int faiss_GraftIndexGraph_new(FaissIndex** p_index, int d, FaissMetricType metri
 /* Tells whether index is a graft graph index (NULL when not). */
 FaissIndex* faiss_GraftIndexGraph_cast(FaissIndex* index);
 
+/* Graph + PQ index (graft/bang_index.h, BANG): full vectors and the graph in host memory, PQ
+ * codes (M bytes per vector) on the GPU; searched on PQ distances with exact re-ranking, with the
+ * graph and vectors on the GPU too while they fit its budget ("mode" below). For data larger than
+ * the GPU. As FAISS's IndexPQ it needs faiss_Index_train (the codebooks, at least 256 vectors;
+ * FAISS's k-means) before the first add, which fails otherwise; every add rebuilds the graph.
+ * M must divide d (0 = the default, the largest divisor of d not above d / 4). device as
+ * faiss_GraftIndexGraph_new. k in [1, 1024]; the worklist is max(L, k). */
+int faiss_GraftIndexGraphPQ_new(FaissIndex** p_index, int d, FaissMetricType metric, int M,
+                                int device);
+
+/* Tells whether index is a graft graph + PQ index (NULL when not). */
+FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index);
+
+/* FAISS's k-means (faiss::Clustering over an IndexFlatL2), in the shape of graft/pq.h's
+ * graft_kmeans_fn: clusters n points x (n x d) into k centroids (k x d, written). ctx: NULL for
+ * FAISS's default ClusteringParameters (25 iterations, seed 1234, at most 256 points per centroid
+ * sampled, FAISS's warning below 39), or from C++ a const faiss::ClusteringParameters*.
+ * Returns 0, or a negative graft status (GRAFT_EINVAL for FAISS's refusals, e.g. n < k or NaN
+ * input; GRAFT_ENOMEM) with FAISS's message in graft_last_error(). Thread-safe. Plugin users
+ * pass it as graft_pq_params.kmeans; the graft FAISS indexes use it themselves. */
+int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,
+                       float* centroids);
+
 /* A new single-level FAISS IndexHNSWFlat (owned by the caller, faiss_Index_free) holding the same
  * vectors and graph as the graft graph index: M = ceil(R / 2), level 0 rows = our rows padded
  * with -1, entry point = our entry, efSearch = our L. Searchable and serializable with stock
@@ -48,14 +72,22 @@ int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_in
  *   "GraftFlat,gpu=N"    ... on CUDA device N (fails when there is no such device)
  *   "GraftGraph"         graph index (faiss_GraftIndexGraph_new), max degree R = 64, same devices
  *   "GraftGraphR"        ... max degree R ("GraftGraph32"; at most 64 on the GPU)
- *   ",cpu" / ",gpu=N" after either choose the device; ",L=NN" after GraftGraph the search beam
- *                        ("GraftGraph32,cpu,L=96")
- * Either may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
+ *   "GraftGraph,PQ<M>"   graph + PQ index (faiss_GraftIndexGraphPQ_new), M code bytes per vector,
+ *   "GraftGraphR,PQ<M>"  M dividing d ("GraftGraph32,PQ16"; "PQ16x8" is accepted, codes are 8-bit);
+ *                        needs faiss_Index_train before adding
+ *   ",cpu" / ",gpu=N" after any of them choose the device; ",L=NN" after GraftGraph[,PQ<M>] the
+ *                        search beam ("GraftGraph32,cpu,L=96"); after GraftGraph,PQ<M>: ",ooc"
+ *                        (out-of-core: graph and vectors stay in host memory), ",inmem" (all on
+ *                        the GPU) and ",budget=MiB" (GPU memory the index keeps resident;
+ *                        without ooc/inmem, in-memory is chosen when everything fits it)
+ * Any of them may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
  * "L2norm,GraftFlat") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
- * FAISS builds those wrappers and graft's index takes the place of their inner Flat. Every string
+ * FAISS builds those wrappers and graft's index takes the place of their inner Flat (wrappers over
+ * an untrained graph + PQ index start untrained; their faiss_Index_train trains it). Every string
  * without a component starting with "Graft" goes to faiss_index_factory unchanged ("Flat",
- * "HNSW32", "IVF64,Flat", ...). Other "Graft..." strings fail with a message naming the string and
- * listing these forms. metric: METRIC_L2 or METRIC_INNER_PRODUCT for graft indexes. */
+ * "HNSW32", "IVF64,Flat", ...). Other "Graft..." strings (and a PQ<M> not dividing the dimension
+ * graft's index sees) fail with a message naming the string and listing these forms. metric:
+ * METRIC_L2 or METRIC_INNER_PRODUCT for graft indexes. */
 int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* description,
                               FaissMetricType metric);
 
@@ -71,6 +103,14 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *   "L", "probes", "visited", "merge", "bloom_log2"   default search parameters (graft/graph.h)
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
  *   "device", "build_seconds"                          read-only (wall time of the last build)
+ * On a graph + PQ index (the same checks; graft/bang_index.h):
+ *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
+ *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)
+ *                                                      memory placement, applied at once
+ *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
+ *   "M", "device", "active_mode", "build_seconds", "gpu_bytes"
+ *                                                      read-only (active_mode: the mode searches
+ *                                                      use now, 1 or 2; 0 on the CPU)
  * Every name applies to every graft index found; one that an index does not know fails. Unknown names, bad values and an index without a graft index inside fail with a message.
  * FAISS's own faiss_ParameterSpace_set_index_parameter does not know these names: on a graft
  * index it fails ("could not set parameter ..."), except for "verbose"; use these instead. */
@@ -80,9 +120,10 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
 /* index->search restricted to the ids `sel` accepts (faiss::SearchParameters::sel; FAISS 1.7.3's
  * C API has no SearchParameters). sel == NULL: a plain search. Works on graft flat indexes (exact,
  * equal to IndexFlat with the same selector; searched with the CPU reference even on a GPU), on
- * graft graph indexes (on their device; the walk passes through every vertex, only selected ids
- * are returned, fewer than k where the beam met fewer), on IndexPreTransform over them, and on every FAISS index whose search takes a selector (IndexFlat,
- * IndexIVF*); FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
+ * graft graph and graph + PQ indexes (on their device; the walk passes through every vertex,
+ * only selected ids are returned, fewer than k where the beam met fewer), on IndexPreTransform
+ * over them, and on every FAISS index whose search takes a selector (IndexFlat, IndexIVF*);
+ * FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
 int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const float* x, idx_t k,
                                      const FaissIDSelector* sel, float* distances, idx_t* labels);
 
@@ -92,7 +133,7 @@ int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const flo
  * saves or loads any index:
  *  - a graft flat index is written as graft's versioned, checksummed GRFTFLAT record
  *    (graft/io.h documents the bytes), a graft graph index as its GRFTGRPH record
- *    (graft/graph_index.h);
+ *    (graft/graph_index.h), a graph + PQ index as its GRFTBANG record (graft/bang_index.h);
  *  - an IndexIDMap or IndexIDMap2 whose inner index is a graft index is written as a
  *    GRFTIDMP record (magic, uint32 version 1, uint32 kind 1 = IDMap / 2 = IDMap2, int64 n,
  *    n int64 ids, uint64 FNV-1a checksum; little-endian) followed by the inner graft record;

@@ -1,12 +1,20 @@
-// What graft's faiss::Index subclasses share: the bridge from graft's status codes to FAISS
-// exceptions, the metric mapping, and the named-parameter interface that faiss_graft_set_param /
-// faiss_graft_get_param reach through FAISS's wrappers.
+// What graft's faiss::Index subclasses share (graft_faiss_common.cpp): the bridge from graft's
+// status codes to FAISS exceptions, the metric mapping, IDSelectors as graft's filter bitmap, and
+// the named-parameter interface that faiss_graft_set_param / faiss_graft_get_param reach through
+// FAISS's wrappers.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include <faiss/MetricType.h>
 #include <faiss/impl/FaissAssert.h>
 
 #include "graft/graft.h"
+
+namespace faiss {
+struct IDSelector;
+}
 
 namespace graft {
 
@@ -16,6 +24,15 @@ void throw_if_error(int rc, const char* where);
 
 // METRIC_L2 and METRIC_INNER_PRODUCT; any other metric throws, naming it.
 graft_metric to_graft_metric(faiss::MetricType metric);
+
+// The ids `sel` accepts among [0, n), as graft's search filter (graft_search_params.allowed,
+// graft_bang_params.allowed: FAISS's IDSelectorBitmap layout, bit i & 7 of byte i >> 3). Ranges
+// and bitmaps are converted without calling is_member per id.
+std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n);
+
+// `value` of the integer parameter `name` of class `cls` (set_param's double); throws naming
+// both unless it is an integer of magnitude below 1e9.
+int param_as_int(const char* cls, const char* name, double value);
 
 // Index-level parameters by name (see each index's set_param). Unknown names throw, listing the
 // known ones.

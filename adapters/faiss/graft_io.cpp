@@ -1,6 +1,6 @@
 // Index I/O for faiss_c (graft_faiss_c.h): graft indexes in graft's records (GRFTFLAT in graft/io.h,
-// GRFTGRPH in graft/graph_index.h, and the GRFTIDMP id-map record below), every other index
-// through faiss::write_index / read_index.
+// GRFTGRPH in graft/graph_index.h, GRFTBANG in graft/bang_index.h, and the GRFTIDMP id-map record
+// below), every other index through faiss::write_index / read_index.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 
 #include "GraftIndexFlat.h"
 #include "GraftIndexGraph.h"
+#include "GraftIndexGraphPQ.h"
 #include "graft/io.h"
 #include "graft_faiss_c.h"
 
@@ -60,10 +61,13 @@ void get(FILE* f, void* p, size_t n, uint64_t& h, const char* what) {
 }
 
 bool is_graft_index(const faiss::Index* idx) {
-    return dynamic_cast<const graft::GraftIndexFlat*>(idx) || dynamic_cast<const graft::GraftIndexGraph*>(idx);
+    return dynamic_cast<const graft::GraftIndexFlat*>(idx) ||
+           dynamic_cast<const graft::GraftIndexGraph*>(idx) ||
+           dynamic_cast<const graft::GraftIndexGraphPQ*>(idx);
 }
 
-// Writes idx as its graft record (GRFTFLAT, GRFTGRPH); false when idx is not a graft index.
+// Writes idx as its graft record (GRFTFLAT, GRFTGRPH, GRFTBANG); false when idx is not a graft
+// index.
 bool write_graft(const faiss::Index* idx, FILE* f) {
     const char* fn = "faiss_graft_write_index";
     if (auto* g = dynamic_cast<const graft::GraftIndexFlat*>(idx)) {
@@ -72,6 +76,10 @@ bool write_graft(const faiss::Index* idx, FILE* f) {
     }
     if (auto* g = dynamic_cast<const graft::GraftIndexGraph*>(idx)) {
         graft::throw_if_error(graft_gindex_write(g->gindex, f), fn);
+        return true;
+    }
+    if (auto* g = dynamic_cast<const graft::GraftIndexGraphPQ*>(idx)) {
+        graft::throw_if_error(graft_bindex_write(g->bindex, f), fn);
         return true;
     }
     return false;
@@ -132,7 +140,7 @@ void adopt(graft::GraftIndexFlat* g, FlatPtr fl, const graft_flat_params& p) {
 
 bool is_graft_magic(const unsigned char* magic) {
     return !std::memcmp(magic, GRAFT_FLAT_MAGIC, 8) || !std::memcmp(magic, GRAFT_GRAPH_MAGIC, 8) ||
-           !std::memcmp(magic, kIdMapMagic, 8);
+           !std::memcmp(magic, GRAFT_BANG_MAGIC, 8) || !std::memcmp(magic, kIdMapMagic, 8);
 }
 
 // The 8-byte magic at f's position, put back (seek, or ungetc on pipes).
@@ -146,8 +154,8 @@ void peek_magic(FILE* f, unsigned char* magic) {
             REQUIRE(ungetc(magic[i], f) != EOF, "faiss_graft_read_index: cannot push the magic back");
 }
 
-// A GRFTFLAT or GRFTGRPH record (by its magic) as a graft index on `device`; nullptr for any
-// other magic.
+// A GRFTFLAT, GRFTGRPH or GRFTBANG record (by its magic) as a graft index on `device`; nullptr
+// for any other magic.
 std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, int device) {
     if (!std::memcmp(magic, GRAFT_FLAT_MAGIC, 8)) {
         graft_flat_params p;
@@ -163,6 +171,15 @@ std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, in
         graft_gindex* loaded = nullptr;
         graft::throw_if_error(graft_gindex_read(f, &p, &loaded), "faiss_graft_read_index");
         return std::make_unique<graft::GraftIndexGraph>(loaded);
+    }
+    if (!std::memcmp(magic, GRAFT_BANG_MAGIC, 8)) {
+        graft_bindex_params p;
+        graft_bindex_params_defaults(&p);
+        if (device != kAutoDevice) p.device = device;
+        p.pq.kmeans = graft_faiss_kmeans;  // for training an index that was saved untrained
+        graft_bindex* loaded = nullptr;
+        graft::throw_if_error(graft_bindex_read(f, &p, &loaded), "faiss_graft_read_index");
+        return std::make_unique<graft::GraftIndexGraphPQ>(loaded);
     }
     return nullptr;
 }

@@ -211,6 +211,22 @@ int graft_graph_search_gpu(const graft_graph* graph, const float* x, int64_t d,
                            const graft_search_params* params, float* D, int64_t* I,
                            graft_search_report* report);
 
+/* DiskANN's in-memory Vamana graph file, as its build_memory_index writes it (little-endian):
+ * uint64 file size, uint32 max degree, uint32 start vertex, uint64 frozen points, then for every
+ * vertex a uint32 count and that many uint32 ids. graft_vamana_read keeps the first n rows
+ * (n = the data file's vector count; frozen points come after them) as a graph of R = max degree
+ * columns (1 for a graph without edges), -1 padded, ids >= n dropped; entry = the start vertex,
+ * or when that is a frozen point its first neighbour below n. Rows keep the file's order (the
+ * searches do not need them sorted). On failure *out is untouched. Errors: GRAFT_EIO (open/read),
+ * GRAFT_EFORMAT naming the byte offset where it applies (truncated, counts above the max degree,
+ * a file size that does not match, a row count other than n + the frozen points, ids beyond
+ * them, a frozen start vertex without a neighbour below n), GRAFT_EINVAL (NULL, n < 1 or
+ * > 2^31 - 1). graft_vamana_write writes graph (no frozen points, start = graph->entry, max
+ * degree = its longest row) in the same format; GRAFT_EINVAL for a malformed graph, GRAFT_EIO
+ * (a partly written file is removed). */
+int graft_vamana_read(const char* path, int64_t n, graft_graph* out);
+int graft_vamana_write(const char* path, const graft_graph* graph);
+
 /* Structure of a graph: mean and max out-degree (valid ids per row), rows holding exactly R
  * neighbours, and the fraction of vertices reachable from entry along out-edges (BFS). Any output
  * pointer may be NULL. GRAFT_EINVAL on a NULL or malformed graph. */

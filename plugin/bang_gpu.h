@@ -1,0 +1,76 @@
+/* Plugin-internal: the BANG search on the GPU, host side (../shared/papers/
+ * bang-billion-scale-single-gpu.txt, Algorithm 2; kernels in gpu/bang_search.cu). The device
+ * copies of the codebooks and codes (in-memory mode also of the graph and vectors), batches that
+ * fit the search memory budget, and the out-of-core pipeline in which host threads gather
+ * neighbour rows and vectors while the GPU works. Used by the one-shot graft_bang_search_gpu and
+ * by the graph + PQ index (plugin/bang_index.c), which keeps a graft_bang_dev between searches.
+ * Not thread-safe: the owner serializes calls on one graft_bang_dev. */
+#ifndef GRAFT_BANG_GPU_H
+#define GRAFT_BANG_GPU_H
+
+#include "graft/bang.h"
+#include "graft_gpu.h"
+
+typedef struct graft_bang_dev {
+    graft_gpu_ctx* ctx;      /* not owned */
+    int64_t n, d, entry;
+    int R, M;
+    graft_metric metric;
+    int in_memory;           /* 1: graph and vectors on the device; 0: out-of-core */
+    /* resident device data (owned) */
+    float* centroids;        /* M x 256 x dsub */
+    uint8_t* codes;          /* n x M */
+    int32_t* nbrs;           /* n x R, in-memory only */
+    float* x;                /* n x d, in-memory only */
+    size_t resident_bytes;
+    /* out-of-core gathering reads these host arrays (not owned): they must stay alive and in
+     * place while this struct is in use (re-upload after moving them) */
+    const int32_t* host_nbrs; /* n x R */
+    const float* host_x;      /* n x d */
+    /* pipeline objects (owned): half batch 0 runs on the context's stream, half 1 on stream1 */
+    graft_gpu_stream stream1;
+    graft_gpu_event ev_next[2]; /* a half's next nodes are on the host */
+    graft_gpu_event ev_vecs[2]; /* a half's staged vectors were copied (pinned buffer free) */
+    graft_gpu_event ev_init, ev_join, ev_t0, ev_t1;
+    /* grow-only batch buffers (owned) */
+    void* scratch;           /* device: BANG state, queries, results, staged rows and vectors */
+    size_t scratch_bytes;
+    void* pinned;            /* page-locked host: staged rows, vectors, next nodes, counters */
+    size_t pinned_bytes;
+    uint32_t* allowed;       /* device copy of the current search's filter */
+    size_t allowed_bytes;
+} graft_bang_dev;
+
+/* Every check of a BANG search's arguments, CPU (gpu = 0) or GPU (gpu = 1: also the GPU-only
+ * parameters): graph, pointers, codebooks against d, sizes, parameters, metric, finite queries.
+ * The message names fn. */
+int graft_bang_check_args(const graft_graph* graph, const graft_pq* pq, const uint8_t* codes,
+                          const float* x, int64_t d, graft_metric metric, const float* xq,
+                          int64_t nq, int64_t k, const graft_bang_params* params, const float* D,
+                          const int64_t* I, int gpu, const char* fn);
+
+/* Device bytes graft_bang_dev_upload keeps for n vectors of dimension d, degree R and M code
+ * bytes: codebooks (256 d floats) and codes (n M), plus in-memory the graph (n R int32) and the
+ * vectors (n d floats). SIZE_MAX when the size overflows. */
+size_t graft_bang_dev_resident_bytes(int64_t n, int64_t d, int R, int M, int in_memory);
+
+/* Copies pq's codebooks and the codes (graph->n x pq->M) to ctx's device into *out (zeroed
+ * first); in_memory also the graph and x (n x d). Out-of-core keeps graph->nbrs and x as host
+ * pointers (see the struct). Errors: GRAFT_EINVAL (NULL, malformed graph or codebooks, d !=
+ * pq->d, R > 256, unknown metric), GRAFT_EGPU_NOMEM, GRAFT_ECUDA. On failure nothing is held. */
+int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* graph, const graft_pq* pq,
+                          const uint8_t* codes, const float* x, int64_t d, graft_metric metric,
+                          int in_memory, graft_bang_dev* out);
+/* Frees everything the struct owns and zeroes it; NULL and a released struct are fine. */
+void graft_bang_dev_release(graft_bang_dev* dev);
+
+/* Host queries (nq x d) in, host results out (FAISS layout, graft_bang_search_cpu's), in batches
+ * under p->memory_budget. params NULL = defaults (graft_bang_params_defaults). Checks: NULL
+ * pointers, nq < 0, graft_bang_check_params (GPU fields included), NaN/Inf queries
+ * (GRAFT_EINVAL); a budget below one query's working set (GRAFT_EGPU_NOMEM, naming the bytes).
+ * report may be NULL. A failed call leaves the struct usable. */
+int graft_bang_dev_search(graft_bang_dev* dev, const float* xq, int64_t nq, int64_t k,
+                          const graft_bang_params* params, float* D, int64_t* I,
+                          graft_bang_report* report);
+
+#endif

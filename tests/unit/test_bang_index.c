@@ -1,0 +1,367 @@
+/* The graph + PQ index object (plugin/bang_index.c) on the CPU (device -1): train / add / search
+ * life cycle with FAISS's conventions, state kept across failed calls, set_data with an outside
+ * graph, and the GRFTBANG record (round trip, truncation, corruption). Real data: sift5k.
+ * Where a GPU is visible, the same object on the GPU in both memory modes against the CPU
+ * reference over the same graph and codes (the gpu-label test_gpu_bang goes deeper). */
+#define _POSIX_C_SOURCE 200809L
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "graft/bang_index.h"
+#include "graft/io.h"
+#include "graft_faiss_c.h"
+#include "testutil.h"
+
+static graft_bindex_params cpu_params(graft_metric metric, int M) {
+    graft_bindex_params p;
+    graft_bindex_params_defaults(&p);
+    p.device = -1;
+    p.metric = metric;
+    p.pq.M = M;
+    p.pq.kmeans = graft_faiss_kmeans;
+    return p;
+}
+
+static graft_bindex* new_index(const graft_bindex_params* p, int64_t d) {
+    graft_bindex* g = NULL;
+    CHECK_OK(graft_bindex_new(d, p, &g));
+    return g;
+}
+
+typedef struct results {
+    float* D;
+    int64_t* I;
+} results;
+
+static results search(const graft_bindex* g, const float* xq, int64_t nq, int64_t k,
+                      const graft_bang_params* sp) {
+    results r = {malloc(sizeof(float) * nq * k), malloc(sizeof(int64_t) * nq * k)};
+    CHECK_OK(graft_bindex_search(g, nq, xq, k, sp, r.D, r.I, NULL));
+    return r;
+}
+static void free_results(results* r) {
+    free(r->D);
+    free(r->I);
+}
+static int same_results(results a, results b, int64_t n) {
+    return !memcmp(a.D, b.D, sizeof(float) * n) && !memcmp(a.I, b.I, sizeof(int64_t) * n);
+}
+
+static void test_life_cycle(const graft_test_sift* s) {
+    graft_bindex_params p = cpu_params(GRAFT_METRIC_L2, 32);
+    graft_bindex* g = new_index(&p, s->d);
+    if (!g) return;
+    CHECK(!graft_bindex_is_trained(g) && graft_bindex_pq(g) == NULL, "new index is untrained");
+    CHECK_ERR(graft_bindex_add(g, 10, s->xb), GRAFT_ESTATE);
+    CHECK(strstr(graft_last_error(), "train") != NULL, "message: %s", graft_last_error());
+    /* A search on an empty index gives FAISS's -1 labels, trained or not. */
+    results e = search(g, s->xq, 2, 5, NULL);
+    CHECK(e.I[0] == -1 && e.I[9] == -1 && e.D[4] == FLT_MAX, "empty index results");
+    free_results(&e);
+    CHECK_ERR(graft_bindex_train(g, 100, s->xb), GRAFT_EINVAL); /* too few points */
+    CHECK(!graft_bindex_is_trained(g), "a failed training trained the index");
+    CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
+    CHECK(graft_bindex_is_trained(g) && graft_bindex_pq(g)->M == 32, "trained, M = 32");
+    CHECK_OK(graft_bindex_add(g, 2000, s->xb));
+    CHECK_OK(graft_bindex_add(g, s->nb - 2000, s->xb + 2000 * s->d));
+    CHECK(graft_bindex_ntotal(g) == s->nb && graft_bindex_graph(g)->n == s->nb, "two adds");
+    CHECK_ERR(graft_bindex_train(g, s->nb, s->xb), GRAFT_ESTATE); /* codes would go stale */
+    results r = search(g, s->xq, s->nq, 10, NULL);
+    double rec = graft_test_recall(r.I, 10, s->gt, s->gt_k, s->nq, 10);
+    printf("CPU graph + PQ index (M=32, L=64): recall@10 %.4f\n", rec);
+    CHECK(rec >= 0.95, "recall@10 %.4f", rec);
+    /* The index's search is the CPU reference over its graph, codes and vectors. */
+    const graft_graph* gr = graft_bindex_graph(g);
+    results ref = {malloc(sizeof(float) * s->nq * 10), malloc(sizeof(int64_t) * s->nq * 10)};
+    CHECK_OK(graft_bang_search_cpu(gr, graft_bindex_pq(g), graft_bindex_codes(g),
+                                   graft_bindex_vectors(g), s->d, GRAFT_METRIC_L2, s->xq, s->nq, 10,
+                                   NULL, ref.D, ref.I));
+    CHECK(same_results(r, ref, s->nq * 10), "index search != graft_bang_search_cpu");
+    free_results(&ref);
+    /* k > L widens L; k > ntotal pads with -1 (on a small index). */
+    results wide = search(g, s->xq, 3, 100, NULL);
+    CHECK(wide.I[99] >= 0, "k = 100 > L = 64 not widened");
+    free_results(&wide);
+
+    /* Failed calls keep the state. */
+    float* bad = malloc(sizeof(float) * s->d);
+    memcpy(bad, s->xq, sizeof(float) * s->d);
+    bad[7] = NAN;
+    CHECK_ERR(graft_bindex_add(g, 1, bad), GRAFT_EINVAL);
+    int64_t I1[10];
+    float D1[10];
+    CHECK_ERR(graft_bindex_search(g, 1, bad, 10, NULL, D1, I1, NULL), GRAFT_EINVAL);
+    graft_bang_params sp = graft_bindex_get_params(g).search;
+    sp.rerank = -1;
+    CHECK_ERR(graft_bindex_set_search_params(g, &sp), GRAFT_EINVAL);
+    sp = graft_bindex_get_params(g).search;
+    sp.L = 2000;
+    CHECK_ERR(graft_bindex_set_search_params(g, &sp), GRAFT_EINVAL);
+    CHECK_ERR(graft_bindex_search(g, 1, s->xq, 0, NULL, D1, I1, NULL), GRAFT_EINVAL);
+    CHECK_ERR(graft_bindex_search(g, 1, s->xq, 2000, NULL, D1, I1, NULL), GRAFT_EINVAL);
+    CHECK_ERR(graft_bindex_set_mode(g, (graft_bang_mode)7, 0), GRAFT_EINVAL);
+    results r2 = search(g, s->xq, s->nq, 10, NULL);
+    CHECK(graft_bindex_ntotal(g) == s->nb && same_results(r, r2, s->nq * 10),
+          "results changed after failed calls");
+    free_results(&r2);
+    free(bad);
+
+    /* Reset keeps the codebooks (FAISS's reset), so adding again needs no training. */
+    CHECK_OK(graft_bindex_reset(g));
+    CHECK(graft_bindex_ntotal(g) == 0 && graft_bindex_is_trained(g), "reset");
+    CHECK_OK(graft_bindex_add(g, 500, s->xb));
+    results small = search(g, s->xq, 4, 10, NULL);
+    CHECK(small.I[0] >= 0 && small.I[0] < 500, "search after reset + add");
+    free_results(&small);
+    free_results(&r);
+    graft_bindex_free(g);
+
+    /* Bad creation parameters. */
+    graft_bindex* none = NULL;
+    p = cpu_params(GRAFT_METRIC_L2, 7);
+    CHECK_ERR(graft_bindex_new(s->d, &p, &none), GRAFT_EINVAL);
+    CHECK(strstr(graft_last_error(), "divide") != NULL, "message: %s", graft_last_error());
+    p = cpu_params(GRAFT_METRIC_L2, 32);
+    p.mode = (graft_bang_mode)5;
+    CHECK_ERR(graft_bindex_new(s->d, &p, &none), GRAFT_EINVAL);
+    p = cpu_params(GRAFT_METRIC_L2, 32);
+    p.search.max_expand = 3;
+    CHECK_ERR(graft_bindex_new(s->d, &p, &none), GRAFT_EINVAL);
+    CHECK_ERR(graft_bindex_new(0, &p, &none), GRAFT_EINVAL);
+    p = cpu_params(GRAFT_METRIC_L2, 32);
+    p.pq.kmeans = NULL;
+    CHECK_OK(graft_bindex_new(s->d, &p, &none));
+    CHECK_ERR(graft_bindex_train(none, s->nb, s->xb), GRAFT_EINVAL); /* no k-means given */
+    graft_bindex_free(none);
+}
+
+/* An outside graph (here the CPU builder's, written and read as a DiskANN Vamana file). */
+static void test_set_data(const graft_test_sift* s) {
+    graft_bindex_params p = cpu_params(GRAFT_METRIC_L2, 16);
+    graft_bindex* g = new_index(&p, s->d);
+    graft_rnnd_params rp;
+    graft_rnnd_params_defaults(&rp);
+    rp.R = 32;
+    graft_graph gr = {0};
+    CHECK_OK(graft_rnnd_build_cpu(s->xb, s->nb, s->d, &rp, &gr));
+    CHECK_ERR(graft_bindex_set_data(g, s->nb, s->xb, &gr), GRAFT_ESTATE); /* untrained */
+    CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
+    char path[] = "/tmp/graft_vamana_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    CHECK_OK(graft_vamana_write(path, &gr));
+    graft_graph back = {0};
+    CHECK_OK(graft_vamana_read(path, s->nb, &back));
+    remove(path);
+    CHECK(back.R == gr.R && back.entry == gr.entry &&
+              !memcmp(back.nbrs, gr.nbrs, sizeof(int32_t) * gr.n * gr.R),
+          "Vamana file round trip");
+    CHECK_OK(graft_bindex_set_data(g, s->nb, s->xb, &back));
+    results r = search(g, s->xq, s->nq, 10, NULL);
+    double rec = graft_test_recall(r.I, 10, s->gt, s->gt_k, s->nq, 10);
+    printf("CPU graph + PQ index over an outside R=32 graph (M=16): recall@10 %.4f\n", rec);
+    CHECK(rec >= 0.9, "recall@10 %.4f", rec);
+    back.nbrs[5] = (int32_t)s->nb; /* id out of range */
+    CHECK_ERR(graft_bindex_set_data(g, s->nb, s->xb, &back), GRAFT_EINVAL);
+    results r2 = search(g, s->xq, s->nq, 10, NULL);
+    CHECK(same_results(r, r2, s->nq * 10), "a failed set_data changed the index");
+    free_results(&r);
+    free_results(&r2);
+    graft_graph_free(&gr);
+    graft_graph_free(&back);
+    graft_bindex_free(g);
+}
+
+/* ---- the GRFTBANG record ---------------------------------------------------------------------- */
+
+static unsigned char* record_of(const graft_bindex* g, size_t* len) {
+    FILE* f = tmpfile();
+    CHECK_OK(graft_bindex_write(g, f));
+    *len = (size_t)ftell(f);
+    unsigned char* b = malloc(*len ? *len : 1);
+    rewind(f);
+    CHECK(fread(b, 1, *len, f) == *len, "read back the record");
+    fclose(f);
+    return b;
+}
+
+static int read_bytes(const unsigned char* b, size_t len, graft_bindex** out) {
+    FILE* f = tmpfile();
+    fwrite(b, 1, len, f);
+    rewind(f);
+    graft_bindex_params p = cpu_params(GRAFT_METRIC_L2, 0);
+    int rc = graft_bindex_read(f, &p, out);
+    fclose(f);
+    return rc;
+}
+
+static void expect_format(const unsigned char* b, size_t len, const char* what, const char* needle) {
+    graft_bindex* g = (graft_bindex*)&g; /* must stay untouched */
+    graft_bindex* const sentinel = g;
+    int rc = read_bytes(b, len, &g);
+    CHECK(rc == GRAFT_EFORMAT && strstr(graft_last_error(), needle),
+          "%s: %s \"%s\", expected GRAFT_EFORMAT with \"%s\"", what, graft_status_name(rc),
+          graft_last_error(), needle);
+    CHECK(g == sentinel, "%s: *out changed", what);
+    printf("  %-34s -> %s\n", what, graft_last_error());
+}
+
+static void with_field(const unsigned char* b, size_t len, size_t off, uint64_t v, int n, int resum,
+                       const char* what, const char* needle) {
+    unsigned char* c = malloc(len);
+    memcpy(c, b, len);
+    for (int i = 0; i < n; i++) c[off + i] = (unsigned char)(v >> (8 * i));
+    if (resum) {
+        uint64_t h = graft_io_checksum(GRAFT_IO_CHECKSUM_INIT, c, len - 8);
+        for (int i = 0; i < 8; i++) c[len - 8 + i] = (unsigned char)(h >> (8 * i));
+    }
+    expect_format(c, len, what, needle);
+    free(c);
+}
+
+static void test_io(const graft_test_sift* s) {
+    const int64_t n = 1000, nq = 50, d = s->d;
+    for (int l2 = 0; l2 <= 1; l2++) {
+        graft_bindex_params p = cpu_params(l2 ? GRAFT_METRIC_L2 : GRAFT_METRIC_INNER_PRODUCT, 16);
+        p.search.L = 40;
+        p.search.rerank = 30;
+        graft_bindex* g = new_index(&p, d);
+        /* Untrained: header only; trained and empty: header + codebooks. */
+        size_t len;
+        unsigned char* b = record_of(g, &len);
+        CHECK(len == 88 + 8, "untrained record length %zu", len);
+        graft_bindex* r = NULL;
+        CHECK_OK(read_bytes(b, len, &r));
+        CHECK(r && !graft_bindex_is_trained(r) && graft_bindex_get_params(r).search.L == 40 &&
+                  graft_bindex_get_params(r).pq.M == 16,
+              "untrained round trip (M kept)");
+        graft_bindex_free(r);
+        free(b);
+        CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
+        CHECK_OK(graft_bindex_add(g, n, s->xb));
+        b = record_of(g, &len);
+        const int R = graft_bindex_graph(g)->R;
+        CHECK(len == 88 + 256 * (size_t)d * 4 + (size_t)n * 16 + (size_t)n * d * 4 + (size_t)n * R * 4 + 8,
+              "record length %zu", len);
+        CHECK_OK(read_bytes(b, len, &r));
+        if (!r) return;
+        graft_bindex_params pr = graft_bindex_get_params(r);
+        CHECK(graft_bindex_ntotal(r) == n && graft_bindex_metric(r) == graft_bindex_metric(g) &&
+                  graft_bindex_pq(r)->M == 16 && pr.search.L == 40 && pr.search.rerank == 30,
+              "read: shape, metric, M, search defaults");
+        CHECK(!memcmp(graft_bindex_codes(r), graft_bindex_codes(g), (size_t)n * 16) &&
+                  !memcmp(graft_bindex_pq(r)->centroids, graft_bindex_pq(g)->centroids, 256 * d * 4),
+              "read: bitwise-equal codes and codebooks");
+        results ra = search(g, s->xq, nq, 10, NULL), rb = search(r, s->xq, nq, 10, NULL);
+        CHECK(same_results(ra, rb, nq * 10), "read: same search results");
+        free_results(&ra);
+        free_results(&rb);
+        size_t len2;
+        unsigned char* b2 = record_of(r, &len2);
+        CHECK(len2 == len && !memcmp(b, b2, len), "write(read(record)) == record");
+        free(b2);
+        graft_bindex_free(r);
+        free(b);
+        graft_bindex_free(g);
+    }
+
+    printf("damaged records\n");
+    const int64_t m = 300;
+    graft_bindex_params p = cpu_params(GRAFT_METRIC_L2, 16);
+    graft_bindex* g = new_index(&p, d);
+    CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
+    CHECK_OK(graft_bindex_add(g, m, s->xb));
+    const int R = graft_bindex_graph(g)->R;
+    size_t len;
+    unsigned char* b = record_of(g, &len);
+    const size_t codes_at = 88 + 256 * (size_t)d * 4, x_at = codes_at + (size_t)m * 16,
+                 graph_at = x_at + (size_t)m * d * 4;
+    expect_format(b, 0, "empty", "empty");
+    const size_t cuts[] = {7, 40, 87, 88, codes_at + 3, x_at + 100, graph_at + 7, len - 8, len - 1};
+    char what[64];
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        snprintf(what, sizeof what, "truncated at byte %zu", cuts[i]);
+        expect_format(b, cuts[i], what, "truncated");
+    }
+    unsigned char* c = malloc(len);
+    memcpy(c, b, len);
+    c[codes_at + 77] ^= 0x10;
+    expect_format(c, len, "bit flipped in the codes", "checksum");
+    memcpy(c, b, len);
+    c[3] = 'X';
+    expect_format(c, len, "wrong magic", "not a graft");
+    free(c);
+    with_field(b, len, 8, 2, 4, 0, "format version 2", "newer graft");
+    with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");
+    with_field(b, len, 32, 3, 4, 0, "metric 3", "metric");
+    with_field(b, len, 36, 0, 4, 0, "R = 0", "degree");
+    with_field(b, len, 40, (uint64_t)m, 8, 0, "entry = n", "entry");
+    with_field(b, len, 48, 7, 4, 0, "M = 7", "divide");
+    with_field(b, len, 48, 0, 4, 0, "M = 0", "divide");
+    with_field(b, len, 80, 0, 4, 0, "untrained with vectors", "untrained");
+    with_field(b, len, 80, 2, 4, 0, "trained flag 2", "trained flag");
+    with_field(b, len, 52, 9, 4, 0, "mode 9", "mode");
+    with_field(b, len, 56, 0, 4, 0, "L = 0", "L=0");
+    with_field(b, len, 64, 3, 4, 0, "max_expand 3", "max_expand");
+    with_field(b, len, 68, 40, 4, 0, "bloom_log2 40", "bloom_log2");
+    with_field(b, len, graph_at + 4 * ((size_t)R * 9 + 1), (uint32_t)m, 4, 1, "id = n, valid checksum",
+               "row 9");
+    with_field(b, len, x_at + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
+    with_field(b, len, 88 + 4 * 9, 0x7f800000u, 4, 1, "Inf centroid, valid checksum", "row");
+    free(b);
+    graft_bindex_free(g);
+}
+
+/* ---- the same object on a GPU, where one is visible ------------------------------------------ */
+
+static void test_gpu(const graft_test_sift* s) {
+    if (!graft_gpu_available()) {
+        printf("GPU graph + PQ index: no GPU visible, skipped\n");
+        return;
+    }
+    graft_bindex_params p = cpu_params(GRAFT_METRIC_L2, 32);
+    p.device = 0;
+    graft_bindex* g = new_index(&p, s->d);
+    if (!g) return;
+    CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
+    CHECK_OK(graft_bindex_add(g, s->nb, s->xb));
+    CHECK(graft_bindex_mode(g) == GRAFT_BANG_IN_MEMORY, "AUTO on a GPU with room: in-memory");
+    /* The CPU reference over the index's own graph, codebooks and codes. */
+    results rc = {malloc(sizeof(float) * s->nq * 10), malloc(sizeof(int64_t) * s->nq * 10)};
+    CHECK_OK(graft_bang_search_cpu(graft_bindex_graph(g), graft_bindex_pq(g), graft_bindex_codes(g),
+                                   graft_bindex_vectors(g), s->d, GRAFT_METRIC_L2, s->xq, s->nq, 10,
+                                   NULL, rc.D, rc.I));
+    const graft_bang_mode modes[] = {GRAFT_BANG_IN_MEMORY, GRAFT_BANG_OUT_OF_CORE};
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(graft_bindex_set_mode(g, modes[i], 0));
+        CHECK(graft_bindex_mode(g) == modes[i], "mode %d", (int)modes[i]);
+        results rg = search(g, s->xq, s->nq, 10, NULL);
+        int64_t same = 0;
+        for (int64_t j = 0; j < s->nq * 10; j++) same += rg.I[j] == rc.I[j];
+        double rec = graft_test_recall(rg.I, 10, s->gt, s->gt_k, s->nq, 10);
+        printf("GPU graph + PQ index %s: recall@10 %.4f, %.4f of ids equal to the CPU's, %zu GPU bytes\n",
+               i ? "out-of-core" : "in-memory", rec, (double)same / (s->nq * 10), graft_bindex_gpu_bytes(g));
+        CHECK(same >= 0.97 * s->nq * 10, "GPU vs CPU: %lld equal ids", (long long)same);
+        free_results(&rg);
+    }
+    /* A budget below the codes is refused and the index keeps its mode. */
+    CHECK_ERR(graft_bindex_set_mode(g, GRAFT_BANG_OUT_OF_CORE, 1000), GRAFT_EGPU_NOMEM);
+    CHECK(graft_bindex_mode(g) == GRAFT_BANG_OUT_OF_CORE, "mode kept after a failed set_mode");
+    results after = search(g, s->xq, 5, 10, NULL);
+    CHECK(after.I[0] >= 0, "search after a failed set_mode");
+    free_results(&after);
+    free_results(&rc);
+    graft_bindex_free(g);
+}
+
+int main(void) {
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    test_life_cycle(&s);
+    test_set_data(&s);
+    test_io(&s);
+    test_gpu(&s);
+    graft_test_free_sift(&s);
+    return graft_test_finish("test_bang_index");
+}
