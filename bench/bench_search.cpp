@@ -47,248 +47,41 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
+#include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
 
-#include <memory>
-
 #include "hnsw_export.h"
 
-#include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #ifdef GRAFT_BENCH_FAISS_GPU
 #include <faiss/gpu/GpuIndexIVFFlat.h>
 #include <faiss/gpu/StandardGpuResources.h>
 #endif
 
-#include "bench_common.h"
-#include "graft/dataset.h"
-#include "graft/flat.h"
+#include "bench_record.h"
 #include "graft/graph.h"
 #include "graft/graph_index.h"
 
 namespace {
 
+using bench::Dataset;
+using bench::Deadline;
+using bench::gpu_bytes_since;
+using bench::gpu_used_bytes;
+using bench::K;
 using bench::now_s;
+using bench::Point;
+using bench::Rec;
+using bench::Recorder;
+using bench::recall_vs_gt;
 
-constexpr int64_t K = 10;               // recall@10 everywhere
 constexpr double kHbmBytesPerS = 3.35e12;  // H100 SXM HBM3, datasheet
-constexpr double kRecallBars[] = {0.90, 0.95, 0.99};
-
-struct Dataset {
-    std::string name;
-    std::vector<float> xb, xq;
-    int64_t nb = 0, nq = 0, d = 0;
-    std::vector<int64_t> gt;  // nq x K, exact
-};
-
-bool read_matrix(const std::string& path, bool fmnist, std::vector<float>& x, int64_t& n, int64_t& d) {
-    float* p = nullptr;
-    int rc = fmnist ? graft_fmnist_read(path.c_str(), -1, &p, &n, &d)
-                    : graft_dataset_read_f32(path.c_str(), 0, -1, &p, &n, &d);
-    if (rc != GRAFT_OK) {
-        printf("cannot read %s: %s\n", path.c_str(), graft_last_error());
-        return false;
-    }
-    x.assign(p, p + n * d);
-    free(p);
-    return true;
-}
-
-// recall@K of I (n rows) against the ground truth; rows beyond nq repeat the query set.
-double recall_vs_gt(const Dataset& D, const int64_t* I, int64_t n) {
-    double hits = 0;
-    for (int64_t r = 0; r < n; r += D.nq) {
-        int64_t m = std::min(D.nq, n - r);
-        hits += bench::recall_at_k(I + r * K, D.gt.data(), m, K) * m;
-    }
-    return hits / n;
-}
-
-// Device memory in use on the current device (all holders), bytes.
-size_t gpu_used_bytes() {
-    size_t free_b = 0, total = 0;
-    cudaMemGetInfo(&free_b, &total);
-    return total - free_b;
-}
-
-// Device memory taken since gpu_used_bytes() returned `base`.
-size_t gpu_bytes_since(size_t base) {
-    const size_t used = gpu_used_bytes();
-    return used > base ? used - base : 0;
-}
 
 const char* visited_name(int v) { return v == GRAFT_VISITED_BLOOM ? "bloom" : "hash"; }
 const char* merge_name(int m) { return m == GRAFT_MERGE_INSERT ? "insert" : "sort"; }
-
-// The parameters of one configuration: a JSON object for the record, and a console label made of
-// the entries marked shown (numbers as key=value, strings as the bare value).
-class Params {
-   public:
-    template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
-    Params& add(const char* key, T v, bool show = true) {
-        char s[40];
-        if constexpr (std::is_integral_v<T>)
-            snprintf(s, sizeof s, "%lld", (long long)v);
-        else
-            snprintf(s, sizeof s, "%.6g", (double)v);
-        return put(key, s, s, show, true);
-    }
-    Params& add(const char* key, const char* v, bool show = true) {
-        return put(key, std::string("\"") + v + "\"", v, show, false);
-    }
-    Params& add(const char* key, bool v, bool show = true) {
-        return put(key, v ? "true" : "false", v ? key : "", show && v, false);
-    }
-    std::string json() const { return "{" + json_ + "}"; }
-    const std::string& label() const { return label_; }
-
-   private:
-    Params& put(const char* key, const std::string& json_value, const std::string& shown, bool show,
-                bool with_key) {
-        json_ += (json_.empty() ? "\"" : ",\"") + std::string(key) + "\":" + json_value;
-        if (show) label_ += (label_.empty() ? "" : " ") + (with_key ? std::string(key) + "=" : "") + shown;
-        return *this;
-    }
-    std::string json_, label_;
-};
-
-// One measured configuration.
-struct Rec {
-    const char* system;
-    const char* family;
-    const char* index;   // graft's name or FAISS's factory string
-    int64_t nq, batch;   // queries searched, queries per search call
-    Params params;       // "batch" is appended by Recorder::record
-    double qps = -1, recall = -1, build_s = -1, latency_ms = -1;  // < 0: not measured
-    const char* mode = nullptr;  // graft's memory mode, where it applies
-    size_t gpu_bytes = 0;
-    int threads = 0;
-    std::string note;        // console only
-    bool summary = true;     // counted in the end-of-run summary (ablation rows are not)
-};
-
-struct Point {  // what the summary keeps of a record
-    std::string dataset, system, family, index, label;
-    int64_t batch;
-    double recall, qps;
-    std::string group() const { return system + " " + index + " @" + std::to_string(batch); }
-};
-
-// Writes the records (JSON lines, flushed one by one) and the console table; keeps the points of
-// the summary.
-class Recorder {
-   public:
-    Recorder(FILE* f, std::string run_id, std::string date, std::string commit, std::string device)
-        : f_(f), run_id_(std::move(run_id)), date_(std::move(date)), commit_(std::move(commit)),
-          device_(std::move(device)) {}
-
-    static void header() {
-        printf("%-10s %-13s %-36s %9s %12s %10s  %s\n", "system", "index", "params", "recall@10", "QPS",
-               "ms/call", "notes");
-    }
-
-    void record(const Dataset& D, Rec r) {
-        const std::string knobs = r.params.label();  // the summary's label: batch is in its group
-        r.params.add("batch", r.batch);
-        fprintf(f_,
-                "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"search\","
-                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\"",
-                run_id_.c_str(), date_.c_str(), commit_.c_str(), device_.c_str(), r.system, r.family, r.index);
-        if (r.mode) fprintf(f_, ",\"mode\":\"%s\"", r.mode);
-        fprintf(f_, ",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"L2\",\"params\":%s",
-                D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)r.nq, (long long)K,
-                r.params.json().c_str());
-        if (r.qps >= 0) fprintf(f_, ",\"qps\":%.1f", r.qps);
-        if (r.recall >= 0) fprintf(f_, ",\"recall\":%.4f", r.recall);
-        if (r.build_s >= 0) fprintf(f_, ",\"build_s\":%.3f", r.build_s);
-        if (r.latency_ms >= 0) fprintf(f_, ",\"latency_ms\":%.4f", r.latency_ms);
-        if (r.gpu_bytes) fprintf(f_, ",\"gpu_peak_bytes\":%zu", r.gpu_bytes);
-        if (r.threads) fprintf(f_, ",\"threads\":%d", r.threads);
-        fprintf(f_, "}\n");
-        fflush(f_);
-
-        printf("%-10s %-13s %-36s %9.4f %12.0f %10.3f  %s\n", r.system, r.index, r.params.label().c_str(),
-               r.recall, r.qps, r.latency_ms, r.note.c_str());
-        fflush(stdout);
-        if (r.summary)
-            points_.push_back({D.name, r.system, r.family, r.index, knobs, r.batch, r.recall, r.qps});
-    }
-
-    // Per dataset and system (at each batch size): the best QPS at recall@10 >= each bar, and the
-    // ratios of graft's graph search to HNSW and IVF at 0.95 and the same batch.
-    void summary() const {
-        printf("\n== summary: best QPS at recall@10 >= each bar (the configuration that reaches it)\n");
-        printf("  %-30s", "system index @batch");
-        for (double bar : kRecallBars) printf("  %6s%.2f %-13s", ">= ", bar, "");
-        printf("\n");
-        std::vector<std::string> datasets;
-        for (const Point& p : points_)
-            if (std::find(datasets.begin(), datasets.end(), p.dataset) == datasets.end()) datasets.push_back(p.dataset);
-        for (const std::string& ds : datasets) {
-            printf("%s\n", ds.c_str());
-            std::vector<std::string> groups;
-            for (const Point& p : points_)
-                if (p.dataset == ds && std::find(groups.begin(), groups.end(), p.group()) == groups.end())
-                    groups.push_back(p.group());
-            for (const std::string& g : groups) {
-                printf("  %-30s", g.c_str());
-                for (double bar : kRecallBars) {
-                    const Point* b = best(ds, bar, [&](const Point& p) { return p.group() == g; });
-                    if (b) printf("  %10.0f %-13s", b->qps, b->label.empty() ? "" : ("(" + b->label + ")").c_str());
-                    else printf("  %10s %-13s", "-", "");
-                }
-                printf("\n");
-            }
-            // graft's graph search against each FAISS peer at the peer's batch size.
-            for (const char* fam : {"hnsw", "ivf"}) {
-                const Point* p = best(ds, 0.95, [&](const Point& q) {
-                    return q.system.rfind("faiss", 0) == 0 && q.family == fam;
-                });
-                if (!p) continue;
-                const Point* g = best(ds, 0.95, [&](const Point& q) {
-                    return q.system == "graft" && q.family == "graph" && q.batch == p->batch;
-                });
-                if (g)
-                    printf("  graft / %s at recall@10 >= 0.95, batch %lld: %.2fx (%.0f vs %.0f QPS)\n",
-                           p->index.c_str(), (long long)p->batch, g->qps / p->qps, g->qps, p->qps);
-            }
-        }
-    }
-
-   private:
-    // The fastest point of `ds` at recall >= bar among those `match` accepts.
-    template <class M>
-    const Point* best(const std::string& ds, double bar, M&& match) const {
-        const Point* b = nullptr;
-        for (const Point& p : points_)
-            if (p.dataset == ds && p.recall >= bar && match(p) && (!b || p.qps > b->qps))
-                b = &p;
-        return b;
-    }
-
-    FILE* f_;
-    std::string run_id_, date_, commit_, device_;
-    std::vector<Point> points_;
-};
-
-class Deadline {
-   public:
-    explicit Deadline(double seconds) : end_(now_s() + seconds) {}
-    // True (and says so) when `what`, expected to take `need_s`, would start or end past the deadline.
-    bool stops(const std::string& what, double need_s = 0) const {
-        if (now_s() + need_s <= end_) return false;
-        printf("deadline: %s skipped\n", what.c_str());
-        return true;
-    }
-
-   private:
-    double end_;
-};
 
 struct Bench {
     Recorder& out;
@@ -296,53 +89,6 @@ struct Bench {
     int threads;
     bool quick;
 };
-
-// ---- ground truth and the exact peer -------------------------------------------------------------
-
-// Fills D.gt with graft's exact GPU flat search, checks it against FAISS IndexFlatL2 on a prefix of
-// the queries, and records the flat search (batch nq) as the exact peer.
-bool ground_truth(Bench& B, Dataset& D) {
-    graft_flat_params fp;
-    graft_flat_params_defaults(&fp);
-    fp.device = 0;
-    graft_flat* flat = nullptr;
-    std::vector<float> dist(D.nq * K);
-    D.gt.assign(D.nq * K, -1);
-    if (graft_flat_new(D.d, &fp, &flat) != GRAFT_OK || graft_flat_add(flat, D.nb, D.xb.data()) != GRAFT_OK ||
-        graft_flat_search(flat, D.nq, D.xq.data(), K, dist.data(), D.gt.data()) != GRAFT_OK) {
-        printf("graft flat index failed: %s\n", graft_last_error());
-        graft_flat_free(flat);
-        return false;
-    }
-    // FAISS CPU on about 2e8 distances' worth of queries (a few seconds on 1M).
-    const int64_t nq_check = std::min(D.nq, std::max<int64_t>(100, (int64_t)(2e8 / D.nb)));
-    std::vector<int64_t> I(nq_check * K);
-    {
-        faiss::IndexFlatL2 cpu(D.d);
-        cpu.add(D.nb, D.xb.data());
-        cpu.search(nq_check, D.xq.data(), K, dist.data(), I.data());
-    }
-    const double agree = bench::recall_at_k(D.gt.data(), I.data(), nq_check, K);
-    printf("ground truth: graft GPU flat, agreement with FAISS IndexFlatL2 on the first %lld queries %.4f%s\n",
-           (long long)nq_check, agree, agree < 0.999 ? "  WARNING: below 0.999 (ties at the k-th distance?)" : "");
-
-    std::vector<int64_t> If(D.nq * K);
-    const double t = bench::median_time(3, [&] {
-        return graft_flat_search(flat, D.nq, D.xq.data(), K, dist.data(), If.data()) == GRAFT_OK;
-    });
-    if (t > 0) {
-        Rec r{"graft", "flat", "GraftFlat", D.nq, D.nq};
-        r.params.add("recall_vs", "faiss-cpu IndexFlatL2", false).add("recall_queries", nq_check, false);
-        r.qps = D.nq / t;
-        r.recall = agree;
-        r.latency_ms = t * 1e3;
-        r.gpu_bytes = graft_flat_gpu_scratch_peak(flat) + (size_t)D.nb * (D.d + 1) * 4;
-        r.note = "exact; recall = agreement with FAISS on " + std::to_string(nq_check) + " queries";
-        B.out.record(D, std::move(r));
-    }
-    graft_flat_free(flat);
-    return true;
-}
 
 // ---- graft's graph index -------------------------------------------------------------------------
 
@@ -542,28 +288,6 @@ void cpu_reference(Bench& B, const Dataset& D, const Graft& G) {
 
 // ---- FAISS peers -----------------------------------------------------------------------------------
 
-// A FAISS index searched at batch nq with one parameter swept; records one line per value.
-template <class Set>
-void faiss_sweep(Bench& B, const Dataset& D, faiss::Index& index, const Rec& base, const char* knob,
-                 const std::vector<int>& values, Set&& set) {
-    std::vector<float> dist(D.nq * K);
-    std::vector<int64_t> I(D.nq * K);
-    for (int v : values) {
-        if (B.deadline.stops(std::string(base.index) + " " + knob + "=" + std::to_string(v))) return;
-        set(v);
-        const double t = bench::median_time(3, [&] {
-            index.search(D.nq, D.xq.data(), K, dist.data(), I.data());
-            return true;
-        });
-        Rec r = base;
-        r.params.add(knob, v);
-        r.qps = D.nq / t;
-        r.recall = recall_vs_gt(D, I.data(), D.nq);
-        r.latency_ms = t * 1e3;
-        B.out.record(D, std::move(r));
-    }
-}
-
 // FAISS IndexHNSWFlat M = 32, efConstruction 40 (FAISS's default), all host threads.
 void faiss_hnsw(Bench& B, const Dataset& D) {
     // ~30 s on 1M x 128 with 16 cores; not started when it could not end in time.
@@ -576,7 +300,8 @@ void faiss_hnsw(Bench& B, const Dataset& D) {
     base.threads = B.threads;
     base.params.add("efConstruction", h.hnsw.efConstruction, false);
     printf("FAISS HNSW32 build: %.2f s on %d threads\n", base.build_s, B.threads);
-    faiss_sweep(B, D, h, base, "efSearch", {16, 32, 64, 128, 256, 512}, [&](int ef) { h.hnsw.efSearch = ef; });
+    bench::faiss_sweep(B.out, B.deadline, D, h, base, "efSearch", {16, 32, 64, 128, 256, 512},
+                       [&](int ef) { h.hnsw.efSearch = ef; });
 }
 
 // graft's graph exported to a single-level FAISS IndexHNSWFlat (adapters/faiss/hnsw_export.h)
@@ -588,7 +313,8 @@ void exported_hnsw(Bench& B, const Dataset& D, const Graft& G) {
     Rec base{"faiss-cpu", "hnsw", "GraftGraph exported to HNSW", D.nq, D.nq};
     base.build_s = G.build_s;
     base.threads = B.threads;
-    faiss_sweep(B, D, *h, base, "efSearch", {16, 32, 48, 64, 128}, [&](int ef) { h->hnsw.efSearch = ef; });
+    bench::faiss_sweep(B.out, B.deadline, D, *h, base, "efSearch", {16, 32, 48, 64, 128},
+                       [&](int ef) { h->hnsw.efSearch = ef; });
 }
 
 #ifdef GRAFT_BENCH_FAISS_GPU
@@ -613,7 +339,7 @@ void faiss_gpu_ivf(Bench& B, const Dataset& D) {
         for (int p : {1, 2, 4, 8, 16, 32, 64, 128})
             if (p <= nlist) nprobes.push_back(p);
         base.gpu_bytes = gpu_bytes_since(gpu_base);  // lists, centroids and FAISS's temporary memory
-        faiss_sweep(B, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.setNumProbes(p); });
+        bench::faiss_sweep(B.out, B.deadline, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.setNumProbes(p); });
     } catch (const std::exception& e) {
         printf("FAISS GPU %s failed: %.200s\n", name.c_str(), e.what());
     }
@@ -625,8 +351,8 @@ void faiss_gpu_ivf(Bench& B, const Dataset& D) {
 void run_dataset(Bench& B, Dataset& D) {
     printf("\n== %s: n=%lld d=%lld nq=%lld k=%lld, %d host threads\n", D.name.c_str(), (long long)D.nb,
            (long long)D.d, (long long)D.nq, (long long)K, B.threads);
-    Recorder::header();
-    if (!ground_truth(B, D)) return;
+    B.out.header();
+    if (!bench::ground_truth(B.out, D)) return;
     Graft G;
     graft_build(D, &G);
     const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
@@ -652,84 +378,44 @@ void run_dataset(Bench& B, Dataset& D) {
     graft_gindex_free(G.index);
 }
 
+// graft's graph search against each FAISS peer at the peer's batch size, at recall@10 >= 0.95.
+void compare_with_faiss(const Recorder& out, const std::string& ds) {
+    for (const char* fam : {"hnsw", "ivf"}) {
+        const Point* p = out.best(ds, 0.95, [&](const Point& q) {
+            return q.system.rfind("faiss", 0) == 0 && q.family == fam;
+        });
+        if (!p) continue;
+        const Point* g = out.best(ds, 0.95, [&](const Point& q) {
+            return q.system == "graft" && q.family == "graph" && q.batch == p->batch;
+        });
+        if (g)
+            printf("  graft / %s at recall@10 >= 0.95, batch %lld: %.2fx (%.0f vs %.0f QPS)\n",
+                   p->index.c_str(), (long long)p->batch, g->qps / p->qps, g->qps, p->qps);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out_path = "bench_search.jsonl", commit = "unknown", run_id, data = "../shared/data",
-                fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
-    bool quick = false;
-    double deadline_s = 1e9;
-    for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (a == "--quick") quick = true;
-        else if (a == "--out" && has_value) out_path = argv[++i];
-        else if (a == "--commit" && has_value) commit = argv[++i];
-        else if (a == "--run-id" && has_value) run_id = argv[++i];
-        else if (a == "--data" && has_value) data = argv[++i];
-        else if (a == "--fmnist" && has_value) fmnist = argv[++i];
-        else if (a == "--dense-sift" && has_value) dense = argv[++i];
-        else if (a == "--only" && has_value) only = argv[++i];
-        else if (a == "--deadline" && has_value) deadline_s = atof(argv[++i]);
-        else {
-            fprintf(stderr,
-                    "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--data DIR] [--fmnist DIR] "
-                    "[--dense-sift DIR] [--only dense-sift1m|fashion-mnist|sift5k] [--quick] [--deadline S]\n",
-                    argv[0]);
-            return 2;
-        }
-    }
-    struct Source { std::string name, base, query; bool fmnist; };
-    const Source sources[] = {
-        {"dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false},
-        {"fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true},
-        {"sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false}};
-    if (!only.empty() && std::none_of(std::begin(sources), std::end(sources),
-                                      [&](const Source& s) { return s.name == only; })) {
-        fprintf(stderr, "--only: unknown dataset %s\n", only.c_str());
-        return 2;
-    }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "bench_search: no CUDA device\n");
-        return 1;
-    }
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    const char* dev_env = getenv("GRAFT_DEVICE_NAME");
+    bench::Options o("search");
+    if (!o.parse(argc, argv)) return 2;
+    cudaDeviceProp prop;
+    std::string device;
+    if (!bench::cuda_device(o, &prop, &device)) return 1;
     const std::string date = bench::utc_date();
-    if (run_id.empty()) run_id = "search-" + date;
-    FILE* f = fopen(out_path.c_str(), "a");
+    if (o.run_id.empty()) o.run_id = o.bench + "-" + date;
+    FILE* f = fopen(o.out_path.c_str(), "a");
     if (!f) {
-        perror(out_path.c_str());
+        perror(o.out_path.c_str());
         return 1;
     }
-    Recorder out(f, run_id, date, commit, dev_env && *dev_env ? dev_env : prop.name);
-    const Deadline deadline(deadline_s);
-    Bench B{out, deadline, omp_get_max_threads(), quick};
+    Recorder out(f, o.bench, o.run_id, date, o.commit, device);
+    const Deadline deadline(o.deadline_s);
+    Bench B{out, deadline, omp_get_max_threads(), o.quick};
     printf("device: %s (%d SMs), host threads: %d, commit %s, run %s%s\n", prop.name, prop.multiProcessorCount,
-           B.threads, commit.c_str(), run_id.c_str(), quick ? ", quick" : "");
-
-    for (const Source& s : sources) {
-        const bool chosen = !only.empty() ? s.name == only : quick ? s.name == "sift5k" : s.name != "sift5k";
-        if (!chosen) continue;
-        if (s.name == "dense-sift1m" && dense.empty()) {
-            printf("dense-sift1m: no --dense-sift DIR given, skipped\n");
-            continue;
-        }
-        if (deadline.stops(s.name)) break;
-        Dataset D;
-        D.name = s.name;
-        int64_t nq_d = 0;
-        if (!read_matrix(s.base, s.fmnist, D.xb, D.nb, D.d) || !read_matrix(s.query, s.fmnist, D.xq, D.nq, nq_d))
-            continue;
-        if (nq_d != D.d) {
-            printf("%s: queries have d=%lld, base d=%lld; skipped\n", s.name.c_str(), (long long)nq_d, (long long)D.d);
-            continue;
-        }
-        run_dataset(B, D);
-    }
-    out.summary();
+           B.threads, o.commit.c_str(), o.run_id.c_str(), o.quick ? ", quick" : "");
+    bench::for_each_dataset(o, deadline, [&](Dataset& D) { run_dataset(B, D); });
+    out.summary([&](const std::string& ds) { compare_with_faiss(out, ds); });
     fclose(f);
     return 0;
 }

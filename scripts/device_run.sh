@@ -7,20 +7,31 @@
 #   bash scripts/device_run.sh --bench-search  # ... and the graph-search benchmark (graft vs HNSW, IVF, exact; ~3 min)
 #   bash scripts/device_run.sh --bench-search-quick
 #                                              # ... the same on sift5k only (~30 s)
+#   bash scripts/device_run.sh --bench-bang    # ... and the graph + PQ benchmark (BANG: in-memory vs
+#                                              #     out-of-core, stage breakdown, largest-data
+#                                              #     projection, FAISS GPU IVF-PQ, CPU reference)
+#   bash scripts/device_run.sh --bench-bang-quick
+#                                              # ... the same on sift5k only
 #   bash scripts/device_run.sh --sanitize      # ... and compute-sanitizer memcheck + racecheck on small GPU cases
 #   bash scripts/device_run.sh --faiss-gpu --bench
 #                                              # ... with stock FAISS GPU built (in the background,
 #                                              #     from .deps/faiss-src) and linked as a peer
-#                                              #     (of --bench and --bench-search)
-# Logs and benchmark records go to $OUT (default ./device-out). GRAFT_COMMIT names the commit.
-# GRAFT_DEADLINE=S stops the graph-build and graph-search benchmarks S seconds after the script
-# started (records already written are kept), so that a call ends inside the device tool's limit.
+#                                              #     (of --bench, --bench-search and --bench-bang)
+# Options combine. Everything goes to $OUT (default ./device-out), few files because the device
+# tool returns at most 8: build.log (configure + build), ctest.log, sanitize.log, setup.log (the
+# background dense-SIFT generation and FAISS GPU build, appended when waited for), and per
+# benchmark its records and console log (search.jsonl + bench_search.log, bang.jsonl +
+# bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
+# GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
+# PQ benchmarks S seconds after the script started (records already written are kept), so that a
+# call ends inside the device tool's limit; with both --bench-search and --bench-bang, the search
+# benchmark gets half of the time left when it starts.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 bench_search=0 search_quick=0
+bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -30,6 +41,8 @@ for a in "$@"; do
     --bench-build) bench_build=1 ;;
     --bench-search) bench_search=1 ;;
     --bench-search-quick) bench_search=1 search_quick=1 ;;
+    --bench-bang) bench_bang=1 ;;
+    --bench-bang-quick) bench_bang=1 bang_quick=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -48,21 +61,32 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) ))
+# The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
+# logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
+dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
 if [ $want_dense = 1 ] && [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u8bin ]; then
   # The 1M dense-SIFT set (128 MB is over the carry limit), made here while graft builds and
   # tests; the benchmarks compute their own ground truth.
   setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $dense \
-    --images .deps/data/mate-images --no-gt >"$OUT/dense_sift.log" 2>&1 </dev/null &
+    --images .deps/data/mate-images --no-gt >$dense_log 2>&1 </dev/null &
   stamp "dense-SIFT 1M generation started in the background"
 fi
 
 fgpu=/tmp/faiss-gpu-build
 if [ $faiss_gpu = 1 ] && [ ! -f $fgpu/faiss/libfaiss.a ] && ! pgrep -f device_faiss_gpu.sh >/dev/null; then
   # Its own session, so that it outlives this command if the command's time runs out.
-  setsid nohup bash scripts/device_faiss_gpu.sh $fgpu "$blas" >"$OUT/faiss_gpu_build.log" 2>&1 < /dev/null &
+  setsid nohup bash scripts/device_faiss_gpu.sh $fgpu "$blas" >$faiss_log 2>&1 < /dev/null &
   stamp "FAISS GPU build started in the background"
 fi
+
+# Appends a background job's log to $OUT/setup.log (once per call) and shows its last lines.
+dense_logged=0
+setup_log() {  # TITLE LOG LINES
+  [ -f "$2" ] || return 0
+  { echo "=== $1"; cat "$2"; } >>"$OUT/setup.log"
+  tail -n "$3" "$2"
+}
 
 # Waits for the dense-SIFT set when it is being made.
 wait_dense_sift() {
@@ -70,7 +94,8 @@ wait_dense_sift() {
     stamp "waiting for the dense-SIFT set"
     while pgrep -f make_dense_sift.py >/dev/null; do sleep 2; done
   fi
-  tail -n2 "$OUT/dense_sift.log" 2>/dev/null
+  [ $dense_logged = 1 ] || setup_log "dense-SIFT generation" $dense_log 2
+  dense_logged=1
 }
 
 # With --faiss-gpu: waits for the FAISS GPU build and reconfigures the benchmarks against it
@@ -81,9 +106,9 @@ link_faiss_gpu() {
   faiss_gpu_linked=1
   stamp "waiting for the FAISS GPU build"
   while pgrep -f device_faiss_gpu.sh >/dev/null; do sleep 5; done
-  tail -3 "$OUT/faiss_gpu_build.log" 2>/dev/null
+  setup_log "FAISS GPU build" $faiss_log 3
   if [ -f $fgpu/faiss/libfaiss.a ]; then
-    cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/configure.log" 2>&1
+    cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/build.log" 2>&1
   fi
 }
 
@@ -94,9 +119,9 @@ gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head 
 cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
      -DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
      -DGRAFT_DATA_DIR="$root/.deps/data")
-cmake -S . -B build-device "${cfg[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake -S . -B build-device "${cfg[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 jobs=$([ $faiss_gpu = 1 ] && echo 6 || nproc)
-ninja -C build-device -j$jobs >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
+ninja -C build-device -j$jobs >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
 stamp "graft built"
 
 # -V keeps every test's own output (the numbers quoted in issue notes), passed or not.
@@ -116,7 +141,12 @@ fi
 
 if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
-  for t in test_gpu_exact test_gpu_grnnd test_gpu_search; do
+  for t in test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang; do
+    if [ ! -x ./build-device/tests/gpu/$t ]; then
+      echo "=== $t: not built" >>"$OUT/sanitize.log"
+      stamp "compute-sanitizer $t: not built"
+      continue
+    fi
     for tool in memcheck racecheck; do
       GRAFT_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
         ./build-device/tests/gpu/$t >/tmp/sanitize.log 2>&1
@@ -143,6 +173,8 @@ if [ $bench_search = 1 ]; then
   ninja -C build-device bench_search >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   [ $search_quick = 1 ] || wait_dense_sift
   left=$(seconds_left)
+  # The graph + PQ benchmark still to come gets the other half.
+  [ $bench_bang = 1 ] && left=$(( left / 2 ))
   if [ $left -lt 60 ]; then
     stamp "graph-search benchmark skipped: ${left}s left before GRAFT_DEADLINE"
   else
@@ -154,6 +186,27 @@ if [ $bench_search = 1 ]; then
       $([ $search_quick = 1 ] && echo --quick) $([ $search_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
       2>&1 | tee "$OUT/bench_search.log"
     stamp "graph-search benchmark done"
+  fi
+fi
+
+if [ $bench_bang = 1 ]; then
+  link_faiss_gpu
+  ninja -C build-device bench_bang >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  [ $bang_quick = 1 ] || wait_dense_sift
+  left=$(seconds_left)
+  if [ $left -lt 60 ]; then
+    stamp "graph + PQ benchmark skipped: ${left}s left before GRAFT_DEADLINE"
+  else
+    stamp "graph + PQ benchmark"
+    # OPENBLAS_NUM_THREADS=1: FAISS's k-means of the PQ sub-spaces (tiny GEMMs) is 6x slower with
+    # OpenBLAS's own threads spinning against OpenMP's (tests/CMakeLists.txt); the only other BLAS
+    # user, the ground truth's FAISS check on ~200 queries, takes a second or two single-threaded.
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
+      timeout $left ./build-device/bench/bench_bang --out "$OUT/bang.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+      --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
+      $([ $bang_quick = 1 ] && echo --quick) $([ $bang_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
+      2>&1 | tee "$OUT/bench_bang.log"
+    stamp "graph + PQ benchmark done"
   fi
 fi
 

@@ -1,0 +1,429 @@
+// What the GPU search benchmarks (bench_search, bench_bang) share: their command line, the
+// datasets and their exact ground truth, the records (DESIGN.md, "Benchmark records") with the
+// console table and end-of-run summary, the deadline, and device-memory readings. Header-only,
+// C++17; needs the CUDA runtime, graft's flat index and FAISS's IndexFlatL2 (whichever FAISS the
+// program links: the CPU libfaiss or the GPU build, bench/CMakeLists.txt).
+#ifndef GRAFT_BENCH_RECORD_H
+#define GRAFT_BENCH_RECORD_H
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include <faiss/IndexFlat.h>
+
+#include "bench_common.h"
+#include "graft/dataset.h"
+#include "graft/flat.h"
+
+namespace bench {
+
+constexpr int64_t K = 10;  // recall@10 everywhere
+constexpr double kRecallBars[] = {0.90, 0.95, 0.99};
+
+// ---- command line ---------------------------------------------------------------------------------
+
+// The options every search benchmark takes:
+//   --out F.jsonl --commit C --run-id R --data DIR --fmnist DIR --dense-sift DIR --only NAME
+//   --quick --deadline S
+struct Options {
+    std::string bench;  // the records' "bench" field; also names the defaults below
+    std::string out_path, commit = "unknown", run_id, data = "../shared/data",
+                fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
+    bool quick = false;
+    double deadline_s = 1e9;
+
+    explicit Options(std::string name) : bench(std::move(name)), out_path("bench_" + bench + ".jsonl") {}
+
+    // False (the usage or the error printed) when the command line is not understood: exit 2.
+    bool parse(int argc, char** argv);
+};
+
+// The datasets (k = 10, L2), in the order they run: dense-sift1m (--dense-sift DIR holding
+// base.u8bin and query.u8bin), fashion-mnist (--fmnist DIR: the 60k training images are the base,
+// the 10k test images the queries), sift5k (DIR/sift5k of --data). Default: the first two;
+// --quick: sift5k; --only NAME: that one.
+struct Source {
+    std::string name, base, query;
+    bool fmnist;
+};
+
+inline std::vector<Source> sources(const Options& o) {
+    return {{"dense-sift1m", o.dense + "/base.u8bin", o.dense + "/query.u8bin", false},
+            {"fashion-mnist", o.fmnist + "/train-images-idx3-ubyte.gz", o.fmnist + "/t10k-images-idx3-ubyte.gz", true},
+            {"sift5k", o.data + "/sift5k/sift5k_base.fvecs", o.data + "/sift5k/sift5k_query.fvecs", false}};
+}
+
+inline bool Options::parse(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--quick") quick = true;
+        else if (a == "--out" && has_value) out_path = argv[++i];
+        else if (a == "--commit" && has_value) commit = argv[++i];
+        else if (a == "--run-id" && has_value) run_id = argv[++i];
+        else if (a == "--data" && has_value) data = argv[++i];
+        else if (a == "--fmnist" && has_value) fmnist = argv[++i];
+        else if (a == "--dense-sift" && has_value) dense = argv[++i];
+        else if (a == "--only" && has_value) only = argv[++i];
+        else if (a == "--deadline" && has_value) deadline_s = atof(argv[++i]);
+        else {
+            fprintf(stderr,
+                    "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--data DIR] [--fmnist DIR] "
+                    "[--dense-sift DIR] [--only dense-sift1m|fashion-mnist|sift5k] [--quick] [--deadline S]\n",
+                    argv[0]);
+            return false;
+        }
+    }
+    const std::vector<Source> all = sources(*this);
+    if (!only.empty() && std::none_of(all.begin(), all.end(), [&](const Source& s) { return s.name == only; })) {
+        fprintf(stderr, "--only: unknown dataset %s\n", only.c_str());
+        return false;
+    }
+    return true;
+}
+
+// ---- datasets ---------------------------------------------------------------------------------------
+
+struct Dataset {
+    std::string name;
+    std::vector<float> xb, xq;
+    int64_t nb = 0, nq = 0, d = 0;
+    std::vector<int64_t> gt;  // nq x K, exact
+};
+
+inline bool read_matrix(const std::string& path, bool fmnist, std::vector<float>& x, int64_t& n, int64_t& d) {
+    float* p = nullptr;
+    int rc = fmnist ? graft_fmnist_read(path.c_str(), -1, &p, &n, &d)
+                    : graft_dataset_read_f32(path.c_str(), 0, -1, &p, &n, &d);
+    if (rc != GRAFT_OK) {
+        printf("cannot read %s: %s\n", path.c_str(), graft_last_error());
+        return false;
+    }
+    x.assign(p, p + n * d);
+    free(p);
+    return true;
+}
+
+// recall@K of I (n rows) against the ground truth; rows beyond nq repeat the query set.
+inline double recall_vs_gt(const Dataset& D, const int64_t* I, int64_t n) {
+    double hits = 0;
+    for (int64_t r = 0; r < n; r += D.nq) {
+        int64_t m = std::min(D.nq, n - r);
+        hits += recall_at_k(I + r * K, D.gt.data(), m, K) * m;
+    }
+    return hits / n;
+}
+
+// ---- device memory ----------------------------------------------------------------------------------
+
+// Device memory in use on the current device (all holders), bytes.
+inline size_t gpu_used_bytes() {
+    size_t free_b = 0, total = 0;
+    cudaMemGetInfo(&free_b, &total);
+    return total - free_b;
+}
+
+// Device memory taken since gpu_used_bytes() returned `base`.
+inline size_t gpu_bytes_since(size_t base) {
+    const size_t used = gpu_used_bytes();
+    return used > base ? used - base : 0;
+}
+
+// ---- records ------------------------------------------------------------------------------------
+
+// The parameters of one configuration: a JSON object for the record, and a console label made of
+// the entries marked shown (numbers as key=value, strings as the bare value).
+class Params {
+   public:
+    template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
+    Params& add(const char* key, T v, bool show = true) {
+        char s[40];
+        if constexpr (std::is_integral_v<T>)
+            snprintf(s, sizeof s, "%lld", (long long)v);
+        else
+            snprintf(s, sizeof s, "%.6g", (double)v);
+        return put(key, s, s, show, true);
+    }
+    Params& add(const char* key, const char* v, bool show = true) {
+        return put(key, std::string("\"") + v + "\"", v, show, false);
+    }
+    Params& add(const char* key, bool v, bool show = true) {
+        return put(key, v ? "true" : "false", v ? key : "", show && v, false);
+    }
+    std::string json() const { return "{" + json_ + "}"; }
+    const std::string& label() const { return label_; }
+
+   private:
+    Params& put(const char* key, const std::string& json_value, const std::string& shown, bool show,
+                bool with_key) {
+        json_ += (json_.empty() ? "\"" : ",\"") + std::string(key) + "\":" + json_value;
+        if (show) label_ += (label_.empty() ? "" : " ") + (with_key ? std::string(key) + "=" : "") + shown;
+        return *this;
+    }
+    std::string json_, label_;
+};
+
+// One measured configuration.
+struct Rec {
+    const char* system;
+    const char* family;
+    const char* index;   // graft's name or FAISS's factory string
+    int64_t nq, batch;   // queries searched, queries per search call
+    Params params;       // "batch" is appended by Recorder::record
+    double qps = -1, recall = -1, build_s = -1, latency_ms = -1;  // < 0: not measured
+    const char* mode = nullptr;  // graft's memory mode, where it applies
+    size_t gpu_bytes = 0;        // the record's gpu_peak_bytes (0: not measured)
+    size_t host_bytes = 0;       // the record's host_peak_bytes (0: not measured)
+    int threads = 0;
+    std::string note;        // console only
+    bool summary = true;     // counted in the end-of-run summary (ablation rows are not)
+};
+
+struct Point {  // what the summary keeps of a record
+    std::string dataset, system, family, index, label;
+    int64_t batch;
+    double recall, qps;
+    std::string mode;  // "" where none applies
+    std::string group() const { return system + " " + index + " @" + std::to_string(batch); }
+};
+
+// Writes the records (JSON lines, flushed one by one) and the console table; keeps the points of
+// the summary. `bench` is the records' bench field ("search", "bang", ...).
+class Recorder {
+   public:
+    Recorder(FILE* f, std::string bench, std::string run_id, std::string date, std::string commit,
+             std::string device)
+        : f_(f), bench_(std::move(bench)), run_id_(std::move(run_id)), date_(std::move(date)),
+          commit_(std::move(commit)), device_(std::move(device)) {}
+
+    // Console column widths of the index and params (a longer value pushes the row right).
+    void set_widths(int index_w, int params_w, int group_w) {
+        index_w_ = index_w;
+        params_w_ = params_w;
+        group_w_ = group_w;
+    }
+
+    void header() const {
+        printf("%-10s %-*s %-*s %9s %12s %10s  %s\n", "system", index_w_, "index", params_w_, "params",
+               "recall@10", "QPS", "ms/call", "notes");
+    }
+
+    void record(const Dataset& D, Rec r) {
+        const std::string knobs = r.params.label();  // the summary's label: batch is in its group
+        r.params.add("batch", r.batch);
+        fprintf(f_,
+                "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"%s\","
+                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\"",
+                run_id_.c_str(), date_.c_str(), commit_.c_str(), device_.c_str(), bench_.c_str(), r.system,
+                r.family, r.index);
+        if (r.mode) fprintf(f_, ",\"mode\":\"%s\"", r.mode);
+        fprintf(f_, ",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"L2\",\"params\":%s",
+                D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)r.nq, (long long)K,
+                r.params.json().c_str());
+        if (r.qps >= 0) fprintf(f_, ",\"qps\":%.1f", r.qps);
+        if (r.recall >= 0) fprintf(f_, ",\"recall\":%.4f", r.recall);
+        if (r.build_s >= 0) fprintf(f_, ",\"build_s\":%.3f", r.build_s);
+        if (r.latency_ms >= 0) fprintf(f_, ",\"latency_ms\":%.4f", r.latency_ms);
+        if (r.gpu_bytes) fprintf(f_, ",\"gpu_peak_bytes\":%zu", r.gpu_bytes);
+        if (r.host_bytes) fprintf(f_, ",\"host_peak_bytes\":%zu", r.host_bytes);
+        if (r.threads) fprintf(f_, ",\"threads\":%d", r.threads);
+        fprintf(f_, "}\n");
+        fflush(f_);
+
+        printf("%-10s %-*s %-*s %9.4f %12.0f %10.3f  %s\n", r.system, index_w_, r.index, params_w_,
+               r.params.label().c_str(), r.recall, r.qps, r.latency_ms, r.note.c_str());
+        fflush(stdout);
+        if (r.summary)
+            points_.push_back({D.name, r.system, r.family, r.index, knobs, r.batch, r.recall, r.qps,
+                               r.mode ? r.mode : ""});
+    }
+
+    // Per dataset and system (at each batch size): the best QPS at recall@10 >= each bar; then
+    // after_dataset(name), where the program prints its own comparisons (best() below).
+    template <class F>
+    void summary(F&& after_dataset) const {
+        printf("\n== summary: best QPS at recall@10 >= each bar (the configuration that reaches it)\n");
+        printf("  %-*s", group_w_, "system index @batch");
+        for (double bar : kRecallBars) printf("  %6s%.2f %-13s", ">= ", bar, "");
+        printf("\n");
+        std::vector<std::string> datasets;
+        for (const Point& p : points_)
+            if (std::find(datasets.begin(), datasets.end(), p.dataset) == datasets.end()) datasets.push_back(p.dataset);
+        for (const std::string& ds : datasets) {
+            printf("%s\n", ds.c_str());
+            std::vector<std::string> groups;
+            for (const Point& p : points_)
+                if (p.dataset == ds && std::find(groups.begin(), groups.end(), p.group()) == groups.end())
+                    groups.push_back(p.group());
+            for (const std::string& g : groups) {
+                printf("  %-*s", group_w_, g.c_str());
+                for (double bar : kRecallBars) {
+                    const Point* b = best(ds, bar, [&](const Point& p) { return p.group() == g; });
+                    if (b) printf("  %10.0f %-13s", b->qps, b->label.empty() ? "" : ("(" + b->label + ")").c_str());
+                    else printf("  %10s %-13s", "-", "");
+                }
+                printf("\n");
+            }
+            after_dataset(ds);
+        }
+    }
+
+    // The fastest point of `ds` at recall >= bar among those `match` accepts (nullptr: none).
+    template <class M>
+    const Point* best(const std::string& ds, double bar, M&& match) const {
+        const Point* b = nullptr;
+        for (const Point& p : points_)
+            if (p.dataset == ds && p.recall >= bar && match(p) && (!b || p.qps > b->qps))
+                b = &p;
+        return b;
+    }
+
+    const std::vector<Point>& points() const { return points_; }
+
+   private:
+    FILE* f_;
+    std::string bench_, run_id_, date_, commit_, device_;
+    int index_w_ = 13, params_w_ = 36, group_w_ = 30;
+    std::vector<Point> points_;
+};
+
+class Deadline {
+   public:
+    explicit Deadline(double seconds) : end_(now_s() + seconds) {}
+    // True (and says so) when `what`, expected to take `need_s`, would start or end past the deadline.
+    bool stops(const std::string& what, double need_s = 0) const {
+        if (now_s() + need_s <= end_) return false;
+        printf("deadline: %s skipped\n", what.c_str());
+        return true;
+    }
+
+   private:
+    double end_;
+};
+
+// ---- the run ----------------------------------------------------------------------------------------
+
+// Device 0's properties and the records' device field (GRAFT_DEVICE_NAME when set, else the CUDA
+// name); false (said on stderr) when there is no CUDA device.
+inline bool cuda_device(const Options& o, cudaDeviceProp* prop, std::string* device) {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "bench_%s: no CUDA device\n", o.bench.c_str());
+        return false;
+    }
+    *prop = cudaDeviceProp{};
+    cudaGetDeviceProperties(prop, 0);
+    const char* dev_env = getenv("GRAFT_DEVICE_NAME");
+    *device = dev_env && *dev_env ? dev_env : prop->name;
+    return true;
+}
+
+// Loads the chosen datasets one at a time (Source) and hands each to run(Dataset&); stops at the
+// deadline.
+template <class F>
+void for_each_dataset(const Options& o, const Deadline& deadline, F&& run) {
+    for (const Source& s : sources(o)) {
+        const bool chosen = !o.only.empty() ? s.name == o.only : o.quick ? s.name == "sift5k" : s.name != "sift5k";
+        if (!chosen) continue;
+        if (s.name == "dense-sift1m" && o.dense.empty()) {
+            printf("dense-sift1m: no --dense-sift DIR given, skipped\n");
+            continue;
+        }
+        if (deadline.stops(s.name)) break;
+        Dataset D;
+        D.name = s.name;
+        int64_t nq_d = 0;
+        if (!read_matrix(s.base, s.fmnist, D.xb, D.nb, D.d) || !read_matrix(s.query, s.fmnist, D.xq, D.nq, nq_d))
+            continue;
+        if (nq_d != D.d) {
+            printf("%s: queries have d=%lld, base d=%lld; skipped\n", s.name.c_str(), (long long)nq_d, (long long)D.d);
+            continue;
+        }
+        run(D);
+    }
+}
+
+// ---- ground truth and the exact peer -----------------------------------------------------------------
+
+// Fills D.gt with graft's exact GPU flat search, checks it against FAISS IndexFlatL2 on a prefix of
+// the queries, and records the flat search (batch nq) as the exact peer (system graft, family
+// flat; its recall is its agreement with FAISS on that prefix).
+inline bool ground_truth(Recorder& out, Dataset& D) {
+    graft_flat_params fp;
+    graft_flat_params_defaults(&fp);
+    fp.device = 0;
+    graft_flat* flat = nullptr;
+    std::vector<float> dist(D.nq * K);
+    D.gt.assign(D.nq * K, -1);
+    if (graft_flat_new(D.d, &fp, &flat) != GRAFT_OK || graft_flat_add(flat, D.nb, D.xb.data()) != GRAFT_OK ||
+        graft_flat_search(flat, D.nq, D.xq.data(), K, dist.data(), D.gt.data()) != GRAFT_OK) {
+        printf("graft flat index failed: %s\n", graft_last_error());
+        graft_flat_free(flat);
+        return false;
+    }
+    // FAISS CPU on about 2e8 distances' worth of queries (a few seconds on 1M).
+    const int64_t nq_check = std::min(D.nq, std::max<int64_t>(100, (int64_t)(2e8 / D.nb)));
+    std::vector<int64_t> I(nq_check * K);
+    {
+        faiss::IndexFlatL2 cpu(D.d);
+        cpu.add(D.nb, D.xb.data());
+        cpu.search(nq_check, D.xq.data(), K, dist.data(), I.data());
+    }
+    const double agree = recall_at_k(D.gt.data(), I.data(), nq_check, K);
+    printf("ground truth: graft GPU flat, agreement with FAISS IndexFlatL2 on the first %lld queries %.4f%s\n",
+           (long long)nq_check, agree, agree < 0.999 ? "  WARNING: below 0.999 (ties at the k-th distance?)" : "");
+
+    std::vector<int64_t> If(D.nq * K);
+    const double t = median_time(3, [&] {
+        return graft_flat_search(flat, D.nq, D.xq.data(), K, dist.data(), If.data()) == GRAFT_OK;
+    });
+    if (t > 0) {
+        Rec r{"graft", "flat", "GraftFlat", D.nq, D.nq};
+        r.params.add("recall_vs", "faiss-cpu IndexFlatL2", false).add("recall_queries", nq_check, false);
+        r.qps = D.nq / t;
+        r.recall = agree;
+        r.latency_ms = t * 1e3;
+        r.gpu_bytes = graft_flat_gpu_scratch_peak(flat) + (size_t)D.nb * (D.d + 1) * 4;
+        r.note = "exact; recall = agreement with FAISS on " + std::to_string(nq_check) + " queries";
+        out.record(D, std::move(r));
+    }
+    graft_flat_free(flat);
+    return true;
+}
+
+// ---- FAISS peers ------------------------------------------------------------------------------------
+
+// A FAISS index searched at batch nq with one parameter swept (set(value) applies it); records one
+// line per value: base plus the knob, median of 3 timed searches after a warm-up.
+template <class Set>
+void faiss_sweep(Recorder& out, const Deadline& deadline, const Dataset& D, faiss::Index& index, const Rec& base,
+                 const char* knob, const std::vector<int>& values, Set&& set) {
+    std::vector<float> dist(D.nq * K);
+    std::vector<int64_t> I(D.nq * K);
+    for (int v : values) {
+        if (deadline.stops(std::string(base.index) + " " + knob + "=" + std::to_string(v))) return;
+        set(v);
+        const double t = median_time(3, [&] {
+            index.search(D.nq, D.xq.data(), K, dist.data(), I.data());
+            return true;
+        });
+        Rec r = base;
+        r.params.add(knob, v);
+        r.qps = D.nq / t;
+        r.recall = recall_vs_gt(D, I.data(), D.nq);
+        r.latency_ms = t * 1e3;
+        out.record(D, std::move(r));
+    }
+}
+
+}  // namespace bench
+
+#endif
