@@ -104,6 +104,9 @@ int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* 
                           (long long)n, (long long)k);
     try {
         faiss::ClusteringParameters cp;  // niter 25, seed 1234: FAISS's ProductQuantizer's own
+        // FAISS reads min_points_per_centroid only to warn below 39 points per centroid, once per
+        // sub-space; graft_pq_train documents that advice instead of printing it M times.
+        cp.min_points_per_centroid = 1;
         if (ctx) cp = *static_cast<const faiss::ClusteringParameters*>(ctx);
         faiss::Clustering clus((int)d, (int)k, cp);
         faiss::IndexFlatL2 assign((faiss::Index::idx_t)d);

@@ -49,7 +49,8 @@ FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index);
 /* FAISS's k-means (faiss::Clustering over an IndexFlatL2), in the shape of graft/pq.h's
  * graft_kmeans_fn: clusters n points x (n x d) into k centroids (k x d, written). ctx: NULL for
  * FAISS's default ClusteringParameters (25 iterations, seed 1234, at most 256 points per centroid
- * sampled, FAISS's warning below 39), or from C++ a const faiss::ClusteringParameters*.
+ * sampled) without its warning below 39 points per centroid (printed once per sub-space), or
+ * from C++ a const faiss::ClusteringParameters*.
  * Returns 0, or a negative graft status (GRAFT_EINVAL for FAISS's refusals, e.g. n < k or NaN
  * input; GRAFT_ENOMEM) with FAISS's message in graft_last_error(). Thread-safe. Plugin users
  * pass it as graft_pq_params.kmeans; the graft FAISS indexes use it themselves. */

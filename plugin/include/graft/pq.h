@@ -50,8 +50,9 @@ int graft_pq_default_M(int64_t d);
 
 /* Trains the codebooks on n vectors x (n x d, not kept). On success *out holds new codebooks;
  * on failure it is untouched. Errors (GRAFT_EINVAL): NULL pointers, d < 1, M < 1 or M not
- * dividing d, n < 256 ("too few training points": every centroid needs a point; FAISS warns
- * below 39 x 256), NaN/Inf in x, no kmeans; the k-means' own failure is passed on. */
+ * dividing d, n < 256 ("too few training points": every centroid needs a point), NaN/Inf in x,
+ * no kmeans; the k-means' own failure is passed on. Codebooks trained on fewer than 39 x 256
+ * points (FAISS's advice) are usable but coarser. */
 int graft_pq_train(int64_t d, int64_t n, const float* x, const graft_pq_params* params,
                    graft_pq* out);
 
