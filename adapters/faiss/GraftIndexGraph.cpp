@@ -68,11 +68,8 @@ void GraftIndexGraph::reset() {
 }
 
 void GraftIndexGraph::reconstruct(idx_t key, float* recons) const {
-    const int64_t nt = graft_gindex_ntotal(gindex);
-    GRAFT_REQUIRE(recons, "%s: recons is NULL", "GraftIndexGraph::reconstruct");
-    GRAFT_REQUIRE(key >= 0 && key < nt, "GraftIndexGraph::reconstruct: key %lld not in [0, %lld)",
-                  (long long)key, (long long)nt);
-    std::memcpy(recons, graft_gindex_vectors(gindex) + key * d, sizeof(float) * d);
+    copy_row(graft_gindex_vectors(gindex), graft_gindex_ntotal(gindex), d, key, recons,
+             "GraftIndexGraph::reconstruct");
 }
 
 size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& /*sel*/) {
@@ -96,14 +93,6 @@ int* search_field(graft_search_params& s, const std::string& name) {
     if (name == "visited") return &s.visited;
     if (name == "merge") return &s.merge;
     if (name == "bloom_log2") return &s.bloom_log2;
-    return nullptr;
-}
-
-int* build_field(graft_rnnd_params& b, const std::string& name) {
-    if (name == "R") return &b.R;
-    if (name == "S") return &b.S;
-    if (name == "T1") return &b.T1;
-    if (name == "T2") return &b.T2;
     return nullptr;
 }
 

@@ -84,11 +84,8 @@ void GraftIndexGraphPQ::reset() {
 }
 
 void GraftIndexGraphPQ::reconstruct(idx_t key, float* recons) const {
-    const int64_t nt = graft_bindex_ntotal(bindex);
-    GRAFT_REQUIRE(recons, "%s: recons is NULL", "GraftIndexGraphPQ::reconstruct");
-    GRAFT_REQUIRE(key >= 0 && key < nt, "GraftIndexGraphPQ::reconstruct: key %lld not in [0, %lld)",
-                  (long long)key, (long long)nt);
-    std::memcpy(recons, graft_bindex_vectors(bindex) + key * d, sizeof(float) * d);
+    copy_row(graft_bindex_vectors(bindex), graft_bindex_ntotal(bindex), d, key, recons,
+             "GraftIndexGraphPQ::reconstruct");
 }
 
 size_t GraftIndexGraphPQ::remove_ids(const faiss::IDSelector& /*sel*/) {
@@ -111,14 +108,6 @@ int* search_field(graft_bang_params& s, const std::string& name) {
     if (name == "rerank") return &s.rerank;
     if (name == "max_expand") return &s.max_expand;
     if (name == "bloom_log2") return &s.bloom_log2;
-    return nullptr;
-}
-
-int* build_field(graft_rnnd_params& b, const std::string& name) {
-    if (name == "R") return &b.R;
-    if (name == "S") return &b.S;
-    if (name == "T1") return &b.T1;
-    if (name == "T2") return &b.T2;
     return nullptr;
 }
 

@@ -44,4 +44,19 @@ int param_as_int(const char* cls, const char* name, double value) {
     return (int)value;
 }
 
+int* build_field(graft_rnnd_params& b, const std::string& name) {
+    if (name == "R") return &b.R;
+    if (name == "S") return &b.S;
+    if (name == "T1") return &b.T1;
+    if (name == "T2") return &b.T2;
+    return nullptr;
+}
+
+void copy_row(const float* x, int64_t ntotal, int64_t d, int64_t key, float* recons, const char* where) {
+    GRAFT_REQUIRE(recons, "%s: recons is NULL", where);
+    GRAFT_REQUIRE(key >= 0 && key < ntotal, "%s: key %lld not in [0, %lld)", where, (long long)key,
+                  (long long)ntotal);
+    std::memcpy(recons, x + key * d, sizeof(float) * (size_t)d);
+}
+
 }  // namespace graft

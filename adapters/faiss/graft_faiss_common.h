@@ -10,7 +10,10 @@
 #include <faiss/MetricType.h>
 #include <faiss/impl/FaissAssert.h>
 
+#include <string>
+
 #include "graft/graft.h"
+#include "graft/graph.h"
 
 namespace faiss {
 struct IDSelector;
@@ -33,6 +36,14 @@ std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n);
 // `value` of the integer parameter `name` of class `cls` (set_param's double); throws naming
 // both unless it is an integer of magnitude below 1e9.
 int param_as_int(const char* cls, const char* name, double value);
+
+// The integer GRNND build parameter `name` of b ("R", "S", "T1", "T2"), nullptr for others: the
+// build parameters graft's graph indexes take by name.
+int* build_field(graft_rnnd_params& b, const std::string& name);
+
+// Row `key` of the host vectors x (ntotal x d) into recons, for reconstruct(); throws (naming
+// `where`) for a NULL recons or a key outside [0, ntotal).
+void copy_row(const float* x, int64_t ntotal, int64_t d, int64_t key, float* recons, const char* where);
 
 // Index-level parameters by name (see each index's set_param). Unknown names throw, listing the
 // known ones.
