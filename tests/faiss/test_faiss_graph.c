@@ -17,49 +17,9 @@
 #include <faiss/c_api/impl/AuxIndexStructures_c.h>
 #include <faiss/c_api/index_io_c.h>
 
-#include "faiss_testutil.h"
-#include "graft_faiss_c.h"
+#include "faiss_sift_fixture.h"
 
-#define K 10
 
-static graft_test_sift s;
-static int32_t* truth; /* nq x K: FAISS IndexFlatL2's top-10 */
-static char dir[64];
-
-typedef struct results {
-    float* D;
-    idx_t* I;
-} results;
-
-static results search_with(const FaissIndex* index, const FaissIDSelector* sel) {
-    results r = {malloc(sizeof(float) * s.nq * K), malloc(sizeof(idx_t) * s.nq * K)};
-    if (sel)
-        FAISS_OK(faiss_graft_search_with_selector(index, s.nq, s.xq, K, sel, r.D, r.I));
-    else
-        FAISS_OK(faiss_Index_search(index, s.nq, s.xq, K, r.D, r.I));
-    return r;
-}
-static void free_results(results* r) {
-    free(r->D);
-    free(r->I);
-}
-static int same_results(results a, results b) {
-    return !memcmp(a.D, b.D, sizeof(float) * s.nq * K) && !memcmp(a.I, b.I, sizeof(idx_t) * s.nq * K);
-}
-static double recall_vs(results r, const int32_t* gt) {
-    return graft_test_recall(r.I, K, gt, K, s.nq, K);
-}
-static double recall_of(const FaissIndex* index) {
-    results r = search_with(index, NULL);
-    double rec = recall_vs(r, truth);
-    free_results(&r);
-    return rec;
-}
-static FaissIndex* make(const char* desc) {
-    FaissIndex* index = NULL;
-    FAISS_OK(faiss_graft_index_factory(&index, (int)s.d, desc, METRIC_L2));
-    return index;
-}
 /* desc built over sift5k: trained first where it needs it (PCA), ids 0..nb-1 given explicitly
  * to an IDMap (whose add refuses to invent ids). */
 static FaissIndex* built(const char* desc) {
@@ -76,24 +36,6 @@ static FaissIndex* built(const char* desc) {
     free(ids);
     return index;
 }
-static double param(FaissIndex* index, const char* name) {
-    double v = NAN;
-    FAISS_OK(faiss_graft_get_param(index, name, &v));
-    return v;
-}
-/* The exact top-K of FAISS's IndexFlatL2, optionally restricted to sel, as int32 truth. */
-static int32_t* exact_truth(const FaissIDSelector* sel) {
-    FaissIndexFlatL2* flat = NULL;
-    FAISS_OK(faiss_IndexFlatL2_new_with(&flat, s.d));
-    FAISS_OK(faiss_Index_add((FaissIndex*)flat, s.nb, s.xb));
-    results r = search_with((FaissIndex*)flat, sel);
-    int32_t* gt = malloc(sizeof(int32_t) * s.nq * K);
-    for (int64_t i = 0; i < s.nq * K; i++) gt[i] = (int32_t)r.I[i];
-    free_results(&r);
-    faiss_Index_free((FaissIndex*)flat);
-    return gt;
-}
-
 /* ---- factory ---------------------------------------------------------------------------------- */
 
 static void test_factory(void) {
@@ -196,24 +138,6 @@ static void test_params(void) {
 
 /* ---- selectors ---------------------------------------------------------------------------------- */
 
-/* Results of a filtered search: no id outside the selector, recall against the exact search
- * restricted to it at least min_recall. */
-static void filtered(FaissIndex* g, const FaissIDSelector* sel, const char* what, double min_recall) {
-    int32_t* gt = exact_truth(sel);
-    results r = search_with(g, sel);
-    int64_t outside = 0, missing = 0;
-    for (int64_t i = 0; i < s.nq * K; i++) {
-        if (r.I[i] < 0) missing++;
-        else if (!faiss_IDSelector_is_member(sel, r.I[i])) outside++;
-    }
-    double rec = recall_vs(r, gt);
-    printf("  %-34s recall@10 %.4f vs exact filtered search, %lld slots empty\n", what, rec, (long long)missing);
-    CHECK(outside == 0, "%s: %lld returned ids outside the selector", what, (long long)outside);
-    CHECK(rec >= min_recall, "%s: recall@10 %.4f < %.2f", what, rec, min_recall);
-    free_results(&r);
-    free(gt);
-}
-
 static void test_selectors(void) {
     printf("selectors\n");
     FaissIndex* g = built("GraftGraph,cpu");
@@ -248,11 +172,6 @@ static void test_selectors(void) {
 }
 
 /* ---- IndexIDMap and I/O ------------------------------------------------------------------------- */
-
-static const char* path(char* buf, const char* name) {
-    snprintf(buf, 512, "%s/%s", dir, name);
-    return buf;
-}
 
 /* idx written to `name` and read back onto the CPU: the same results, bit for bit. Returns the
  * file's length. */
