@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graft/dataset.h"
+#include "graft/io.h"
 
 int graft_test_failures = 0;
 
@@ -170,4 +171,42 @@ int graft_test_load_fmnist(int64_t max_base, int64_t max_query, float** xb, int6
         return -1;
     }
     return 0;
+}
+
+unsigned char* graft_test_bytes_of(FILE* f, size_t* len) {
+    *len = (size_t)ftell(f);
+    unsigned char* b = malloc(*len ? *len : 1);
+    rewind(f);
+    CHECK(fread(b, 1, *len, f) == *len, "re-reading the record");
+    fclose(f);
+    return b;
+}
+
+void graft_test_expect_format(graft_test_reader read, const unsigned char* b, size_t len,
+                              const char* what, const char* needle) {
+    void* out = &out; /* must stay untouched */
+    void* const sentinel = out;
+    FILE* f = tmpfile();
+    if (len) fwrite(b, 1, len, f);
+    rewind(f);
+    int rc = read(f, &out);
+    fclose(f);
+    CHECK(rc == GRAFT_EFORMAT && strstr(graft_last_error(), needle),
+          "%s: %s \"%s\", expected GRAFT_EFORMAT with \"%s\"", what, graft_status_name(rc),
+          graft_last_error(), needle);
+    CHECK(out == sentinel, "%s: *out changed", what);
+    printf("  %-34s -> %s\n", what, graft_last_error());
+}
+
+void graft_test_with_field(graft_test_reader read, const unsigned char* b, size_t len, size_t off,
+                           uint64_t v, int n, int resum, const char* what, const char* needle) {
+    unsigned char* c = malloc(len);
+    memcpy(c, b, len);
+    for (int i = 0; i < n; i++) c[off + i] = (unsigned char)(v >> (8 * i));
+    if (resum) {
+        uint64_t h = graft_io_checksum(GRAFT_IO_CHECKSUM_INIT, c, len - 8);
+        for (int i = 0; i < 8; i++) c[len - 8 + i] = (unsigned char)(h >> (8 * i));
+    }
+    graft_test_expect_format(read, c, len, what, needle);
+    free(c);
 }

@@ -104,4 +104,23 @@ int graft_test_load_fmnist(int64_t max_base, int64_t max_query, float** xb, int6
         }                                         \
     } while (0)
 
+/* ---- damaged index records (the I/O tests of every index type) ---- */
+
+/* Parses one record from f into *out (a new index, as void*) and returns its status; must leave
+ * *out untouched on failure. Each index test wraps its graft_*_read this way. */
+typedef int (*graft_test_reader)(FILE* f, void** out);
+
+/* Everything written to f (a tmpfile) so far, malloc'd, with *len its size; f is closed. */
+unsigned char* graft_test_bytes_of(FILE* f, size_t* len);
+
+/* Records a failure unless reading b[0..len) fails with GRAFT_EFORMAT, a message containing
+ * needle, and *out untouched; prints the message beside `what`. */
+void graft_test_expect_format(graft_test_reader read, const unsigned char* b, size_t len,
+                              const char* what, const char* needle);
+
+/* graft_test_expect_format on a copy of b whose n-byte little-endian field at off is set to v,
+ * the trailing checksum (graft_io_checksum) recomputed when `resum`. */
+void graft_test_with_field(graft_test_reader read, const unsigned char* b, size_t len, size_t off,
+                           uint64_t v, int n, int resum, const char* what, const char* needle);
+
 #endif
