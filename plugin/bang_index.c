@@ -232,13 +232,8 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
     memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
     GRAFT_TRY(graft_pq_encode(&g->pq, n, x, g->codes + g->ntotal * g->pq.M));
     graft_graph graph = {0};
-    const double t0 = graft_now_s();
-    int rc = GRAFT_EGPU_NOMEM;
-    if (g->ctx) rc = graft_grnnd_build_gpu(g->xb, need, g->d, &g->p.build, &graph, NULL);
-    /* Data too large for GRNND's device pools is built by the CPU reference (slow; building in
-     * pieces on the GPU is not done yet). */
-    if (rc == GRAFT_EGPU_NOMEM) rc = graft_rnnd_build_cpu(g->xb, need, g->d, &g->p.build.base, &graph);
-    const double seconds = graft_now_s() - t0;
+    double seconds;
+    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds);
     if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     rc = install(g, need, &graph, fn);
     if (rc != GRAFT_OK) {
@@ -250,10 +245,8 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
 }
 
 int graft_bindex_add(graft_bindex* g, int64_t n, const float* x) {
-    if (!g || (!x && n > 0)) return graft_fail(GRAFT_EINVAL, "graft_bindex_add: NULL argument");
-    if (n < 0) return graft_fail(GRAFT_EINVAL, "graft_bindex_add: n = %lld < 0", (long long)n);
+    GRAFT_TRY(graft_check_add_args(g != NULL, n, x, g ? g->d : 0, "graft_bindex_add"));
     if (n == 0) return GRAFT_OK;
-    GRAFT_TRY(graft_check_finite(x, n, g->d, "graft_bindex_add"));
     pthread_mutex_lock(&g->lock);
     int rc = add_locked(g, n, x);
     pthread_mutex_unlock(&g->lock);
@@ -330,12 +323,7 @@ int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int
                         graft_bang_report* report) {
     const char* fn = "graft_bindex_search";
     graft_bindex* g = (graft_bindex*)cg; /* the lock and the device buffers are the mutable part */
-    if (!g || ((!xq || !D || !I) && nq > 0)) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    if (nq < 0) return graft_fail(GRAFT_EINVAL, "%s: nq = %lld < 0", fn, (long long)nq);
-    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
-    if (k > 1024)
-        return graft_fail(GRAFT_EINVAL, "%s: k = %lld exceeds the largest worklist (L <= 1024); an "
-                          "exact flat index serves any k", fn, (long long)k);
+    GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
     graft_bang_params p = params ? *params : g->p.search;
     p.device = g->p.device; /* the index's device decides */
     if (p.L < k) p.L = (int)k; /* the worklist holds the candidates: at least k wide */

@@ -150,10 +150,8 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
     /* Past ntotal: invisible until install_graph succeeds. */
     memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
     graft_graph graph = {0};
-    const double t0 = graft_now_s();
-    int rc = g->ctx ? graft_grnnd_build_gpu(g->xb, need, g->d, &g->p.build, &graph, NULL)
-                    : graft_rnnd_build_cpu(g->xb, need, g->d, &g->p.build.base, &graph);
-    const double seconds = graft_now_s() - t0;
+    double seconds;
+    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds);
     if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     rc = install_graph(g, need, &graph, fn);
     if (rc != GRAFT_OK) {
@@ -165,10 +163,8 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
 }
 
 int graft_gindex_add(graft_gindex* g, int64_t n, const float* x) {
-    if (!g || (!x && n > 0)) return graft_fail(GRAFT_EINVAL, "graft_gindex_add: NULL argument");
-    if (n < 0) return graft_fail(GRAFT_EINVAL, "graft_gindex_add: n = %lld < 0", (long long)n);
+    GRAFT_TRY(graft_check_add_args(g != NULL, n, x, g ? g->d : 0, "graft_gindex_add"));
     if (n == 0) return GRAFT_OK;
-    GRAFT_TRY(graft_check_finite(x, n, g->d, "graft_gindex_add"));
     pthread_mutex_lock(&g->lock);
     int rc = add_locked(g, n, x);
     pthread_mutex_unlock(&g->lock);
@@ -189,12 +185,7 @@ int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int
                         graft_search_report* report) {
     const char* fn = "graft_gindex_search";
     graft_gindex* g = (graft_gindex*)cg; /* the lock and the device buffers are the mutable part */
-    if (!g || ((!xq || !D || !I) && nq > 0)) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    if (nq < 0) return graft_fail(GRAFT_EINVAL, "%s: nq = %lld < 0", fn, (long long)nq);
-    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
-    if (k > 1024)
-        return graft_fail(GRAFT_EINVAL, "%s: k = %lld exceeds the largest worklist (L <= 1024) of the "
-                          "graph search; an exact flat index serves any k", fn, (long long)k);
+    GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
     graft_search_params p = params ? *params : g->p.search;
     p.device = g->p.device; /* the index's device decides, whatever the caller's struct says */
     /* The worklist holds the results, so it is at least k wide: FAISS's HNSW searches with

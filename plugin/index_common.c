@@ -74,3 +74,32 @@ size_t graft_index_scratch_cap(int device) {
     const size_t max_scratch = (size_t)8 << 30, quarter = graft_gpu_device_memory(device) / 4;
     return quarter && quarter < max_scratch ? quarter : max_scratch;
 }
+
+int graft_check_add_args(int have_index, int64_t n, const float* x, int64_t d, const char* fn) {
+    if (!have_index || (!x && n > 0)) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    if (n < 0) return graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n);
+    return graft_check_finite(x, n, d, fn);
+}
+
+int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t k, const float* D,
+                            const int64_t* I, const char* fn) {
+    if (!have_index || ((!xq || !D || !I) && nq > 0))
+        return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    if (nq < 0) return graft_fail(GRAFT_EINVAL, "%s: nq = %lld < 0", fn, (long long)nq);
+    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
+    if (k > 1024)
+        return graft_fail(GRAFT_EINVAL, "%s: k = %lld exceeds the largest worklist (L <= 1024) of the "
+                          "graph search; an exact flat index serves any k", fn, (long long)k);
+    return GRAFT_OK;
+}
+
+int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
+                            graft_graph* out, double* seconds) {
+    const double t0 = graft_now_s();
+    int rc = gpu ? graft_grnnd_build_gpu(x, n, d, b, out, NULL) : GRAFT_EGPU_NOMEM;
+    /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built by the
+     * CPU reference: slow, but it finishes; building in pieces on the GPU is not done yet. */
+    if (rc == GRAFT_EGPU_NOMEM) rc = graft_rnnd_build_cpu(x, n, d, &b->base, out);
+    *seconds = graft_now_s() - t0;
+    return rc;
+}

@@ -29,6 +29,21 @@ int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* f
 int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
                            const char* fn);
 
+/* The argument checks of an index's add (the index, x unless n = 0, n >= 0, finite x of d
+ * columns); have_index: the index pointer was not NULL. */
+int graft_check_add_args(int have_index, int64_t n, const float* x, int64_t d, const char* fn);
+
+/* The argument checks of a graph index's search: the index and the arrays (unless nq = 0),
+ * nq >= 0, 1 <= k <= 1024 (the largest worklist of the graph searches). */
+int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t k, const float* D,
+                            const int64_t* I, const char* fn);
+
+/* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu, else, or when
+ * GRNND's device pools do not fit (GRAFT_EGPU_NOMEM), RNN-Descent on the CPU. *seconds gets the
+ * build's wall time. Errors as the builders'. */
+int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
+                            graft_graph* out, double* seconds);
+
 /* Device scratch cap of an index's GPU context: a quarter of the device's memory, at most 8 GiB.
  * The context's arena only grows to what the searches take, so a generous cap costs nothing and
  * lets a search pass a larger memory_budget than the defaults. */

@@ -4,7 +4,9 @@
  *
  * Adding: every add rebuilds the graph over all stored vectors (GRNND on 1M x 128 takes 0.64 s on
  * an H100, and a rebuild gives the same quality as one build over everything, where inserting
- * into a graph built for other data degrades it). Search before the first add returns only -1
+ * into a graph built for other data degrades it). Data whose GRNND pools (2 n R 8 bytes beside
+ * the vectors) do not fit the device is built by RNN-Descent on the CPU instead (slow, but it
+ * finishes). Search before the first add returns only -1
  * labels, as FAISS's indexes do on an empty index.
  */
 #ifndef GRAFT_GRAPH_INDEX_H
