@@ -6,8 +6,8 @@
  * an H100, and a rebuild gives the same quality as one build over everything, where inserting
  * into a graph built for other data degrades it). Data whose GRNND pools (2 n R 8 bytes beside
  * the vectors) do not fit the device is built by RNN-Descent on the CPU instead (slow, but it
- * finishes). Search before the first add returns only -1
- * labels, as FAISS's indexes do on an empty index.
+ * finishes). Search before the first add returns only -1 labels, as FAISS's indexes do on an
+ * empty index.
  */
 #ifndef GRAFT_GRAPH_INDEX_H
 #define GRAFT_GRAPH_INDEX_H
