@@ -119,8 +119,6 @@ int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const graft_
     dev.metric = metric;
     dev.in_memory = in_memory != 0;
     dev.resident_bytes = total;
-    dev.host_nbrs = g->nbrs;
-    dev.host_x = x;
     const size_t cbytes = (size_t)d * 256 * sizeof(float), kbytes = (size_t)g->n * pq->M;
     const size_t gbytes = (size_t)g->n * g->R * sizeof(int32_t);
     const size_t xbytes = (size_t)g->n * d * sizeof(float);
@@ -469,13 +467,18 @@ static int run_batch(graft_bang_dev* dev, graft_gpu_bang_args a, const graft_ban
     return GRAFT_OK;
 }
 
-int graft_bang_dev_search(graft_bang_dev* dev, const float* xq, int64_t nq, int64_t k,
+int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const float* host_x,
+                          const float* xq, int64_t nq, int64_t k,
                           const graft_bang_params* params, float* D, int64_t* I,
                           graft_bang_report* report) {
     const char* fn = "graft_bang_search_gpu";
     const double t_start = omp_get_wtime();
     if (!dev || !dev->ctx || !dev->codes)
         return graft_fail(GRAFT_EINVAL, "%s: no BANG data on the GPU", fn);
+    if (!dev->in_memory && (!host_nbrs || !host_x))
+        return graft_fail(GRAFT_EINVAL, "%s: out-of-core search without the host graph or vectors", fn);
+    dev->host_nbrs = host_nbrs;
+    dev->host_x = host_x;
     graft_bang_params p;
     if (params)
         p = *params;
@@ -588,7 +591,7 @@ int graft_bang_search_gpu(const graft_graph* g, const graft_pq* pq, const uint8_
     graft_bang_dev dev;
     rc = graft_bang_dev_upload(ctx, g, pq, codes, x, d, metric, mode == GRAFT_BANG_IN_MEMORY, &dev);
     if (rc == GRAFT_OK) {
-        rc = graft_bang_dev_search(&dev, xq, nq, k, &p, D, I, report);
+        rc = graft_bang_dev_search(&dev, g->nbrs, x, xq, nq, k, &p, D, I, report);
         graft_bang_dev_release(&dev);
     }
     graft_gpu_ctx_destroy(ctx);

@@ -23,8 +23,8 @@ typedef struct graft_bang_dev {
     int32_t* nbrs;           /* n x R, in-memory only */
     float* x;                /* n x d, in-memory only */
     size_t resident_bytes;
-    /* out-of-core gathering reads these host arrays (not owned): they must stay alive and in
-     * place while this struct is in use (re-upload after moving them) */
+    /* the host arrays out-of-core gathering reads (not owned), those of the current search:
+     * graft_bang_dev_search's arguments, so that their owner may move them between searches */
     const int32_t* host_nbrs; /* n x R */
     const float* host_x;      /* n x d */
     /* pipeline objects (owned): half batch 0 runs on the context's stream, half 1 on stream1 */
@@ -55,9 +55,10 @@ int graft_bang_check_args(const graft_graph* graph, const graft_pq* pq, const ui
 size_t graft_bang_dev_resident_bytes(int64_t n, int64_t d, int R, int M, int in_memory);
 
 /* Copies pq's codebooks and the codes (graph->n x pq->M) to ctx's device into *out (zeroed
- * first); in_memory also the graph and x (n x d). Out-of-core keeps graph->nbrs and x as host
- * pointers (see the struct). Errors: GRAFT_EINVAL (NULL, malformed graph or codebooks, d !=
- * pq->d, R > 256, unknown metric), GRAFT_EGPU_NOMEM, GRAFT_ECUDA. On failure nothing is held. */
+ * first); in_memory also the graph and x (n x d). Out-of-core uploads neither: each search names
+ * the host arrays it gathers from. Errors: GRAFT_EINVAL (NULL, malformed graph or codebooks,
+ * d != pq->d, R > 256, unknown metric), GRAFT_EGPU_NOMEM, GRAFT_ECUDA. On failure nothing is
+ * held. */
 int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* graph, const graft_pq* pq,
                           const uint8_t* codes, const float* x, int64_t d, graft_metric metric,
                           int in_memory, graft_bang_dev* out);
@@ -65,11 +66,13 @@ int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* graph, const gr
 void graft_bang_dev_release(graft_bang_dev* dev);
 
 /* Host queries (nq x d) in, host results out (FAISS layout, graft_bang_search_cpu's), in batches
- * under p->memory_budget. params NULL = defaults (graft_bang_params_defaults). Checks: NULL
+ * under p->memory_budget. host_nbrs (n x R) and host_x (n x d) are the graph rows and vectors
+ * the out-of-core pipeline gathers from (ignored in-memory). params NULL = defaults (graft_bang_params_defaults). Checks: NULL
  * pointers, nq < 0, graft_bang_check_params (GPU fields included), NaN/Inf queries
  * (GRAFT_EINVAL); a budget below one query's working set (GRAFT_EGPU_NOMEM, naming the bytes).
  * report may be NULL. A failed call leaves the struct usable. */
-int graft_bang_dev_search(graft_bang_dev* dev, const float* xq, int64_t nq, int64_t k,
+int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const float* host_x,
+                          const float* xq, int64_t nq, int64_t k,
                           const graft_bang_params* params, float* D, int64_t* I,
                           graft_bang_report* report);
 

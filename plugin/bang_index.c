@@ -185,7 +185,6 @@ static int reserve(graft_bindex* g, int64_t need, const char* fn) {
     float* xb = realloc(g->xb, xbytes);
     if (!xb) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, xbytes);
     g->xb = xb;
-    if (g->on_device) g->dev.host_x = xb; /* out-of-core gathering reads the host vectors */
     uint8_t* codes = realloc(g->codes, cbytes);
     if (!codes) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, cbytes);
     g->codes = codes;
@@ -337,7 +336,7 @@ int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int
         rc = graft_check_finite(xq, nq, g->d, "graft_bindex_search: queries");
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
     } else if (g->ctx)
-        rc = graft_bang_dev_search(&g->dev, xq, nq, k, &p, D, I, report);
+        rc = graft_bang_dev_search(&g->dev, g->graph.nbrs, g->xb, xq, nq, k, &p, D, I, report);
     else
         rc = graft_bang_search_cpu(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric, xq, nq, k,
                                    &p, D, I);
