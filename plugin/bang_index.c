@@ -325,8 +325,10 @@ int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int
     GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
     graft_bang_params p = params ? *params : g->p.search;
     p.device = g->p.device; /* the index's device decides */
-    if (p.L < k) p.L = (int)k; /* the worklist holds the candidates: at least k wide */
-    if (p.max_expand && p.max_expand < p.L) p.max_expand = p.L;
+    if (p.L < k) { /* the worklist holds the candidates: at least k wide, and so many expansions */
+        p.L = (int)k;
+        if (p.max_expand && p.max_expand < p.L) p.max_expand = p.L;
+    }
     GRAFT_TRY(graft_bang_check_params(&p, k, g->ctx != NULL, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
