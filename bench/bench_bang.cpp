@@ -32,7 +32,9 @@
 // Timing: wall clock from host queries to host results, one call per pass with all nq queries (the
 // index splits them into batches of its memory_budget), one warm-up pass, median of 3 timed passes.
 // Each graft record carries the stage breakdown of graft_bang_report for the median pass:
-//   gpu_s      device time of the search kernels (CUDA events)
+//   gpu_s      the device's span from the tables kernel to the end of the re-rank (CUDA events on
+//              the context's stream): kernels, the copies between them and, out-of-core, the time
+//              the device waits for the host's gather; so out-of-core it is close to the wall time
 //   gather_s   host threads collecting neighbour rows and vectors (out-of-core)
 //   wait_s     host time blocked on the GPU
 //   copy_s     (h2d_bytes / measured pinned H2D rate) + (d2h_bytes / D2H rate): the copies' time
@@ -40,6 +42,9 @@
 //   overlap    1 - wall / (gpu_s + gather_s + copy_s): 0 when the stages run one after the
 //              other; at most overlap_max = 1 - max(stage) / sum(stages), reached when every
 //              stage hides behind the longest one. Negative: time outside the three stages.
+//              Out-of-core gpu_s is a span that contains the other stages, so overlap is near
+//              overlap_max by construction there: it says the copies and the gather fall inside
+//              the span, not how well they hide (bench/RESULTS.md reads the breakdown).
 //   h2d_bytes_per_query, d2h_bytes_per_query, iterations_per_query (expansions), batches
 // and the floor the mode implies:
 //   out-of-core: the PCIe floor, h2d bytes per query at the pinned host-to-device rate measured

@@ -72,7 +72,9 @@ int graft_bang_search_cpu(const graft_graph* graph, const graft_pq* pq, const ui
  * said otherwise; "overlapped" stages run while others do, so they need not add up to the wall. */
 typedef struct graft_bang_report {
     double wall_seconds;    /* the whole call */
-    double gpu_seconds;     /* device time of the search kernels (events) */
+    double gpu_seconds;     /* the device's span per batch, tables kernel to re-rank end (events):
+                               kernels, copies between them and, out-of-core, time the device
+                               waits for the host */
     double gather_seconds;  /* host threads collecting neighbour rows and vectors (out-of-core) */
     double wait_seconds;    /* host time blocked on the GPU (kernels or copies not yet done) */
     int64_t h2d_bytes;      /* bytes copied host -> device during the search (rows, vectors,
