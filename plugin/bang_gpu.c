@@ -6,12 +6,18 @@
  * Out-of-core pipeline (BANG 4.3 and 4.6). A batch is split into two halves, half 0 on the
  * context's stream and half 1 on a second stream. For each half, one iteration is
  *     host:  wait for the half's next nodes (event), drop finished queries, gather each live
- *            query's node's neighbour row (R int32) and full vector (d floats) into pinned
- *            memory (OpenMP, params->threads)
- *     queue: H2D live ids + rows | step A | D2H next nodes, event | H2D vectors, event | step B
- * and the host visits the halves in turn: while it gathers half 0, the device runs half 1's
+ *            query's node's neighbour row (R int32) into pinned memory (OpenMP,
+ *            params->threads)
+ *     queue: H2D live ids + rows | step A | D2H next nodes, event
+ *     host:  gather the same nodes' full vectors (d floats) into pinned memory, while step A runs
+ *     queue: H2D vectors, event | step B
+ * and the host visits the halves in turn: while it works on half 0, the device runs half 1's
  * kernels and copies and half 0's step B (which the eager selection of step A moved off the
- * critical path, 4.6); then the roles swap. Copies overlap kernels of the other half.
+ * critical path, 4.6); then the roles swap. Copies overlap kernels of the other half. The
+ * vectors (2/3 of the bytes at R = 64, d = 128) are needed only by step B's re-rank store, so
+ * they are gathered after step A is queued: the next nodes wait for the rows' gather alone.
+ * (Measured at cf25786 with one gather of rows and vectors before step A, the host's loop bound
+ * out-of-core search; bench/RESULTS.md.)
  * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 d (vector) bytes to
  * the device and 4 (next node) back: 772 bytes at R = 64, d = 128, the floor of BANG's scheme
  * (the row is skipped at the last permitted expansion, whose row cannot matter). Queries and
@@ -199,7 +205,7 @@ typedef struct {
     size_t state, xq, D, I, ir[2], vecs[2], next[2], end;
 } dev_layout;
 typedef struct {
-    size_t ir[2], vecs[2], next[2], counters, end;
+    size_t ir[2], vecs[2], next[2], cur[2], counters, end;
 } host_layout;
 
 static size_t take(size_t* off, size_t bytes, size_t align) {
@@ -240,6 +246,7 @@ static host_layout make_host_layout(int64_t B, int64_t d, int R, int E, int ooc)
             l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 64);
             l.vecs[h] = take(&off, bh * d * sizeof(float), 64);
             l.next[h] = take(&off, bh * sizeof(int32_t), 64);
+            l.cur[h] = take(&off, bh * sizeof(int32_t), 64);
         }
     l.counters = take(&off, (size_t)E * sizeof(int32_t), 64);
     l.end = off;
@@ -304,30 +311,41 @@ typedef struct {
     graft_gpu_event ev_next, ev_vecs;
     int32_t* ir;       /* pinned: nlive live query indices, then their nodes' rows */
     float* vecs;       /* pinned: their nodes' vectors */
-    int32_t* next;     /* pinned: step A's next nodes; after compaction the live queries' nodes */
+    int32_t* next;     /* pinned: step A's next nodes (D2H) */
+    int32_t* cur;      /* the live queries' nodes being expanded, compacted from `next`: the
+                          vectors are gathered from it after the next D2H into `next` is queued */
     int32_t* d_ir;     /* device copies of the three */
     float* d_vecs;
     int32_t* d_next;
 } half;
 
-/* Host threads copy each live query's node's row and vector into the half's pinned buffers
- * (the rows only while another expansion may follow). */
-static void gather(const graft_bang_dev* dev, half* h, int rows, int threads) {
+/* Host threads copy each live query's node's neighbour row (vecs 0) or full vector (vecs 1)
+ * into the half's pinned buffers. */
+static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, stats* st) {
+    const double t = omp_get_wtime();
     const int64_t nl = h->nlive, R = dev->R, d = dev->d;
     int32_t* out_rows = h->ir + nl;
-    const int32_t* nodes = h->next;
+    const int32_t* nodes = h->cur;
 #pragma omp parallel for num_threads(threads) schedule(static) if (nl >= 64)
     for (int64_t w = 0; w < nl; w++) {
         const int64_t u = nodes[w];
-        if (rows) memcpy(out_rows + w * R, dev->host_nbrs + u * R, (size_t)R * sizeof(int32_t));
-        memcpy(h->vecs + w * d, dev->host_x + u * d, (size_t)d * sizeof(float));
+        if (vecs)
+            memcpy(h->vecs + w * d, dev->host_x + u * d, (size_t)d * sizeof(float));
+        else
+            memcpy(out_rows + w * R, dev->host_nbrs + u * R, (size_t)R * sizeof(int32_t));
     }
+    st->gather_s += omp_get_wtime() - t;
 }
 
-/* Queues one iteration of a half: rows in, step A, next nodes out, vectors in, step B. */
-static int issue(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int rows, stats* st) {
+/* One iteration of a half whose live list and nodes (ir, cur) are set: rows gathered, then
+ * queued: rows in, step A, next nodes out; vectors gathered while step A runs, then queued:
+ * vectors in, step B. */
+static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int threads,
+                          stats* st) {
     graft_gpu_ctx* ctx = dev->ctx;
     const size_t nl = (size_t)h->nlive;
+    /* The last permitted expansion's row cannot matter: not gathered, not sent. */
+    const int rows = h->it + 1 < a->max_expand;
     const size_t ir_bytes = nl * (size_t)(1 + (rows ? dev->R : 0)) * sizeof(int32_t);
     const size_t vec_bytes = nl * (size_t)dev->d * sizeof(float);
     graft_gpu_bang_step s;
@@ -340,11 +358,18 @@ static int issue(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int
     s.rows = rows ? h->d_ir + nl : NULL;
     s.vecs = h->d_vecs;
     s.next = h->d_next;
+    /* The pinned live ids and rows are free: their last copy preceded the last step A, which
+     * the event of the next nodes just waited for follows. */
+    if (rows) gather(dev, h, 0, threads, st);
     GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ir, h->ir, ir_bytes, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_a(ctx, a, &s, h->stream));
     GRAFT_TRY(graft_gpu_copy_async(ctx, h->next, h->d_next, nl * sizeof(int32_t), h->stream));
     GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_next, h->stream));
-    /* The vectors wait for re-ranking only (4.3): after the next nodes, off the host's path. */
+    /* The vectors wait for re-ranking only (4.3): gathered and sent after the next nodes, off
+     * the host's path to them. The last iteration's vector copy must have left the pinned
+     * buffer first (queued before this step A; an event never recorded counts as done). */
+    GRAFT_TRY(timed_event_sync(ctx, h->ev_vecs, st));
+    gather(dev, h, 1, threads, st);
     GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_vecs, h->vecs, vec_bytes, h->stream));
     GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_vecs, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
@@ -375,25 +400,20 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         x->ir = (int32_t*)(hbase + hl->ir[h]);
         x->vecs = (float*)(hbase + hl->vecs[h]);
         x->next = (int32_t*)(hbase + hl->next[h]);
+        x->cur = (int32_t*)(hbase + hl->cur[h]);
         x->d_ir = (int32_t*)(dbase + dl->ir[h]);
         x->d_vecs = (float*)(dbase + dl->vecs[h]);
         x->d_next = (int32_t*)(dbase + dl->next[h]);
         for (int64_t w = 0; w < x->nq; w++) {
             x->ir[w] = (int32_t)(x->q0 + w);
-            x->next[w] = (int32_t)dev->entry; /* slot 0 of every query */
+            x->cur[w] = (int32_t)dev->entry; /* slot 0 of every query */
         }
     }
     /* Half 1's stream starts after the tables and worklists exist. */
     GRAFT_TRY(graft_gpu_event_record(ctx, dev->ev_init, NULL));
     GRAFT_TRY(graft_gpu_stream_wait(ctx, dev->stream1, dev->ev_init));
-    for (int h = 0; h < 2; h++) {
-        if (H[h].nlive == 0) continue;
-        const int rows = H[h].it + 1 < a->max_expand;
-        const double t = omp_get_wtime();
-        gather(dev, &H[h], rows, threads);
-        st->gather_s += omp_get_wtime() - t;
-        GRAFT_TRY(issue(dev, a, &H[h], rows, st));
-    }
+    for (int h = 0; h < 2; h++)
+        if (H[h].nlive > 0) GRAFT_TRY(half_iteration(dev, a, &H[h], threads, st));
     for (;;) {
         int active = 0;
         for (int h = 0; h < 2; h++) {
@@ -404,19 +424,13 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
             for (int64_t w = 0; w < x->nlive; w++)
                 if (x->next[w] >= 0) {
                     x->ir[nl] = x->ir[w];
-                    x->next[nl] = x->next[w];
+                    x->cur[nl] = x->next[w];
                     nl++;
                 }
             x->nlive = nl;
             if (nl == 0) continue;
             active = 1;
-            /* The pinned vectors of the last iteration must have left before the gather. */
-            GRAFT_TRY(timed_event_sync(ctx, x->ev_vecs, st));
-            const int rows = x->it + 1 < a->max_expand;
-            const double t = omp_get_wtime();
-            gather(dev, x, rows, threads);
-            st->gather_s += omp_get_wtime() - t;
-            GRAFT_TRY(issue(dev, a, x, rows, st));
+            GRAFT_TRY(half_iteration(dev, a, x, threads, st));
         }
         if (!active) break;
     }
