@@ -61,11 +61,39 @@ static double bang_recall(const fixture* f, const float* xq, int64_t nq, const i
     return r;
 }
 
+/* k-means stand-ins for the failure paths, on data whose value j of point i is 1000 j + i (so a
+ * sub-space of one dimension starts with 1000 m): sub-space 5 fails. */
+static int kmeans_fail_at_5(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,
+                            float* centroids) {
+    (void)ctx;
+    for (int64_t i = 0; i < k * d; i++) centroids[i] = x[(i / d) % n * d + i % d];
+    if (x[0] == 5000.f) return graft_fail(GRAFT_ENOMEM, "test k-means gave up");
+    return GRAFT_OK;
+}
+
+static int kmeans_nan_at_5(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,
+                           float* centroids) {
+    const int rc = kmeans_fail_at_5(ctx, d, n, k, x, centroids);
+    if (rc != GRAFT_OK) centroids[3] = NAN;
+    return GRAFT_OK;
+}
+
 static void test_pq(const graft_test_sift* s) {
     graft_pq pq = {0};
     graft_pq_params pp = pq_params(32);
     CHECK_OK(graft_pq_train(s->d, s->nb, s->xb, &pp, &pq));
     CHECK(pq.M == 32 && pq.dsub == 4 && pq.d == 128, "shape M=%d dsub=%d", pq.M, pq.dsub);
+    {
+        /* Sub-spaces trained in parallel (the default) = one after the other, bit for bit:
+         * FAISS's k-means is deterministic per call. */
+        graft_pq seq = {0};
+        graft_pq_params sp = pq_params(32);
+        sp.kmeans_threads = 1;
+        CHECK_OK(graft_pq_train(s->d, s->nb, s->xb, &sp, &seq));
+        CHECK(memcmp(seq.centroids, pq.centroids, sizeof(float) * 128 * 256) == 0,
+              "codebooks trained in parallel differ from the sequential ones");
+        graft_pq_free(&seq);
+    }
     uint8_t* codes = malloc((size_t)s->nb * 32);
     float* rec = malloc(sizeof(float) * s->nb * s->d);
     CHECK_OK(graft_pq_encode(&pq, s->nb, s->xb, codes));
@@ -133,6 +161,29 @@ static void test_pq(const graft_test_sift* s) {
     CHECK_ERR(graft_pq_train(s->d, 300, nanx, &pp, &bad), GRAFT_EINVAL);
     CHECK(bad.centroids == NULL, "a failed training filled the output");
     CHECK_ERR(graft_pq_encode(&bad, 1, s->xb, codes), GRAFT_EINVAL);
+    pp = pq_params(16);
+    pp.kmeans_threads = -1;
+    CHECK_ERR(graft_pq_train(s->d, s->nb, s->xb, &pp, &bad), GRAFT_EINVAL);
+    /* A k-means failing (on a worker thread) names its sub-space, with its own message, on the
+     * calling thread; one returning NaN likewise. */
+    float* ramp = malloc(sizeof(float) * 300 * 16);
+    for (int i = 0; i < 300; i++)
+        for (int j = 0; j < 16; j++) ramp[i * 16 + j] = 1000.f * j + i;
+    for (int mode = 0; mode < 2; mode++) {
+        pp = pq_params(16);
+        pp.kmeans = mode ? kmeans_nan_at_5 : kmeans_fail_at_5;
+        CHECK_ERR(graft_pq_train(16, 300, ramp, &pp, &bad),
+                  mode ? GRAFT_EINTERNAL : GRAFT_ENOMEM);
+        CHECK(strstr(graft_last_error(), "sub-space 5") != NULL &&
+                  strstr(graft_last_error(), mode ? "NaN" : "test k-means gave up") != NULL,
+              "message: %s", graft_last_error());
+        CHECK(bad.centroids == NULL, "a failed training filled the output");
+    }
+    pp = pq_params(16);
+    pp.kmeans = kmeans_fail_at_5; /* succeeds on data without a sub-space starting at 5000 */
+    CHECK_OK(graft_pq_train(16, 300, ramp + 16 * 10, &pp, &bad));
+    graft_pq_free(&bad);
+    free(ramp);
     CHECK(graft_pq_default_M(128) == 32 && graft_pq_default_M(784) == 196 &&
               graft_pq_default_M(3) == 1 && graft_pq_default_M(100) == 25,
           "default M");

@@ -20,7 +20,10 @@ extern "C" {
 #define GRAFT_PQ_KSUB 256 /* centroids per sub-space (8-bit codes) */
 
 /* k-means of n points x (n x d) into k centroids (k x d, written); returns GRAFT_OK or a
- * negative status (its message through the caller's error). FAISS's kmeans_clustering fits. */
+ * negative status (its message through the caller's error, set on the calling thread). FAISS's
+ * kmeans_clustering fits. graft_pq_train calls it from several threads at once, one sub-space
+ * each, unless graft_pq_params.kmeans_threads is 1: it must then be thread-safe (FAISS's
+ * Clustering is; its own OpenMP regions run single-threaded inside graft's). */
 typedef int (*graft_kmeans_fn)(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,
                                float* centroids);
 
@@ -32,6 +35,10 @@ typedef struct graft_pq_params {
     uint64_t seed;      /* sampling seed. Default 1234 */
     graft_kmeans_fn kmeans; /* required for training; NULL = GRAFT_EINVAL naming the fix */
     void* kmeans_ctx;
+    int kmeans_threads; /* sub-spaces trained at once: 0 (default) = OpenMP's thread count
+                           (capped at M), 1 = one after the other (a k-means that is not
+                           thread-safe, or one that is parallel itself). The codebooks do not
+                           depend on it when the k-means is deterministic per call (FAISS's is) */
 } graft_pq_params;
 
 void graft_pq_params_defaults(graft_pq_params* params);
