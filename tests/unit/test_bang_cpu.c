@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "error.h" /* plugin/error.h: graft_fail */
 #include "graft/bang.h"
 #include "graft_faiss_c.h"
 #include "testutil.h"
