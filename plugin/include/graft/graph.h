@@ -129,6 +129,28 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
 int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                           graft_graph* out, graft_grnnd_report* report);
 
+/* A graph built in pieces, for data whose GRNND pools do not fit the GPU (plugin/pieces.c, the
+ * overlapping-shard build of DiskANN): a k-means of a sample splits the vectors into P pieces of
+ * at most piece_max, each vector in the pieces of its two nearest centroids (P about
+ * 2.5 n / piece_max); each piece's graph is built alone (gpu: GRNND with params, one piece on the
+ * device at a time; else RNN-Descent with params->base); every vector's two rows are merged with
+ * a relaxed RNG rule (DiskANN's alpha; inner product: their union; pieces.c says why; at most R
+ * kept, closest first). n <= piece_max is the plain build.
+ * params may be NULL (defaults), report may be NULL. Same layout and entry as the builders; on
+ * failure *out is untouched. Errors: the builders' (a piece's failure names the piece), and
+ * GRAFT_EINVAL for piece_max < GRAFT_PIECE_MIN or more than 65536 pieces. */
+#define GRAFT_PIECE_MIN 256
+typedef struct graft_pieces_report {
+    int pieces;              /* P (1: the plain build) */
+    int64_t largest_piece;   /* vectors in the largest piece */
+    double partition_seconds; /* k-means and assignment */
+    double build_seconds;    /* the pieces' builds, gathers of their vectors included */
+    double merge_seconds;    /* the rows' merges */
+} graft_pieces_report;
+int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
+                             int gpu, int64_t piece_max, graft_graph* out,
+                             graft_pieces_report* report);
+
 /* The search entry point of every graft graph: the vertex nearest (squared L2, ties to the smaller
  * id) the centroid of x (n x d), a cheap medoid stand-in. 0 when n < 1, d < 1 or x is NULL. */
 int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d);
