@@ -24,6 +24,7 @@ struct graft_bindex {
     uint8_t* codes;        /* capacity x M */
     graft_graph graph;     /* ntotal rows; nbrs NULL while ntotal == 0 */
     double build_seconds;
+    int build_pieces; /* graft_index_build_graph's *pieces of the last build; -1: none */
     /* GPU state; `lock` serializes GPU work so that concurrent searches are safe. */
     pthread_mutex_t lock;
     graft_gpu_ctx* ctx;
@@ -93,6 +94,7 @@ int graft_bindex_new(int64_t d, const graft_bindex_params* params, graft_bindex*
     if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     g->d = d;
     g->p = p;
+    g->build_pieces = -1;
     pthread_mutex_init(&g->lock, NULL);
     if (p.device >= 0) {
         int rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->ctx);
@@ -232,7 +234,9 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
     GRAFT_TRY(graft_pq_encode(&g->pq, n, x, g->codes + g->ntotal * g->pq.M));
     graft_graph graph = {0};
     double seconds;
-    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds);
+    int pieces;
+    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds,
+                                     &pieces);
     if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     rc = install(g, need, &graph, fn);
     if (rc != GRAFT_OK) {
@@ -240,6 +244,7 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
         return rc;
     }
     g->build_seconds = seconds;
+    g->build_pieces = pieces;
     return GRAFT_OK;
 }
 
@@ -258,6 +263,7 @@ int graft_bindex_reset(graft_bindex* g) {
     drop_device(g);
     graft_graph_free(&g->graph);
     g->ntotal = 0;
+    g->build_pieces = -1;
     pthread_mutex_unlock(&g->lock);
     return GRAFT_OK;
 }
@@ -276,6 +282,7 @@ static int adopt_data(graft_bindex* g, int64_t n, float* x, uint8_t* codes, graf
     if (rc == GRAFT_OK) {
         g->capacity = n;
         g->build_seconds = 0;
+        g->build_pieces = -1;
         x = old_x;
         codes = old_codes;
     } else {
@@ -357,6 +364,7 @@ const graft_graph* graft_bindex_graph(const graft_bindex* g) {
     return g && g->ntotal > 0 ? &g->graph : NULL;
 }
 double graft_bindex_build_seconds(const graft_bindex* g) { return g ? g->build_seconds : 0.0; }
+int graft_bindex_build_pieces(const graft_bindex* g) { return g ? g->build_pieces : -1; }
 
 graft_bang_mode graft_bindex_mode(const graft_bindex* g) {
     if (!g || !g->ctx) return GRAFT_BANG_AUTO;

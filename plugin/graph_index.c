@@ -23,6 +23,7 @@ struct graft_gindex {
     float* xb;             /* capacity x d, host */
     graft_graph graph;     /* ntotal rows; nbrs NULL while ntotal == 0 */
     double build_seconds;
+    int build_pieces; /* graft_index_build_graph's *pieces of the last build; -1: none */
     /* GPU state; `lock` serializes GPU work (one stream, one scratch arena) so that concurrent
      * searches are safe, as FAISS requires of const search. */
     pthread_mutex_t lock;
@@ -77,6 +78,7 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
     if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     g->d = d;
     g->p = p;
+    g->build_pieces = -1;
     pthread_mutex_init(&g->lock, NULL);
     if (p.device >= 0) {
         int rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->ctx);
@@ -151,7 +153,9 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
     memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
     graft_graph graph = {0};
     double seconds;
-    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds);
+    int pieces;
+    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds,
+                                     &pieces);
     if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     rc = install_graph(g, need, &graph, fn);
     if (rc != GRAFT_OK) {
@@ -159,6 +163,7 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
         return rc;
     }
     g->build_seconds = seconds;
+    g->build_pieces = pieces;
     return GRAFT_OK;
 }
 
@@ -176,6 +181,7 @@ int graft_gindex_reset(graft_gindex* g) {
     pthread_mutex_lock(&g->lock);
     drop_graph(g);
     g->ntotal = 0;
+    g->build_pieces = -1;
     pthread_mutex_unlock(&g->lock);
     return GRAFT_OK;
 }
@@ -218,6 +224,7 @@ const graft_graph* graft_gindex_graph(const graft_gindex* g) {
     return g && g->ntotal > 0 ? &g->graph : NULL;
 }
 double graft_gindex_build_seconds(const graft_gindex* g) { return g ? g->build_seconds : 0.0; }
+int graft_gindex_build_pieces(const graft_gindex* g) { return g ? g->build_pieces : -1; }
 
 graft_gindex_params graft_gindex_get_params(const graft_gindex* g) {
     graft_gindex_params p;
@@ -258,6 +265,7 @@ static int adopt_data(graft_gindex* g, int64_t n, float* x, graft_graph* graph, 
     if (rc == GRAFT_OK) {
         g->capacity = n;
         g->build_seconds = 0;
+        g->build_pieces = -1;
         x = old_x;
     } else {
         g->xb = old_x;

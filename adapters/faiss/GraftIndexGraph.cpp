@@ -85,7 +85,7 @@ namespace {
 
 const char* const kKnown =
         "search: L, probes, visited, merge, bloom_log2; build (next add): R, S, T1, T2, rho; "
-        "read-only: device, build_seconds";
+        "read-only: device, build_seconds, build_pieces";
 
 int* search_field(graft_search_params& s, const std::string& name) {
     if (name == "L") return &s.L;
@@ -116,7 +116,7 @@ void GraftIndexGraph::set_param(const char* name, double value) {
         throw_if_error(graft_gindex_set_build_params(gindex, &p.build), "GraftIndexGraph::set_param");
         return;
     }
-    GRAFT_REQUIRE(n != "device" && n != "build_seconds",
+    GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces",
                   "GraftIndexGraph: '%s' is read-only (the device is fixed at creation: "
                   "faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
                   "\"GraftGraph,gpu=N\")",
@@ -133,6 +133,7 @@ double GraftIndexGraph::get_param(const char* name) const {
     if (n == "rho") return p.build.base.rho;
     if (n == "device") return graft_gindex_device(gindex);
     if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
+    if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
     FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
 }
 

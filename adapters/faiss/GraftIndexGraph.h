@@ -42,7 +42,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //  search defaults: "L" (beam width, 1..1024), "probes" (1..8), "visited" (0 hash, 1 Bloom),
     //                   "merge" (0 sort + merge path, 1 insertion), "bloom_log2" (10..24)
     //  build (used by the next add): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
-    //  read-only: "device" (-1 = CPU), "build_seconds" (wall time of the last graph build)
+    //  read-only: "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
+    //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU)
     // Values are checked as graft_gindex_set_search_params / set_build_params check them.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;

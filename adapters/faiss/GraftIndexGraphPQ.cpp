@@ -101,7 +101,7 @@ namespace {
 
 const char* const kKnown =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (next add): "
-        "R, S, T1, T2, rho; read-only: M, device, active_mode, build_seconds, gpu_bytes";
+        "R, S, T1, T2, rho; read-only: M, device, active_mode, build_seconds, build_pieces, gpu_bytes";
 
 int* search_field(graft_bang_params& s, const std::string& name) {
     if (name == "L") return &s.L;
@@ -150,7 +150,7 @@ void GraftIndexGraphPQ::set_param(const char* name, double value) {
         return;
     }
     GRAFT_REQUIRE(n != "M" && n != "device" && n != "active_mode" && n != "build_seconds" &&
-                          n != "gpu_bytes",
+                          n != "build_pieces" && n != "gpu_bytes",
                   "GraftIndexGraphPQ: '%s' is read-only (M and the device are fixed at creation: "
                   "faiss_GraftIndexGraphPQ_new, or factory strings \"GraftGraph,PQ16,cpu\" / "
                   "\"GraftGraph,PQ16,gpu=N\"; the memory mode is set through \"mode\")",
@@ -174,6 +174,7 @@ double GraftIndexGraphPQ::get_param(const char* name) const {
     if (n == "device") return graft_bindex_device(bindex);
     if (n == "active_mode") return graft_bindex_mode(bindex);
     if (n == "build_seconds") return graft_bindex_build_seconds(bindex);
+    if (n == "build_pieces") return graft_bindex_build_pieces(bindex);
     if (n == "gpu_bytes") return (double)graft_bindex_gpu_bytes(bindex);
     FAISS_THROW_FMT("GraftIndexGraphPQ: unknown parameter '%s' (%s)", name, kKnown);
 }

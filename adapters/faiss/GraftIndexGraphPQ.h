@@ -52,7 +52,8 @@ struct GraftIndexGraphPQ : faiss::Index, NamedParameters {
     //  build (used by the next add): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
     //  read-only: "M" (code bytes per vector), "device" (-1 = CPU), "active_mode" (the mode
     //             searches use now: 1 in-memory, 2 out-of-core; 0 on the CPU), "build_seconds",
-    //             "gpu_bytes" (device bytes held resident)
+    //             "build_pieces" (1 GRNND, P > 1 GRNND in P pieces, 0 CPU), "gpu_bytes" (device
+    //             bytes held resident)
     // Values are checked as graft_bindex_set_search_params / set_build_params / set_mode check
     // them; a refused value leaves the index as it was.
     void set_param(const char* name, double value) override;

@@ -103,13 +103,15 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  * set_build_params check them; do not set while other threads search it):
  *   "L", "probes", "visited", "merge", "bloom_log2"   default search parameters (graft/graph.h)
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
- *   "device", "build_seconds"                          read-only (wall time of the last build)
+ *   "device", "build_seconds", "build_pieces"          read-only (wall time of the last build; how
+ *                                                      it was built: 1 GRNND, P > 1 GRNND in P
+ *                                                      pieces, 0 on the CPU, -1 none)
  * On a graph + PQ index (the same checks; graft/bang_index.h):
  *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
  *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)
  *                                                      memory placement, applied at once
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
- *   "M", "device", "active_mode", "build_seconds", "gpu_bytes"
+ *   "M", "device", "active_mode", "build_seconds", "build_pieces", "gpu_bytes"
  *                                                      read-only (active_mode: the mode searches
  *                                                      use now, 1 or 2; 0 on the CPU)
  * Every name applies to every graft index found; one that an index does not know fails. Unknown names, bad values and an index without a graft index inside fail with a message.

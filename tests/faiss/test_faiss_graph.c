@@ -120,6 +120,7 @@ static void test_params(void) {
     CHECK(param(g, "probes") == 2 && param(g, "visited") == 1 && param(g, "merge") == 1 &&
           param(g, "bloom_log2") == 20 && param(g, "S") == 16 && param(g, "T1") == 2 && param(g, "T2") == 4 &&
           param(g, "rho") == 0.5 && param(g, "R") == 32, "parameters read back");
+    CHECK(param(g, "build_pieces") == 0, "a CPU index's build_pieces %g", param(g, "build_pieces"));
 
     FAISS_FAILS(faiss_graft_set_param(g, "L", 0), "L=0");
     FAISS_FAILS(faiss_graft_set_param(g, "L", 2.5), "integer");
@@ -129,6 +130,7 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "R", 0), "R=0");
     FAISS_FAILS(faiss_graft_set_param(g, "device", 0), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "build_seconds", 1), "read-only");
+    FAISS_FAILS(faiss_graft_set_param(g, "build_pieces", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "allow_tf32", 1), "unknown parameter 'allow_tf32'");
     double v;
     FAISS_FAILS(faiss_graft_get_param(g, "efSearch", &v), "L, probes");

@@ -93,8 +93,8 @@ static void check_concurrent(const graft_gindex* g, const graft_test_sift* s, co
 
 static void test_sift5k(const graft_test_sift* s) {
     graft_gindex* g = new_cpu(s->d, GRAFT_METRIC_L2);
-    CHECK(graft_gindex_device(g) == -1 && graft_gindex_graph(g) == NULL && graft_gindex_ntotal(g) == 0,
-          "fresh index");
+    CHECK(graft_gindex_device(g) == -1 && graft_gindex_graph(g) == NULL && graft_gindex_ntotal(g) == 0 &&
+          graft_gindex_build_pieces(g) == -1, "fresh index");
     graft_gindex_params p = graft_gindex_get_params(g);
     CHECK(p.search.L == 64 && p.build.base.R == 64, "defaults L=%d R=%d", p.search.L, p.build.base.R);
 
@@ -103,6 +103,7 @@ static void test_sift5k(const graft_test_sift* s) {
     CHECK_OK(graft_gindex_add(g, first, s->xb));
     const graft_graph* gr = graft_gindex_graph(g);
     CHECK(gr && gr->n == first && graft_gindex_build_seconds(g) > 0, "graph after the first add");
+    CHECK(graft_gindex_build_pieces(g) == 0, "a CPU index's build: pieces %d", graft_gindex_build_pieces(g));
     CHECK_OK(graft_gindex_add(g, s->nb - first, s->xb + first * s->d));
     gr = graft_gindex_graph(g);
     CHECK(graft_gindex_ntotal(g) == s->nb && gr && gr->n == s->nb && gr->R == 64, "graph after the second add");
@@ -153,7 +154,8 @@ static void test_sift5k(const graft_test_sift* s) {
 
     /* reset, then add again. */
     CHECK_OK(graft_gindex_reset(g));
-    CHECK(graft_gindex_ntotal(g) == 0 && graft_gindex_graph(g) == NULL, "reset");
+    CHECK(graft_gindex_ntotal(g) == 0 && graft_gindex_graph(g) == NULL && graft_gindex_build_pieces(g) == -1,
+          "reset");
     results e = search(g, s->xq, 3, 10, NULL);
     check_padding(e, 3, 10, 0, 1, "after reset");
     free_results(&e);
@@ -544,6 +546,26 @@ static void test_gpu(const graft_test_sift* s) {
     double rec = recall10(g, s);
     printf("GPU index: GRNND build %.3f s, recall@10 %.4f at L=64\n", graft_gindex_build_seconds(g), rec);
     CHECK(rec >= 0.98, "GPU recall@10 %.4f at L=64", rec);
+    CHECK(graft_gindex_build_pieces(g) == 1, "GPU build: pieces %d", graft_gindex_build_pieces(g));
+    {
+        /* A build budget below GRNND's pools for 4500 vectors (16 R bytes each): GRNND in pieces
+         * of at most 1500, not the CPU. Recall as the whole GPU graph's (the CPU test measures
+         * pieces at or above the whole graph). */
+        graft_gindex_params pp;
+        graft_gindex_params_defaults(&pp);
+        pp.build.memory_budget = 1500 * 16 * 64 + 512;
+        graft_gindex* gp = NULL;
+        CHECK_OK(graft_gindex_new(s->d, &pp, &gp));
+        if (gp) {
+            CHECK_OK(graft_gindex_add(gp, s->nb, s->xb));
+            const double rp = recall10(gp, s);
+            printf("GPU index built in %d pieces (budget for 1500 vectors): %.3f s, recall@10 %.4f at L=64\n",
+                   graft_gindex_build_pieces(gp), graft_gindex_build_seconds(gp), rp);
+            CHECK(graft_gindex_build_pieces(gp) >= 3, "GPU build in pieces: %d", graft_gindex_build_pieces(gp));
+            CHECK(rp >= 0.98, "GPU recall@10 in pieces %.4f at L=64", rp);
+            graft_gindex_free(gp);
+        }
+    }
 
     /* The same graph searched by the CPU reference: the same results but for float rounding. */
     graft_gindex* c = new_cpu(s->d, GRAFT_METRIC_L2);

@@ -6,7 +6,8 @@
  *
  * Life cycle, as FAISS's PQ indexes: train (the PQ codebooks) before the first add; add appends
  * the vectors, encodes them and rebuilds the graph over all of them (GRNND on the GPU while the
- * vectors and two build pools fit the device, else RNN-Descent on the CPU; see
+ * vectors and two build pools fit the device, else GRNND in pieces that fit; without a GPU
+ * RNN-Descent on the CPU; see
  * graft/graph_index.h for why adds rebuild). A graph built elsewhere (e.g. DiskANN's Vamana,
  * graft_vamana_read) comes in through graft_bindex_set_data.
  */
@@ -86,6 +87,8 @@ int graft_bindex_set_build_params(graft_bindex* index, const graft_grnnd_params*
 /* Changes the memory mode and GPU budget (moves the device data accordingly). */
 int graft_bindex_set_mode(graft_bindex* index, graft_bang_mode mode, size_t gpu_budget);
 double graft_bindex_build_seconds(const graft_bindex* index);
+/* As graft_gindex_build_pieces: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU, -1 no build. */
+int graft_bindex_build_pieces(const graft_bindex* index);
 /* Device bytes the index holds resident (codes, codebooks, and in-memory graph + vectors). */
 size_t graft_bindex_gpu_bytes(const graft_bindex* index);
 

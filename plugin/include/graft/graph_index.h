@@ -5,8 +5,8 @@
  * Adding: every add rebuilds the graph over all stored vectors (GRNND on 1M x 128 takes 0.64 s on
  * an H100, and a rebuild gives the same quality as one build over everything, where inserting
  * into a graph built for other data degrades it). Data whose GRNND pools (2 n R 8 bytes beside
- * the vectors) do not fit the device is built by RNN-Descent on the CPU instead (slow, but it
- * finishes). Search before the first add returns only -1 labels, as FAISS's indexes do on an
+ * the vectors) do not fit the device (or the build's memory_budget) is built by GRNND in pieces
+ * that fit, merged (graft_graph_build_pieces); without a GPU, by RNN-Descent on the CPU. Search before the first add returns only -1 labels, as FAISS's indexes do on an
  * empty index.
  */
 #ifndef GRAFT_GRAPH_INDEX_H
@@ -64,6 +64,10 @@ int graft_gindex_set_search_params(graft_gindex* index, const graft_search_param
 int graft_gindex_set_build_params(graft_gindex* index, const graft_grnnd_params* params);
 /* Seconds the last graph build took (wall), 0 before the first. */
 double graft_gindex_build_seconds(const graft_gindex* index);
+/* How the last graph was built: 1 GRNND on the GPU, P > 1 GRNND in P pieces (the data's pools did
+ * not fit the device or the build's memory_budget), 0 RNN-Descent on the CPU; -1 before the first
+ * build, after reset and for a graph given by set_data or read from a file. */
+int graft_gindex_build_pieces(const graft_gindex* index);
 
 /* Takes n vectors and a graph over them built elsewhere (a file, another builder), replacing the
  * index's contents; both are copied. The graph must be n rows of ids in [-1, n) with entry in
