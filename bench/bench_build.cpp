@@ -2,10 +2,14 @@
 // in one run, on real data.
 //
 //   bench_build --out results.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
-//               [--dense-sift DIR] [--only DATASET] [--gpu-default-only 1]
+//               [--dense-sift DIR] [--only DATASET] [--gpu-default-only 1] [--pieces 1]
 //
 // --only: one of sift5k, fashion-mnist, dense-sift1m. --gpu-default-only 1: GRNND at its
 // defaults alone (no variants, no CPU peers), e.g. under GRAFT_GRNND_PROFILE=1.
+// --pieces 1: instead of the above, GRNND in pieces (graft_graph_build_pieces) of n/2, n/4 and
+// n/8 vectors against GRNND on the whole set and the CPU RNN-Descent (what data past GRNND's
+// GPU pools got before), plus the CPU pieces reference at n/4; one timed build each after a
+// warm-up.
 //
 // Every graph built here is searched with the same algorithm (graft_graph_search_cpu, beam L)
 // for graft's graphs; FAISS HNSW uses its own search (efSearch), as the paper does for
@@ -136,12 +140,79 @@ void faiss_peer(Out& out, const Data& D, Index& idx, const char* family, const c
     }
 }
 
+// GRNND in pieces against the whole builds (--pieces 1).
+void pieces_bench(Out& out, const Data& D, const graft_grnnd_params& gp, int threads) {
+    graft_graph w{};
+    if (graft_grnnd_build_gpu(D.xb.data(), D.nb, D.d, &gp, &w, nullptr) != GRAFT_OK) {  // warm-up
+        printf("GRNND failed: %s\n", graft_last_error());
+        return;
+    }
+    graft_graph_free(&w);
+    auto stats = [](const graft_graph& g, double& md, double& reach) {
+        int mx;
+        int64_t full;
+        graft_graph_stats(&g, &md, &mx, &full, &reach);
+    };
+    {
+        graft_grnnd_report rep{};
+        double t0 = now_s();
+        if (graft_grnnd_build_gpu(D.xb.data(), D.nb, D.d, &gp, &w, &rep) == GRAFT_OK) {
+            double t = now_s() - t0, md, reach;
+            stats(w, md, reach);
+            char ps[256];
+            snprintf(ps, sizeof ps, "{\"variant\":\"whole\",\"R\":%d,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                     gp.base.R, md, reach);
+            printf(" GRNND whole: %.3f s, %.0f MB device, mean degree %.2f, reachable %.5f\n", t,
+                   rep.gpu_peak_bytes / 1e6, md, reach);
+            sweep_graph(out, "graft", "GRNND", D, w, ps, t, 0, rep.gpu_peak_bytes);
+            graft_graph_free(&w);
+        }
+    }
+    for (int div : {2, 4, 8, -4}) {  // -4: the CPU builder at n/4
+        const int gpu = div > 0;
+        const int64_t piece = D.nb / (gpu ? div : -div);
+        graft_graph g{};
+        graft_pieces_report rep{};
+        double t0 = now_s();
+        if (graft_graph_build_pieces(D.xb.data(), D.nb, D.d, &gp, gpu, piece, &g, &rep) != GRAFT_OK) {
+            printf("pieces of %lld failed: %s\n", (long long)piece, graft_last_error());
+            continue;
+        }
+        double t = now_s() - t0, md, reach;
+        stats(g, md, reach);
+        char ps[384];
+        snprintf(ps, sizeof ps,
+                 "{\"variant\":\"pieces\",\"R\":%d,\"piece_max\":%lld,\"pieces\":%d,\"largest_piece\":%lld,"
+                 "\"partition_s\":%.3f,\"builds_s\":%.3f,\"merge_s\":%.3f,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                 gp.base.R, (long long)piece, rep.pieces, (long long)rep.largest_piece, rep.partition_seconds,
+                 rep.build_seconds, rep.merge_seconds, md, reach);
+        printf(" %s in %d pieces of <= %lld (largest %lld): %.3f s (partition %.3f, builds %.3f, merge %.3f), "
+               "mean degree %.2f, reachable %.5f\n", gpu ? "GRNND" : "RNN-Descent", rep.pieces, (long long)piece,
+               (long long)rep.largest_piece, t, rep.partition_seconds, rep.build_seconds, rep.merge_seconds, md, reach);
+        sweep_graph(out, gpu ? "graft" : "reference", gpu ? "GRNND-pieces" : "RNN-Descent-pieces", D, g, ps, t,
+                    gpu ? 0 : threads, 0);
+        graft_graph_free(&g);
+    }
+    double t0 = now_s();
+    if (graft_rnnd_build_cpu(D.xb.data(), D.nb, D.d, &gp.base, &w) == GRAFT_OK) {
+        double t = now_s() - t0, md, reach;
+        stats(w, md, reach);
+        char ps[256];
+        snprintf(ps, sizeof ps, "{\"variant\":\"whole\",\"R\":%d,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                 gp.base.R, md, reach);
+        printf(" reference RNN-Descent whole: %.3f s on %d threads, mean degree %.2f, reachable %.5f\n", t,
+               threads, md, reach);
+        sweep_graph(out, "reference", "RNN-Descent", D, w, ps, t, threads, 0);
+        graft_graph_free(&w);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string out_path = "bench_build.jsonl", commit = "unknown", run_id, data = "../shared/data",
                 fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
-    bool gpu_default_only = false;
+    bool gpu_default_only = false, pieces = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--out") out_path = argv[i + 1];
@@ -152,6 +223,7 @@ int main(int argc, char** argv) {
         else if (a == "--dense-sift") dense = argv[i + 1];
         else if (a == "--only") only = argv[i + 1];
         else if (a == "--gpu-default-only") gpu_default_only = std::string(argv[i + 1]) == "1";
+        else if (a == "--pieces") pieces = std::string(argv[i + 1]) == "1";
     }
     const std::string date = bench::utc_date();
     if (run_id.empty()) run_id = "build-" + date;
@@ -171,6 +243,10 @@ int main(int argc, char** argv) {
                (long long)D.nq, threads);
         graft_grnnd_params gp;
         graft_grnnd_params_defaults(&gp);
+        if (pieces) {
+            pieces_bench(out, D, gp, threads);
+            continue;
+        }
         // GPU GRNND: defaults, then one knob at a time (the paper's ablations: rho, T1/T2; ours:
         // pairs, Alg. 5 warp distances vs staged tiles). Median of 3 builds after a warm-up.
         struct Var { const char* what; int S, R, T1, T2, order, pairs, staged; float rho; };
@@ -274,7 +350,7 @@ int main(int argc, char** argv) {
         }
     }
     // FAISS NSG32 last (its NN-Descent k-NN graph build is the slowest peer), small sets only.
-    for (int si = 0; si < 3 && !gpu_default_only; si++) {
+    for (int si = 0; si < 3 && !gpu_default_only && !pieces; si++) {
         if (!ok[si]) continue;
         const Data& D = sets[si];
         if (D.nb <= 100000) {   // FAISS NSG32 (builds its k-NN graph with NN-Descent first).

@@ -4,6 +4,8 @@
 #   bash scripts/device_run.sh                 # build + all tests
 #   bash scripts/device_run.sh --bench         # ... then the exact k-NN benchmark and its torch peer
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
+#   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
+#                                              #     (vs the whole GRNND and CPU builds; ~2 min)
 #   bash scripts/device_run.sh --bench-search  # ... and the graph-search benchmark (graft vs HNSW, IVF, exact; ~3 min)
 #   bash scripts/device_run.sh --bench-search-quick
 #                                              # ... the same on sift5k only (~30 s)
@@ -33,7 +35,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -42,6 +44,7 @@ for a in "$@"; do
     --sanitize) sanitize=1 ;;
     --no-tests) tests=0 ;;
     --bench-build) bench_build=1 ;;
+    --bench-pieces) bench_build=1 build_pieces=1 ;;
     --bench-search) bench_search=1 ;;
     --bench-search-quick) bench_search=1 search_quick=1 ;;
     --bench-bang) bench_bang=1 ;;
@@ -177,7 +180,7 @@ if [ $bench_build = 1 ]; then
   GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
     timeout $(seconds_left) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
     --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
-    $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) 2>&1 | tee "$OUT/bench_build.log"
+    $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) --pieces $build_pieces 2>&1 | tee "$OUT/bench_build.log"
   stamp "graph-build benchmark done"
 fi
 

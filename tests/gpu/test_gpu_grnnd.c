@@ -230,6 +230,58 @@ static void test_degenerate(const graft_test_sift* s) {
     free(x);
 }
 
+/* GRNND in pieces (graft_graph_build_pieces, gpu) against the same partition built by the CPU
+ * RNN-Descent: the paper's comparison as above (recall within 0.01 at every L, all reachable),
+ * and the whole GPU graph's recall as the bar it must stay within 0.01 of. */
+static void pieces(const char* what, const float* xb, int64_t nb, int64_t d, const float* xq,
+                   int64_t nq, const int32_t* gt, int64_t gt_k, int64_t piece_max, const int* Ls,
+                   int nL) {
+    graft_grnnd_params gp;
+    graft_grnnd_params_defaults(&gp);
+    graft_graph cpu = {0}, gpu = {0}, whole = {0};
+    graft_pieces_report rc = {0}, rg = {0};
+    double t0 = now();
+    CHECK_OK(graft_graph_build_pieces(xb, nb, d, &gp, 0, piece_max, &cpu, &rc));
+    double t1 = now();
+    CHECK_OK(graft_graph_build_pieces(xb, nb, d, &gp, 1, piece_max, &gpu, &rg));
+    double t2 = now();
+    CHECK_OK(graft_grnnd_build_gpu(xb, nb, d, &gp, &whole, NULL));
+    if (!cpu.nbrs || !gpu.nbrs || !whole.nbrs) return;
+    graft_test_check_graph(&gpu, nb, gp.base.R, xb, d, 1, what);
+    double md_c, md_g, md_w, reach_g;
+    CHECK_OK(graft_graph_stats(&cpu, &md_c, NULL, NULL, NULL));
+    CHECK_OK(graft_graph_stats(&gpu, &md_g, NULL, NULL, &reach_g));
+    CHECK_OK(graft_graph_stats(&whole, &md_w, NULL, NULL, NULL));
+    printf("%s in pieces of <= %lld: %d pieces (largest %lld); CPU %.3f s, GPU %.3f s (partition %.3f, "
+           "builds %.3f, merge %.3f); mean degree cpu %.2f gpu %.2f whole GPU graph %.2f; reachable %.4f\n",
+           what, (long long)piece_max, rg.pieces, (long long)rg.largest_piece, t1 - t0, t2 - t1,
+           rg.partition_seconds, rg.build_seconds, rg.merge_seconds, md_c, md_g, md_w, reach_g);
+    CHECK(rg.pieces == rc.pieces && rg.pieces > 2, "%s: %d GPU pieces, %d CPU", what, rg.pieces, rc.pieces);
+    CHECK(reach_g == 1.0, "%s: GPU graph in pieces reachability %.4f", what, reach_g);
+    for (int i = 0; i < nL; i++) {
+        const double c = search_recall(&cpu, xb, d, GRAFT_METRIC_L2, xq, nq, gt, gt_k, Ls[i]);
+        const double g = search_recall(&gpu, xb, d, GRAFT_METRIC_L2, xq, nq, gt, gt_k, Ls[i]);
+        const double w = search_recall(&whole, xb, d, GRAFT_METRIC_L2, xq, nq, gt, gt_k, Ls[i]);
+        printf("  L=%-3d recall@10 pieces cpu %.4f gpu %.4f; whole GPU graph %.4f\n", Ls[i], c, g, w);
+        CHECK(g >= c - 0.01, "%s L=%d: GPU pieces %.4f more than 0.01 under the CPU pieces' %.4f", what,
+              Ls[i], g, c);
+        CHECK(g >= w - 0.01, "%s L=%d: GPU pieces %.4f more than 0.01 under the whole graph's %.4f", what,
+              Ls[i], g, w);
+    }
+    graft_graph_free(&cpu), graft_graph_free(&gpu), graft_graph_free(&whole);
+}
+
+static void test_pieces(const graft_test_sift* s) {
+    const int Ls[] = {16, 32, 64};
+    pieces("sift5k", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, 1500, Ls, 3);
+    float *xb = NULL, *xq = NULL;
+    int64_t nb = 0, nq = 0, d = 0;
+    if (graft_test_load_fmnist(20000, 200, &xb, &nb, &xq, &nq, &d) != 0) return;
+    int32_t* gt = graft_test_exact_topk(xb, nb, xq, nq, d, GRAFT_METRIC_L2, 10);
+    pieces("fashion-mnist 20k", xb, nb, d, xq, nq, gt, 10, 5000, Ls, 3);
+    free(gt), free(xb), free(xq);
+}
+
 int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift s;
@@ -258,6 +310,7 @@ int main(void) {
     test_inner_product(&s);
     test_fmnist();
     test_degenerate(&s);
+    test_pieces(&s);
     graft_test_free_sift(&s);
     return graft_test_finish("test_gpu_grnnd");
 }
