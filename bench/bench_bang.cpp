@@ -5,7 +5,7 @@
 // in one run, on real data.
 //
 //   bench_bang --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
-//              [--dense-sift DIR] [--only DATASET] [--quick] [--deadline SECONDS]
+//              [--dense-sift DIR] [--only DATASET] [--quick] [--deadline SECONDS] [--replicate R]
 //
 // Datasets and options as bench_search (bench/bench_record.h): dense-sift1m and fashion-mnist by
 // default; --quick: sift5k and L in {16, 32, 64} (every step below runs, in seconds).

@@ -32,13 +32,19 @@ constexpr double kRecallBars[] = {0.90, 0.95, 0.99};
 
 // The options every search benchmark takes:
 //   --out F.jsonl --commit C --run-id R --data DIR --fmnist DIR --dense-sift DIR --only NAME
-//   --quick --deadline S
+//   --quick --deadline S --replicate R
+// --replicate R (R > 1): dense-sift1m becomes "dense-sift1m-xR", R x 1M vectors: the base, then
+// R - 1 copies of it, each value moved by a deterministic offset in [-16, 16] (a squared L2 of
+// about 45k between a vector and its copy, about the spread of SIFT's nearest neighbours), for
+// the scale of a run (memory, build and search time); its recall is against its own exact
+// ground truth and not comparable with real data of that size.
 struct Options {
     std::string bench;  // the records' "bench" field; also names the defaults below
     std::string out_path, commit = "unknown", run_id, data = "../shared/data",
                 fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
     bool quick = false;
     double deadline_s = 1e9;
+    int replicate = 1;
 
     explicit Options(std::string name) : bench(std::move(name)), out_path("bench_" + bench + ".jsonl") {}
 
@@ -74,13 +80,19 @@ inline bool Options::parse(int argc, char** argv) {
         else if (a == "--dense-sift" && has_value) dense = argv[++i];
         else if (a == "--only" && has_value) only = argv[++i];
         else if (a == "--deadline" && has_value) deadline_s = atof(argv[++i]);
+        else if (a == "--replicate" && has_value) replicate = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--data DIR] [--fmnist DIR] "
-                    "[--dense-sift DIR] [--only dense-sift1m|fashion-mnist|sift5k] [--quick] [--deadline S]\n",
+                    "[--dense-sift DIR] [--only dense-sift1m|fashion-mnist|sift5k] [--quick] [--deadline S] "
+                    "[--replicate R]\n",
                     argv[0]);
             return false;
         }
+    }
+    if (replicate < 1 || replicate > 200) {
+        fprintf(stderr, "--replicate: %d, need 1..200\n", replicate);
+        return false;
     }
     const std::vector<Source> all = sources(*this);
     if (!only.empty() && std::none_of(all.begin(), all.end(), [&](const Source& s) { return s.name == only; })) {
@@ -98,6 +110,27 @@ struct Dataset {
     int64_t nb = 0, nq = 0, d = 0;
     std::vector<int64_t> gt;  // nq x K, exact
 };
+
+// Options::replicate: D.xb followed by R - 1 jittered copies (offsets from a hash of the copy,
+// row and column, so the same on every run and thread count).
+inline void replicate(Dataset& D, int R) {
+    const int64_t n = D.nb, d = D.d;
+    D.xb.resize((size_t)(n * R * d));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = n; i < n * R; i++) {
+        const float* src = D.xb.data() + (i % n) * d;
+        float* dst = D.xb.data() + i * d;
+        uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+        for (int64_t j = 0; j < d; j++) {
+            h ^= h >> 29, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 32;
+            dst[j] = src[j] + (float)((int)(h % 33) - 16);
+        }
+    }
+    D.nb = n * R;
+    D.name += "-x" + std::to_string(R);
+    printf("%s: %lld x %lld (the base and %d jittered copies, for scale)\n", D.name.c_str(), (long long)D.nb,
+           (long long)d, R - 1);
+}
 
 inline bool read_matrix(const std::string& path, bool fmnist, std::vector<float>& x, int64_t& n, int64_t& d) {
     float* p = nullptr;
@@ -347,6 +380,7 @@ void for_each_dataset(const Options& o, const Deadline& deadline, F&& run) {
             printf("%s: queries have d=%lld, base d=%lld; skipped\n", s.name.c_str(), (long long)nq_d, (long long)D.d);
             continue;
         }
+        if (o.replicate > 1 && s.name == "dense-sift1m") replicate(D, o.replicate);
         run(D);
     }
 }

@@ -26,6 +26,8 @@
 # background dense-SIFT generation and FAISS GPU build, appended when waited for), and per
 # benchmark its records and console log (search.jsonl + bench_search.log, bang.jsonl +
 # bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
+# GRAFT_BANG_REPLICATE=R (R > 1): --bench-bang runs on dense-sift1m alone, grown to R x 1M vectors
+# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h).
 # GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
 # PQ benchmarks S seconds after the script started (records already written are kept), so that a
 # call ends inside the device tool's limit; with both --bench-search and --bench-bang, the search
@@ -221,6 +223,7 @@ if [ $bench_bang = 1 ]; then
       timeout $left ./build-device/bench/bench_bang --out "$OUT/bang.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
       --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
       $([ $bang_quick = 1 ] && echo --quick) $([ $bang_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
+      $([ "${GRAFT_BANG_REPLICATE:-1}" -gt 1 ] && echo --replicate "$GRAFT_BANG_REPLICATE" --only dense-sift1m) \
       2>&1 | tee "$OUT/bench_bang.log"
     stamp "graph + PQ benchmark done"
   fi
