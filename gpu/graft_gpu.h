@@ -263,6 +263,12 @@ typedef struct graft_gpu_bang_rerank_args {
 int graft_gpu_bang_rerank(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
                           const graft_gpu_bang_rerank_args* r, graft_gpu_stream stream);
 
+/* PQ codes of n device vectors x (n x d) with the device codebooks (M x 256 x d/M, graft_pq's
+ * layout) into codes (device, n x M): per sub-vector the first nearest centroid by squared L2
+ * summed in graft_pq_encode's order without FMA, so the codes equal the CPU's bit for bit. */
+int graft_gpu_pq_encode(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, int M,
+                        const float* centroids, uint8_t* codes, graft_gpu_stream stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -254,7 +254,7 @@ static host_layout make_host_layout(int64_t B, int64_t d, int R, int E, int ooc)
 }
 
 typedef struct {
-    double gpu_s, gather_s, wait_s;
+    double gpu_s, gather_s, wait_s, loop_s;
     int64_t h2d, d2h, expansions;
 } stats;
 
@@ -457,10 +457,12 @@ static int run_batch(graft_bang_dev* dev, graft_gpu_bang_args a, const graft_ban
     st->h2d += (int64_t)qbytes;
     if (timed) GRAFT_TRY(graft_gpu_event_record(ctx, dev->ev_t0, NULL));
     GRAFT_TRY(graft_gpu_bang_init(ctx, &a, NULL));
+    const double t_loop = omp_get_wtime();
     if (dev->in_memory)
         GRAFT_TRY(run_in_memory(dev, &a, (int32_t*)((char*)dev->pinned + hl->counters), st));
     else
         GRAFT_TRY(run_out_of_core(dev, &a, dl, hl, threads, st));
+    st->loop_s += omp_get_wtime() - t_loop;
     graft_gpu_bang_rerank_args r;
     memset(&r, 0, sizeof r);
     r.k = k;
@@ -568,6 +570,7 @@ int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const f
         report->gpu_seconds = st.gpu_s;
         report->gather_seconds = st.gather_s;
         report->wait_seconds = st.wait_s;
+        report->loop_seconds = st.loop_s;
         report->h2d_bytes = st.h2d;
         report->d2h_bytes = st.d2h;
         report->iterations = st.expansions;
@@ -576,6 +579,48 @@ int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const f
         report->gpu_peak_bytes = dev->resident_bytes + dev->scratch_bytes + dev->allowed_bytes;
     }
     return GRAFT_OK;
+}
+
+int graft_bang_encode_ctx(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, const float* x,
+                          uint8_t* codes, const char* fn) {
+    GRAFT_TRY(graft_pq_check(pq, fn));
+    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    if (n < 0) return graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n);
+    if (n == 0) return GRAFT_OK;
+    const int64_t d = pq->d, M = pq->M;
+    /* Chunks of about 256 MB of vectors: upload, encode, download codes (the context's stream). */
+    int64_t chunk = ((int64_t)256 << 20) / (d * (int64_t)sizeof(float));
+    chunk = chunk < 1 ? 1 : chunk > n ? n : chunk;
+    float *dx = NULL, *dc = NULL;
+    uint8_t* dcodes = NULL;
+    const size_t cbytes = (size_t)d * GRAFT_PQ_KSUB * sizeof(float); /* M x 256 x dsub */
+    int rc = graft_gpu_malloc(ctx, (void**)&dc, cbytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dx, (size_t)chunk * d * sizeof(float));
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dcodes, (size_t)chunk * M);
+    if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dc, pq->centroids, cbytes);
+    for (int64_t i0 = 0; rc == GRAFT_OK && i0 < n; i0 += chunk) {
+        const int64_t m = n - i0 < chunk ? n - i0 : chunk;
+        rc = graft_gpu_upload(ctx, dx, x + i0 * d, (size_t)m * d * sizeof(float));
+        if (rc == GRAFT_OK) rc = graft_gpu_pq_encode(ctx, dx, m, (int)d, (int)M, dc, dcodes, NULL);
+        if (rc == GRAFT_OK) rc = graft_gpu_download(ctx, codes + i0 * M, dcodes, (size_t)m * M);
+    }
+    graft_gpu_free(ctx, dx);
+    graft_gpu_free(ctx, dc);
+    graft_gpu_free(ctx, dcodes);
+    return rc == GRAFT_OK ? GRAFT_OK : gpu_status(rc, fn);
+}
+
+int graft_pq_encode_gpu(const graft_pq* pq, int64_t n, const float* x, uint8_t* codes, int device) {
+    const char* fn = "graft_pq_encode_gpu";
+    GRAFT_TRY(graft_pq_check(pq, fn));
+    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    if (n <= 0) return n < 0 ? graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n) : GRAFT_OK;
+    graft_gpu_ctx* ctx = NULL;
+    int rc = graft_gpu_ctx_create(device, (size_t)512 << 20, &ctx);
+    if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    rc = graft_bang_encode_ctx(ctx, pq, n, x, codes, fn);
+    graft_gpu_ctx_destroy(ctx);
+    return rc;
 }
 
 int graft_bang_search_gpu(const graft_graph* g, const graft_pq* pq, const uint8_t* codes,

@@ -41,6 +41,11 @@ typedef struct graft_bang_dev {
     size_t allowed_bytes;
 } graft_bang_dev;
 
+/* graft_pq_encode on the GPU of ctx (graft_pq_encode_gpu's work; fn names the caller in
+ * messages). */
+int graft_bang_encode_ctx(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, const float* x,
+                          uint8_t* codes, const char* fn);
+
 /* Every check of a BANG search's arguments, CPU (gpu = 0) or GPU (gpu = 1: also the GPU-only
  * parameters): graph, pointers, codebooks against d, sizes, parameters, metric, finite queries.
  * The message names fn. */

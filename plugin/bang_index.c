@@ -175,6 +175,16 @@ static int install(graft_bindex* g, int64_t n, graft_graph* graph, const char* f
     return GRAFT_OK;
 }
 
+/* The codes of n vectors: on the index's GPU (the same codes as the CPU's; test_gpu_bang times
+ * both), on the CPU without one or when the GPU is short of memory. */
+static int encode(graft_bindex* g, int64_t n, const float* x, uint8_t* codes, const char* fn) {
+    if (g->ctx) {
+        const int rc = graft_bang_encode_ctx(g->ctx, &g->pq, n, x, codes, fn);
+        if (rc != GRAFT_EGPU_NOMEM) return rc;
+    }
+    return graft_pq_encode(&g->pq, n, x, codes);
+}
+
 /* Room for `need` vectors and codes; the first ntotal of both are kept. */
 static int reserve(graft_bindex* g, int64_t need, const char* fn) {
     if (need <= g->capacity) return GRAFT_OK;
@@ -231,7 +241,7 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
     GRAFT_TRY(reserve(g, need, "graft_bindex_add"));
     /* Past ntotal: invisible until install succeeds. */
     memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
-    GRAFT_TRY(graft_pq_encode(&g->pq, n, x, g->codes + g->ntotal * g->pq.M));
+    GRAFT_TRY(encode(g, n, x, g->codes + g->ntotal * g->pq.M, fn));
     graft_graph graph = {0};
     double seconds;
     int pieces;
@@ -312,7 +322,7 @@ int graft_bindex_set_data(graft_bindex* g, int64_t n, const float* x, const graf
     if (!xc || !codes || !gc.nbrs)
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu + %zu + %zu bytes)", fn, xbytes,
                         gbytes, cbytes);
-    if (rc == GRAFT_OK) rc = graft_pq_encode(&g->pq, n, x, codes);
+    if (rc == GRAFT_OK) rc = encode(g, n, x, codes, fn);
     if (rc != GRAFT_OK) {
         free(xc);
         free(codes);

@@ -14,6 +14,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "graft/bang.h"
 #include "graft_faiss_c.h"
 #include "testutil.h"
@@ -374,6 +376,54 @@ static void edges(const fixture* f) {
     CHECK(I[0] == 4242, "a failed search wrote its output");
 }
 
+/* graft_pq_encode_gpu gives graft_pq_encode's codes bit for bit: M = 32, 8 and 1 on sift5k
+ * (4, 16 and 128 dimensions a sub-space), M = 98 and 196 on Fashion-MNIST 10k, and over several
+ * 256 MB chunks (sift5k repeated to 600k vectors); the errors. */
+static void encode_case(const char* what, const float* x, int64_t n, int64_t d, int M) {
+    graft_pq_params pp;
+    graft_pq_params_defaults(&pp);
+    pp.M = M;
+    pp.kmeans = graft_faiss_kmeans;
+    graft_pq pq = {0};
+    CHECK_OK(graft_pq_train(d, n < 20000 ? n : 20000, x, &pp, &pq));
+    uint8_t* cpu = malloc((size_t)n * M);
+    uint8_t* gpu = malloc((size_t)n * M);
+    double t0 = omp_get_wtime();
+    CHECK_OK(graft_pq_encode(&pq, n, x, cpu));
+    double t1 = omp_get_wtime();
+    memset(gpu, 0xAB, (size_t)n * M);
+    CHECK_OK(graft_pq_encode_gpu(&pq, n, x, gpu, 0));
+    double t2 = omp_get_wtime();
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n * M; i++) differ += cpu[i] != gpu[i];
+    printf("PQ encode %s (n=%lld d=%lld M=%d): CPU %.3f s, GPU %.3f s, %lld of %lld codes differ\n", what,
+           (long long)n, (long long)d, M, t1 - t0, t2 - t1, (long long)differ, (long long)(n * M));
+    CHECK(differ == 0, "%s M=%d: %lld GPU codes differ from the CPU's", what, M, (long long)differ);
+    free(cpu), free(gpu);
+    graft_pq_free(&pq);
+}
+
+static void encode_gpu(const graft_test_sift* s) {
+    encode_case("sift5k", s->xb, s->nb, s->d, 32);
+    encode_case("sift5k", s->xb, s->nb, s->d, 8);
+    encode_case("sift5k", s->xb, s->nb, s->d, 1);
+    const int64_t rep = 134; /* 603k vectors, 309 MB: two chunks */
+    float* big = malloc(sizeof(float) * (size_t)(s->nb * rep * s->d));
+    for (int64_t r = 0; r < rep; r++) memcpy(big + r * s->nb * s->d, s->xb, sizeof(float) * (size_t)(s->nb * s->d));
+    encode_case("sift5k x134", big, s->nb * rep, s->d, 32);
+    free(big);
+    float *xb = NULL, *xq = NULL;
+    int64_t nb, nq, d;
+    if (graft_test_load_fmnist(10000, 1, &xb, &nb, &xq, &nq, &d) == 0) {
+        encode_case("fashion-mnist 10k", xb, nb, d, 98);
+        encode_case("fashion-mnist 10k", xb, nb, d, 196);
+        free(xb), free(xq);
+    }
+    graft_pq none = {0};
+    uint8_t code;
+    CHECK_ERR(graft_pq_encode_gpu(&none, 1, s->xb, &code, 0), GRAFT_EINVAL);
+}
+
 int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift sift;
@@ -397,6 +447,7 @@ int main(void) {
         graft_test_free_sift(&sift);
         return graft_test_finish("test_gpu_bang (quick)");
     }
+    encode_gpu(&sift);
     const int Ls[] = {16, 32, 64, 128};
     sweep(&s, Ls, 4);
     batches(&s);

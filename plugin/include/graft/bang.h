@@ -77,6 +77,8 @@ typedef struct graft_bang_report {
                                waits for the host */
     double gather_seconds;  /* host threads collecting neighbour rows and vectors (out-of-core) */
     double wait_seconds;    /* host time blocked on the GPU (kernels or copies not yet done) */
+    double loop_seconds;    /* host time in the iterations' loop (gather and wait included; the
+                               batches' query upload, tables, re-rank and result download not) */
     int64_t h2d_bytes;      /* bytes copied host -> device during the search (rows, vectors,
                                queries) */
     int64_t d2h_bytes;      /* bytes copied device -> host (candidates, results) */

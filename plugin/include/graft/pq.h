@@ -66,7 +66,14 @@ int graft_pq_train(int64_t d, int64_t n, const float* x, const graft_pq_params* 
 /* codes (n x M bytes) = the nearest centroid of each sub-vector (ties: smaller index). OpenMP. */
 int graft_pq_encode(const graft_pq* pq, int64_t n, const float* x, uint8_t* codes);
 
+/* graft_pq_encode on the GPU (CUDA device `device`): the same codes bit for bit (squared L2
+ * summed in the CPU's order, no FMA), the vectors streamed through in chunks of about 256 MB.
+ * Errors: graft_pq_encode's, GRAFT_ENODEVICE (no GPU, or graft built without CUDA),
+ * GRAFT_EGPU_NOMEM, GRAFT_ECUDA. The graph + PQ index encodes on its GPU this way. */
+int graft_pq_encode_gpu(const graft_pq* pq, int64_t n, const float* x, uint8_t* codes, int device);
+
 /* Decoded vectors (n x d) of codes. */
+
 int graft_pq_decode(const graft_pq* pq, int64_t n, const uint8_t* codes, float* x);
 
 /* Distance table of one query (M x 256, written): squared L2 of each sub-vector to each centroid
