@@ -322,7 +322,11 @@ int graft_bindex_set_data(graft_bindex* g, int64_t n, const float* x, const graf
     if (!xc || !codes || !gc.nbrs)
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu + %zu + %zu bytes)", fn, xbytes,
                         gbytes, cbytes);
-    if (rc == GRAFT_OK) rc = encode(g, n, x, codes, fn);
+    if (rc == GRAFT_OK) { /* the GPU encode uses the index's stream, which searches share */
+        pthread_mutex_lock(&g->lock);
+        rc = encode(g, n, x, codes, fn);
+        pthread_mutex_unlock(&g->lock);
+    }
     if (rc != GRAFT_OK) {
         free(xc);
         free(codes);

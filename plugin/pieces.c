@@ -224,6 +224,9 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
             }
             /* One piece only when no second one has room (possible when the pieces are few and
              * two filled up): the vector's row then comes from that piece alone. */
+            if (got == 0) /* cannot happen: the pieces hold 2.5 n, so some piece has room */
+                rc = graft_fail(GRAFT_EINTERNAL, "%s: no piece has room for vector %lld", fn,
+                                (long long)v);
             if (got < 2) asg[v * 2 + 1] = -1;
             for (int j = 0; j < got; j++) size[asg[v * 2 + j]]++;
         }
