@@ -153,20 +153,23 @@ void pieces_bench(Out& out, const Data& D, const graft_grnnd_params& gp, int thr
         int64_t full;
         graft_graph_stats(&g, &md, &mx, &full, &reach);
     };
+    // A whole-set build (GRNND on the GPU, or the CPU reference on all threads): its record.
+    auto whole = [&](const char* system, const char* index, double t, int thr, size_t gpu_bytes) {
+        double md, reach;
+        stats(w, md, reach);
+        char ps[256];
+        snprintf(ps, sizeof ps, "{\"variant\":\"whole\",\"R\":%d,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                 gp.base.R, md, reach);
+        printf(" %s whole: %.3f s (%d host threads, %.0f MB device), mean degree %.2f, reachable %.5f\n", index, t,
+               thr, gpu_bytes / 1e6, md, reach);
+        sweep_graph(out, system, index, D, w, ps, t, thr, gpu_bytes);
+        graft_graph_free(&w);
+    };
     {
         graft_grnnd_report rep{};
         double t0 = now_s();
-        if (graft_grnnd_build_gpu(D.xb.data(), D.nb, D.d, &gp, &w, &rep) == GRAFT_OK) {
-            double t = now_s() - t0, md, reach;
-            stats(w, md, reach);
-            char ps[256];
-            snprintf(ps, sizeof ps, "{\"variant\":\"whole\",\"R\":%d,\"mean_degree\":%.2f,\"reachable\":%.5f}",
-                     gp.base.R, md, reach);
-            printf(" GRNND whole: %.3f s, %.0f MB device, mean degree %.2f, reachable %.5f\n", t,
-                   rep.gpu_peak_bytes / 1e6, md, reach);
-            sweep_graph(out, "graft", "GRNND", D, w, ps, t, 0, rep.gpu_peak_bytes);
-            graft_graph_free(&w);
-        }
+        if (graft_grnnd_build_gpu(D.xb.data(), D.nb, D.d, &gp, &w, &rep) == GRAFT_OK)
+            whole("graft", "GRNND", now_s() - t0, 0, rep.gpu_peak_bytes);
     }
     for (int div : {2, 4, 8, -4}) {  // -4: the CPU builder at n/4
         const int gpu = div > 0;
@@ -194,17 +197,8 @@ void pieces_bench(Out& out, const Data& D, const graft_grnnd_params& gp, int thr
         graft_graph_free(&g);
     }
     double t0 = now_s();
-    if (graft_rnnd_build_cpu(D.xb.data(), D.nb, D.d, &gp.base, &w) == GRAFT_OK) {
-        double t = now_s() - t0, md, reach;
-        stats(w, md, reach);
-        char ps[256];
-        snprintf(ps, sizeof ps, "{\"variant\":\"whole\",\"R\":%d,\"mean_degree\":%.2f,\"reachable\":%.5f}",
-                 gp.base.R, md, reach);
-        printf(" reference RNN-Descent whole: %.3f s on %d threads, mean degree %.2f, reachable %.5f\n", t,
-               threads, md, reach);
-        sweep_graph(out, "reference", "RNN-Descent", D, w, ps, t, threads, 0);
-        graft_graph_free(&w);
-    }
+    if (graft_rnnd_build_cpu(D.xb.data(), D.nb, D.d, &gp.base, &w) == GRAFT_OK)
+        whole("reference", "RNN-Descent", now_s() - t0, threads, 0);
 }
 
 }  // namespace
