@@ -362,7 +362,7 @@ bool bang_config(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, int 
     r.params.add("train_s", G.train_s, false).add("train_n", std::min(D.nb, kTrainSample), false)
         .add("wall_s", rp.wall_seconds, false).add("gpu_s", rp.gpu_seconds, false)
         .add("gather_s", rp.gather_seconds, false).add("wait_s", rp.wait_seconds, false)
-        .add("loop_s", rp.loop_seconds, false)
+        .add("loop_s", rp.loop_seconds, false).add("api_s", rp.api_seconds, false)
         .add("copy_s", copy_s, false).add("overlap", overlap, false).add("overlap_max", overlap_max, false)
         .add("h2d_bytes_per_query", h2d_q, false).add("d2h_bytes_per_query", d2h_q, false)
         .add("iterations_per_query", iters_q, false).add("batches", rp.batches, false)
@@ -382,9 +382,10 @@ bool bang_config(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, int 
     char note[256];
     if (ooc)
         snprintf(note, sizeof note,
-                 "gpu %.1f loop %.1f gather %.1f wait %.1f copy~%.1f ms, overlap %.2f (max %.2f); %.0f it/q, h2d %.1f "
-                 "KB/q; PCIe floor %.0f QPS (%.0f%%)",
+                 "gpu %.1f loop %.1f gather %.1f wait %.1f api %.1f copy~%.1f ms, overlap %.2f (max %.2f); %.0f it/q, "
+                 "h2d %.1f KB/q; PCIe floor %.0f QPS (%.0f%%)",
                  rp.gpu_seconds * 1e3, rp.loop_seconds * 1e3, rp.gather_seconds * 1e3, rp.wait_seconds * 1e3,
+                 rp.api_seconds * 1e3,
                  copy_s * 1e3, overlap,
                  overlap_max, iters_q, h2d_q / 1e3, floor_qps, floor_qps > 0 ? 100 * run.qps / floor_qps : 0);
     else

@@ -79,6 +79,8 @@ typedef struct graft_bang_report {
     double wait_seconds;    /* host time blocked on the GPU (kernels or copies not yet done) */
     double loop_seconds;    /* host time in the iterations' loop (gather and wait included; the
                                batches' query upload, tables, re-rank and result download not) */
+    double api_seconds;     /* out-of-core: host time inside the loop's queueing calls (copies,
+                               kernel launches, event records; waits not) */
     int64_t h2d_bytes;      /* bytes copied host -> device during the search (rows, vectors,
                                queries) */
     int64_t d2h_bytes;      /* bytes copied device -> host (candidates, results) */
