@@ -586,11 +586,9 @@ int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const f
     return GRAFT_OK;
 }
 
-int graft_bang_encode_ctx(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, const float* x,
-                          uint8_t* codes, const char* fn) {
-    GRAFT_TRY(graft_pq_check(pq, fn));
-    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    if (n < 0) return graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n);
+/* graft_bang_encode_ctx after its checks. */
+static int encode_chunks(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, const float* x,
+                         uint8_t* codes, const char* fn) {
     if (n == 0) return GRAFT_OK;
     const int64_t d = pq->d, M = pq->M;
     /* Chunks of about 256 MB of vectors: upload, encode, download codes (the context's stream). */
@@ -615,15 +613,20 @@ int graft_bang_encode_ctx(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, con
     return rc == GRAFT_OK ? GRAFT_OK : gpu_status(rc, fn);
 }
 
+int graft_bang_encode_ctx(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, const float* x,
+                          uint8_t* codes, const char* fn) {
+    GRAFT_TRY(graft_pq_check_coding(pq, n, x, codes, fn));
+    return encode_chunks(ctx, pq, n, x, codes, fn);
+}
+
 int graft_pq_encode_gpu(const graft_pq* pq, int64_t n, const float* x, uint8_t* codes, int device) {
     const char* fn = "graft_pq_encode_gpu";
-    GRAFT_TRY(graft_pq_check(pq, fn));
-    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    if (n <= 0) return n < 0 ? graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n) : GRAFT_OK;
+    GRAFT_TRY(graft_pq_check_coding(pq, n, x, codes, fn));
+    if (n == 0) return GRAFT_OK;
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(device, (size_t)512 << 20, &ctx);
     if (rc != GRAFT_OK) return gpu_status(rc, fn);
-    rc = graft_bang_encode_ctx(ctx, pq, n, x, codes, fn);
+    rc = encode_chunks(ctx, pq, n, x, codes, fn);
     graft_gpu_ctx_destroy(ctx);
     return rc;
 }

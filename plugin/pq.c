@@ -41,6 +41,14 @@ int graft_pq_check(const graft_pq* pq, const char* fn) {
     return graft_check_finite(pq->centroids, (int64_t)pq->M * GRAFT_PQ_KSUB, pq->dsub, fn);
 }
 
+int graft_pq_check_coding(const graft_pq* pq, int64_t n, const void* x, const void* codes,
+                          const char* fn) {
+    GRAFT_TRY(graft_pq_check(pq, fn));
+    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    if (n < 0) return graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n);
+    return GRAFT_OK;
+}
+
 /* The sub-space sizes for (d, M), or GRAFT_EINVAL naming what is wrong. */
 static int check_shape(int64_t d, int M, const char* fn) {
     if (d < 1) return graft_fail(GRAFT_EINVAL, "%s: dimension %lld < 1", fn, (long long)d);
@@ -154,9 +162,7 @@ static float sq_l2(const float* a, const float* b, int n) {
 }
 
 int graft_pq_encode(const graft_pq* pq, int64_t n, const float* x, uint8_t* codes) {
-    GRAFT_TRY(graft_pq_check(pq, "graft_pq_encode"));
-    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "graft_pq_encode: NULL argument");
-    if (n < 0) return graft_fail(GRAFT_EINVAL, "graft_pq_encode: n = %lld < 0", (long long)n);
+    GRAFT_TRY(graft_pq_check_coding(pq, n, x, codes, "graft_pq_encode"));
     const int M = pq->M, ds = pq->dsub, K = GRAFT_PQ_KSUB;
     /* The codebooks transposed (M x dsub x 256) so that the 256 distances of a sub-vector are
      * summed side by side (vectorized) over its dsub values, each in the order of a plain loop
@@ -192,9 +198,7 @@ int graft_pq_encode(const graft_pq* pq, int64_t n, const float* x, uint8_t* code
 }
 
 int graft_pq_decode(const graft_pq* pq, int64_t n, const uint8_t* codes, float* x) {
-    GRAFT_TRY(graft_pq_check(pq, "graft_pq_decode"));
-    if ((!x || !codes) && n > 0) return graft_fail(GRAFT_EINVAL, "graft_pq_decode: NULL argument");
-    if (n < 0) return graft_fail(GRAFT_EINVAL, "graft_pq_decode: n = %lld < 0", (long long)n);
+    GRAFT_TRY(graft_pq_check_coding(pq, n, x, codes, "graft_pq_decode"));
     const int M = pq->M, ds = pq->dsub;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)

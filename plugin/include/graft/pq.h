@@ -73,7 +73,6 @@ int graft_pq_encode(const graft_pq* pq, int64_t n, const float* x, uint8_t* code
 int graft_pq_encode_gpu(const graft_pq* pq, int64_t n, const float* x, uint8_t* codes, int device);
 
 /* Decoded vectors (n x d) of codes. */
-
 int graft_pq_decode(const graft_pq* pq, int64_t n, const uint8_t* codes, float* x);
 
 /* Distance table of one query (M x 256, written): squared L2 of each sub-vector to each centroid
@@ -83,6 +82,10 @@ void graft_pq_table(const graft_pq* pq, const float* q, int l2, float* table);
 
 /* Checks a codebook struct (non-NULL centroids, d = M * dsub, finite values). */
 int graft_pq_check(const graft_pq* pq, const char* fn);
+/* graft_pq_check, then the arrays of an encode or decode of n vectors (non-NULL unless n = 0,
+ * n >= 0). */
+int graft_pq_check_coding(const graft_pq* pq, int64_t n, const void* x, const void* codes,
+                          const char* fn);
 
 #ifdef __cplusplus
 }
