@@ -20,6 +20,21 @@ void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     p->memory_budget = 0;
 }
 
+/* The device scratch GRNND's two pools of n x R 8-byte keys take, each rounded up to 256 bytes. */
+static size_t pools_bytes(size_t n, size_t R) { return 2 * (n * R * 2 * sizeof(int32_t) + 256); }
+
+int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* p) {
+    if (!p || d < 1 || p->base.R < 1) return 0;
+    const size_t R = (size_t)p->base.R, per = pools_bytes(1, R) - 512; /* 16 R */
+    const size_t room = graft_gpu_device_memory(p->device) / 10 * 8;
+    int64_t m = (int64_t)(room / (per + (size_t)d * sizeof(float)));
+    if (p->memory_budget) {
+        const int64_t mb = p->memory_budget > 512 ? (int64_t)((p->memory_budget - 512) / per) : 0;
+        m = mb < m ? mb : m;
+    }
+    return m;
+}
+
 int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                           graft_graph* out, graft_grnnd_report* report) {
     graft_grnnd_params p;
@@ -46,8 +61,7 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
         graft_mul_overflow(gbytes, 2, &pool_bytes))
         return graft_fail(GRAFT_ENOMEM, "graft_grnnd_build_gpu: n x d = %lld x %lld overflows",
                           (long long)n, (long long)d);
-    /* Two pools of n x R 8-byte keys, each rounded up to 256 bytes. */
-    const size_t need = 2 * (pool_bytes + 256);
+    const size_t need = pools_bytes((size_t)n, (size_t)b->R);
     const size_t budget = p.memory_budget ? p.memory_budget : need;
     graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho,
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,

@@ -93,18 +93,6 @@ int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t
     return GRAFT_OK;
 }
 
-/* The largest piece whose GRNND pools (16 R bytes a vector, capped by b->memory_budget) and
- * vectors (4 d bytes) fit in 80% of the device's memory. */
-static int64_t gpu_piece_max(int64_t d, const graft_grnnd_params* b) {
-    const size_t R = (size_t)b->base.R, room = graft_gpu_device_memory(b->device) / 10 * 8;
-    int64_t m = (int64_t)(room / (16 * R + 4 * (size_t)d));
-    if (b->memory_budget) {
-        const int64_t mb = b->memory_budget > 512 ? (int64_t)((b->memory_budget - 512) / (16 * R)) : 0;
-        m = mb < m ? mb : m;
-    }
-    return m;
-}
-
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
                             graft_graph* out, double* seconds, int* pieces) {
     const double t0 = graft_now_s();
@@ -112,7 +100,7 @@ int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const
     graft_pieces_report rep = {.pieces = 1};
     /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built on the
      * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). */
-    for (int64_t piece = gpu ? gpu_piece_max(d, b) : 0;
+    for (int64_t piece = gpu ? graft_grnnd_max_vectors(d, b) : 0;
          rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, &rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */

@@ -379,6 +379,10 @@ static void test_gpu_entry_without_device(void) {
     CHECK(gp.base.R == 64 && gp.order == GRAFT_GRNND_SORTED && gp.pairs == 128 && gp.staged == -1,
           "GPU defaults");
     graft_graph out = {.n = -3};
+    if (!graft_gpu_available())
+        CHECK(graft_grnnd_max_vectors(128, &gp) == 0, "GRNND capacity without a device");
+    CHECK(graft_grnnd_max_vectors(0, &gp) == 0 && graft_grnnd_max_vectors(128, NULL) == 0,
+          "GRNND capacity of bad arguments");
     CHECK_ERR(graft_grnnd_build_gpu(NULL, 8, 4, &gp, &out, NULL), GRAFT_EINVAL);
     CHECK_ERR(graft_grnnd_build_gpu(x, 8, 4, &gp, NULL, NULL), GRAFT_EINVAL);
     CHECK_ERR(graft_grnnd_build_gpu(x, 0, 4, &gp, &out, NULL), GRAFT_EINVAL);

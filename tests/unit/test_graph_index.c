@@ -554,6 +554,8 @@ static void test_gpu(const graft_test_sift* s) {
         graft_gindex_params pp;
         graft_gindex_params_defaults(&pp);
         pp.build.memory_budget = 1500 * 16 * 64 + 512;
+        CHECK(graft_grnnd_max_vectors(s->d, &pp.build) == 1500, "GRNND capacity %lld under the budget",
+              (long long)graft_grnnd_max_vectors(s->d, &pp.build));
         graft_gindex* gp = NULL;
         CHECK_OK(graft_gindex_new(s->d, &pp, &gp));
         if (gp) {

@@ -129,6 +129,11 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
 int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                           graft_graph* out, graft_grnnd_report* report);
 
+/* The most vectors of dimension d one GRNND build holds: its two pools (16 R bytes a vector,
+ * capped by params->memory_budget when set) and the vectors (4 d bytes) in 80% of the device's
+ * memory. 0 without a device. */
+int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* params);
+
 /* A graph built in pieces, for data whose GRNND pools do not fit the GPU (plugin/pieces.c, the
  * overlapping-shard build of DiskANN): a k-means of a sample splits the vectors into P pieces of
  * at most piece_max, each vector in the pieces of its two nearest centroids (P about
