@@ -154,6 +154,12 @@ static void merge_row(const float* x, int64_t d, int l2, int R, int64_t v, int32
     for (int j = 0; j < R; j++) row[j] = j < kept ? kept_scratch[j] : -1;
 }
 
+/* One graph of n vectors by the pieces' builder. */
+static int build_one(const float* x, int64_t n, int64_t d, const graft_grnnd_params* p, int gpu,
+                     graft_graph* out) {
+    return gpu ? graft_grnnd_build_gpu(x, n, d, p, out, NULL) : graft_rnnd_build_cpu(x, n, d, &p->base, out);
+}
+
 int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                              int gpu, int64_t piece_max, graft_graph* out,
                              graft_pieces_report* report) {
@@ -174,8 +180,7 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
     if (n <= piece_max) { /* one piece: the plain build */
         rep.pieces = 1;
         rep.largest_piece = n;
-        const int rc = gpu ? graft_grnnd_build_gpu(x, n, d, &p, out, NULL)
-                           : graft_rnnd_build_cpu(x, n, d, &p.base, out);
+        const int rc = build_one(x, n, d, &p, gpu, out);
         rep.build_seconds = graft_now_s() - t0;
         if (rc == GRAFT_OK && report) *report = rep;
         return rc;
@@ -262,8 +267,7 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
         for (int64_t i = 0; i < m; i++)
             memcpy(sub + i * d, x + mem[i] * d, (size_t)d * sizeof(float));
         graft_graph g = {0};
-        rc = gpu ? graft_grnnd_build_gpu(sub, m, d, &p, &g, NULL)
-                 : graft_rnnd_build_cpu(sub, m, d, &p.base, &g);
+        rc = build_one(sub, m, d, &p, gpu, &g);
         const double tm = graft_now_s();
         rep.build_seconds += tm - tb;
         if (rc != GRAFT_OK) {
