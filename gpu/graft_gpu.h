@@ -151,9 +151,14 @@ int graft_gpu_event_sync(graft_gpu_ctx* ctx, graft_gpu_event e);
 int graft_gpu_stream_wait(graft_gpu_ctx* ctx, graft_gpu_stream s, graft_gpu_event e);
 int graft_gpu_event_elapsed_ms(graft_gpu_ctx* ctx, graft_gpu_event start, graft_gpu_event end,
                                float* ms);
-/* Page-locked host memory (cudaHostAlloc, portable): copies from and to it are asynchronous.
- * Shortage is GRAFT_ENOMEM (host memory). */
+/* Page-locked host memory (cudaHostAlloc, portable, mapped): copies from and to it are
+ * asynchronous, and kernels may read and write it through graft_gpu_host_device_ptr (each access
+ * crosses PCIe: for small results the host reads at once). Shortage is GRAFT_ENOMEM (host memory). */
 int graft_gpu_host_alloc(graft_gpu_ctx* ctx, void** out, size_t bytes);
+/* The device's address of page-locked memory from graft_gpu_host_alloc (the same value under
+ * unified addressing). Kernel writes to it are visible to the host once an event recorded after
+ * the kernel has completed. */
+int graft_gpu_host_device_ptr(graft_gpu_ctx* ctx, void* host, void** out);
 void graft_gpu_host_free(graft_gpu_ctx* ctx, void* p);
 /* Queues a copy in any direction (unified addressing) or a memset on s and returns; host memory
  * must be page-locked for the copy to be asynchronous, and must stay untouched until an event
@@ -222,7 +227,8 @@ int32_t* graft_gpu_bang_counters(const graft_gpu_bang_args* a);
 typedef struct graft_gpu_bang_step {
     int64_t q0, nq;          /* in-memory: every query of the range still searching takes part */
     int iteration;           /* t: the step expands each live query's node of slot t */
-    /* out-of-core only (args->graph NULL); all device pointers */
+    /* out-of-core only (args->graph NULL); all device addresses (next may be mapped pinned
+       host memory: graft_gpu_host_device_ptr) */
     const int32_t* live;     /* nlive batch query indices in [q0, q0 + nq): the queries still
                                 searching */
     int64_t nlive;

@@ -90,13 +90,27 @@ int graft_gpu_host_alloc(graft_gpu_ctx* ctx, void** out, size_t bytes) {
     *out = nullptr;
     if (bytes == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
-    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
+    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *out = nullptr;
         // Page-locked memory is host memory: its shortage is GRAFT_ENOMEM, not a GPU error.
         return gpu_fail(e == cudaErrorMemoryAllocation ? GRAFT_ENOMEM : GRAFT_ECUDA,
                         "cudaHostAlloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
+    }
+    return GRAFT_OK;
+}
+
+int graft_gpu_host_device_ptr(graft_gpu_ctx* ctx, void* host, void** out) {
+    if (!ctx || !host || !out)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_host_device_ptr: NULL argument");
+    *out = nullptr;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    cudaError_t e = cudaHostGetDevicePointer(out, host, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *out = nullptr;
+        return gpu_fail(GRAFT_ECUDA, "cudaHostGetDevicePointer: %s", cudaGetErrorString(e));
     }
     return GRAFT_OK;
 }

@@ -8,16 +8,21 @@
  *     host:  wait for the half's next nodes (event), drop finished queries, gather each live
  *            query's node's neighbour row (R int32) into pinned memory (OpenMP,
  *            params->threads)
- *     queue: H2D live ids + rows | step A | D2H next nodes, event
+ *     queue: H2D live ids + rows | step A (writes the next nodes into mapped pinned memory),
+ *            event
  *     host:  gather the same nodes' full vectors (d floats) into pinned memory, while step A runs
- *     queue: H2D vectors, event | step B
+ *     queue: H2D vectors | step B
  * and the host visits the halves in turn: while it works on half 0, the device runs half 1's
  * kernels and copies and half 0's step B (which the eager selection of step A moved off the
  * critical path, 4.6); then the roles swap. Copies overlap kernels of the other half. The
  * vectors (2/3 of the bytes at R = 64, d = 128) are needed only by step B's re-rank store, so
  * they are gathered after step A is queued: the next nodes wait for the rows' gather alone.
  * (Measured at cf25786 with one gather of rows and vectors before step A, the host's loop bound
- * out-of-core search; bench/RESULTS.md.)
+ * out-of-core search; bench/RESULTS.md.) Each CUDA call costs the host ~10 us (graft_bang_report
+ * api_seconds), so an iteration makes four: step A writes the next nodes to the host itself (no
+ * D2H copy), and the vectors alternate between two pinned buffers, so that the copy of the one
+ * gathered two iterations ago is known done (queued before the last step A, whose event the host
+ * waited for) with no event of its own.
  * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 d (vector) bytes to
  * the device and 4 (next node) back: 772 bytes at R = 64, d = 128, the floor of BANG's scheme
  * (the row is skipped at the last permitted expansion, whose row cannot matter). Queries and
@@ -79,7 +84,6 @@ void graft_bang_dev_release(graft_bang_dev* dev) {
         graft_gpu_stream_destroy(ctx, dev->stream1);
         for (int h = 0; h < 2; h++) {
             graft_gpu_event_destroy(ctx, dev->ev_next[h]);
-            graft_gpu_event_destroy(ctx, dev->ev_vecs[h]);
         }
         graft_gpu_event_destroy(ctx, dev->ev_init);
         graft_gpu_event_destroy(ctx, dev->ev_join);
@@ -139,10 +143,7 @@ int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const graft_
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.x, x, xbytes);
     }
     if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev.stream1);
-    for (int h = 0; h < 2 && rc == GRAFT_OK; h++) {
-        rc = graft_gpu_event_create(ctx, 0, &dev.ev_next[h]);
-        if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_vecs[h]);
-    }
+    for (int h = 0; h < 2 && rc == GRAFT_OK; h++) rc = graft_gpu_event_create(ctx, 0, &dev.ev_next[h]);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_init);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_join);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev.ev_t0);
@@ -202,10 +203,10 @@ static int64_t half0(int64_t b) { return (b + 1) / 2; }
 
 /* Byte offsets in the device batch buffer (capacity B queries) and in the pinned buffer. */
 typedef struct {
-    size_t state, xq, D, I, ir[2], vecs[2], next[2], end;
+    size_t state, xq, D, I, ir[2], vecs[2], end;
 } dev_layout;
 typedef struct {
-    size_t ir[2], vecs[2], next[2], cur[2], counters, end;
+    size_t ir[2], vecs[2][2], next[2], cur[2], counters, end;
 } host_layout;
 
 static size_t take(size_t* off, size_t bytes, size_t align) {
@@ -229,8 +230,6 @@ static dev_layout make_dev_layout(size_t state_bytes, int64_t B, int64_t d, int 
         l.ir[1] = take(&off, b1 * (1 + R) * sizeof(int32_t), 256);
         l.vecs[0] = take(&off, b0 * d * sizeof(float), 256);
         l.vecs[1] = take(&off, b1 * d * sizeof(float), 256);
-        l.next[0] = take(&off, b0 * sizeof(int32_t), 256);
-        l.next[1] = take(&off, b1 * sizeof(int32_t), 256);
     }
     l.end = off;
     return l;
@@ -244,7 +243,8 @@ static host_layout make_host_layout(int64_t B, int64_t d, int R, int E, int ooc)
         for (int h = 0; h < 2; h++) {
             const size_t bh = (size_t)(h ? B - half0(B) : half0(B));
             l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 64);
-            l.vecs[h] = take(&off, bh * d * sizeof(float), 64);
+            l.vecs[h][0] = take(&off, bh * d * sizeof(float), 64);
+            l.vecs[h][1] = take(&off, bh * d * sizeof(float), 64);
             l.next[h] = take(&off, bh * sizeof(int32_t), 64);
             l.cur[h] = take(&off, bh * sizeof(int32_t), 64);
         }
@@ -308,15 +308,16 @@ typedef struct {
     int64_t nlive;     /* queries still searching */
     int it;            /* the next iteration (= expansion slot) of the half */
     graft_gpu_stream stream;
-    graft_gpu_event ev_next, ev_vecs;
+    graft_gpu_event ev_next;
     int32_t* ir;       /* pinned: nlive live query indices, then their nodes' rows */
-    float* vecs;       /* pinned: their nodes' vectors */
-    int32_t* next;     /* pinned: step A's next nodes (D2H) */
+    float* vecs[2];    /* pinned: their nodes' vectors, in iteration parity's buffer */
+    int32_t* next;     /* pinned, mapped: step A's next nodes */
+    int32_t* d_next;   /* the device's address of `next` */
     int32_t* cur;      /* the live queries' nodes being expanded, compacted from `next`: the
-                          vectors are gathered from it after the next D2H into `next` is queued */
-    int32_t* d_ir;     /* device copies of the three */
+                          vectors are gathered from it after step A, which rewrites `next`, is
+                          queued */
+    int32_t* d_ir;     /* device copies of ir and the vectors */
     float* d_vecs;
-    int32_t* d_next;
 } half;
 
 /* Host threads copy each live query's node's neighbour row (vecs 0) or full vector (vecs 1)
@@ -326,11 +327,12 @@ static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, st
     const int64_t nl = h->nlive, R = dev->R, d = dev->d;
     int32_t* out_rows = h->ir + nl;
     const int32_t* nodes = h->cur;
+    float* out_vecs = h->vecs[h->it & 1];
 #pragma omp parallel for num_threads(threads) schedule(static) if (nl >= 64)
     for (int64_t w = 0; w < nl; w++) {
         const int64_t u = nodes[w];
         if (vecs)
-            memcpy(h->vecs + w * d, dev->host_x + u * d, (size_t)d * sizeof(float));
+            memcpy(out_vecs + w * d, dev->host_x + u * d, (size_t)d * sizeof(float));
         else
             memcpy(out_rows + w * R, dev->host_nbrs + u * R, (size_t)R * sizeof(int32_t));
     }
@@ -338,7 +340,7 @@ static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, st
 }
 
 /* One iteration of a half whose live list and nodes (ir, cur) are set: rows gathered, then
- * queued: rows in, step A, next nodes out; vectors gathered while step A runs, then queued:
+ * queued: rows in, step A (next nodes out); vectors gathered while step A runs, then queued:
  * vectors in, step B. */
 static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int threads,
                           stats* st) {
@@ -364,17 +366,14 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     double t = omp_get_wtime();
     GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ir, h->ir, ir_bytes, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_a(ctx, a, &s, h->stream));
-    GRAFT_TRY(graft_gpu_copy_async(ctx, h->next, h->d_next, nl * sizeof(int32_t), h->stream));
     GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_next, h->stream));
     st->api_s += omp_get_wtime() - t;
     /* The vectors wait for re-ranking only (4.3): gathered and sent after the next nodes, off
-     * the host's path to them. The last iteration's vector copy must have left the pinned
-     * buffer first (queued before this step A; an event never recorded counts as done). */
-    GRAFT_TRY(timed_event_sync(ctx, h->ev_vecs, st));
+     * the host's path to them, into the buffer of this iteration's parity, whose last copy
+     * (two iterations ago) preceded the last step A. */
     gather(dev, h, 1, threads, st);
     t = omp_get_wtime();
-    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_vecs, h->vecs, vec_bytes, h->stream));
-    GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_vecs, h->stream));
+    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_vecs, h->vecs[h->it & 1], vec_bytes, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
     st->api_s += omp_get_wtime() - t;
     st->h2d += (int64_t)(ir_bytes + vec_bytes);
@@ -400,14 +399,14 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         x->nlive = x->nq;
         x->stream = h ? dev->stream1 : NULL;
         x->ev_next = dev->ev_next[h];
-        x->ev_vecs = dev->ev_vecs[h];
         x->ir = (int32_t*)(hbase + hl->ir[h]);
-        x->vecs = (float*)(hbase + hl->vecs[h]);
+        x->vecs[0] = (float*)(hbase + hl->vecs[h][0]);
+        x->vecs[1] = (float*)(hbase + hl->vecs[h][1]);
         x->next = (int32_t*)(hbase + hl->next[h]);
+        GRAFT_TRY(graft_gpu_host_device_ptr(ctx, x->next, (void**)&x->d_next));
         x->cur = (int32_t*)(hbase + hl->cur[h]);
         x->d_ir = (int32_t*)(dbase + dl->ir[h]);
         x->d_vecs = (float*)(dbase + dl->vecs[h]);
-        x->d_next = (int32_t*)(dbase + dl->next[h]);
         for (int64_t w = 0; w < x->nq; w++) {
             x->ir[w] = (int32_t)(x->q0 + w);
             x->cur[w] = (int32_t)dev->entry; /* slot 0 of every query */

@@ -30,7 +30,6 @@ typedef struct graft_bang_dev {
     /* pipeline objects (owned): half batch 0 runs on the context's stream, half 1 on stream1 */
     graft_gpu_stream stream1;
     graft_gpu_event ev_next[2]; /* a half's next nodes are on the host */
-    graft_gpu_event ev_vecs[2]; /* a half's staged vectors were copied (pinned buffer free) */
     graft_gpu_event ev_init, ev_join, ev_t0, ev_t1;
     /* grow-only batch buffers (owned) */
     void* scratch;           /* device: BANG state, queries, results, staged rows and vectors */
