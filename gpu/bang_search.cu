@@ -11,8 +11,9 @@
 //                        the candidates that enter the worklist kept, and the eager choice of the
 //                        next node (4.6), which goes to the host at once.
 //   bang_step_b_kernel   rank sort of the candidates (4.7) and merge path into the worklist
-//                        (4.8), the chosen node marked expanded; out-of-core it also files the
-//                        staged full vector of the current node for the re-rank (4.3).
+//                        (4.8), the chosen node marked expanded.
+//   bang_store_kernel    out-of-core: files the staged full vectors of the current nodes for the
+//                        re-rank (4.3), on a stream of their own, off the steps' path.
 //   bang_rerank_kernel   exact distances of the best expanded nodes, top k (4.9).
 //
 // One warp per query in the step kernels (BANG uses a block per query): a step touches one row
@@ -350,19 +351,6 @@ __global__ void __launch_bounds__(kWarps * 32) bang_step_b_kernel(Dev P, Step S,
     const bool staged = P.graph == nullptr;
     if (w >= (staged ? S.nlive : S.nq)) return;
     const int64_t q = staged ? (int64_t)S.live[w] : S.q0 + w;
-    if (staged) {
-        // 4.3: the current node's full vector goes to its re-rank slot. Every live query files
-        // one, also the ones whose search ended in this step (their last expanded node).
-        const float* src = S.vecs + w * P.d;
-        float* dst = P.vec + q * P.vec_stride + (int64_t)S.iteration * P.d;
-        if ((P.d & 3) == 0) {
-            const float4* s4 = reinterpret_cast<const float4*>(src);
-            float4* d4 = reinterpret_cast<float4*>(dst);
-            for (int64_t j = lane; j < P.d / 4; j += 32) d4[j] = s4[j];
-        } else {
-            for (int64_t j = lane; j < P.d; j += 32) dst[j] = src[j];
-        }
-    }
     const State* st = P.state + q;
     const uint64_t next = st->next_key;
     if (next == kKeyNone) return;  // finished: its worklist no longer matters
@@ -441,6 +429,25 @@ __device__ inline int pow2_at_least(int n) {
 }
 
 // One block per query. Shared memory: keys and slots of pow2(max_expand) entries.
+// 4.3, out-of-core: the staged full vector of each live query's node of slot t goes to the
+// query's re-rank slot t; every live query files one, also the ones whose search ended in step A
+// of iteration t (their last expanded node). One warp per vector. Only the re-rank reads the slots.
+__global__ void __launch_bounds__(kWarps * 32) bang_store_kernel(Dev P, Step S) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t w = (int64_t)blockIdx.x * kWarps + warp;
+    if (w >= S.nlive) return;
+    const int64_t q = S.live[w];
+    const float* src = S.vecs + w * P.d;
+    float* dst = P.vec + q * P.vec_stride + (int64_t)S.iteration * P.d;
+    if ((P.d & 3) == 0) {
+        const float4* s4 = reinterpret_cast<const float4*>(src);
+        float4* d4 = reinterpret_cast<float4*>(dst);
+        for (int64_t j = lane; j < P.d / 4; j += 32) d4[j] = s4[j];
+    } else {
+        for (int64_t j = lane; j < P.d; j += 32) dst[j] = src[j];
+    }
+}
+
 __global__ void __launch_bounds__(kRerankThreads) bang_rerank_kernel(Dev P, Rerank r) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int64_t qi = blockIdx.x;
@@ -599,19 +606,28 @@ int make_dev(const graft_gpu_bang_args* a, Dev* P, const char* fn) {
     return GRAFT_OK;
 }
 
-int make_step(const graft_gpu_bang_args* a, const graft_gpu_bang_step* s, Step* S, const char* fn) {
+// store: the step files staged vectors (graft_gpu_bang_store: live and vecs) instead of
+// expanding (steps A and B, out-of-core: live, rows and next).
+int make_step(const graft_gpu_bang_args* a, const graft_gpu_bang_step* s, Step* S, const char* fn,
+              bool store = false) {
     if (!s) return gpu_fail(GRAFT_EINVAL, "%s: NULL step", fn);
+    if (store && !out_of_core(a))
+        return gpu_fail(GRAFT_EINVAL, "%s: in-memory mode stages no vectors", fn);
     if (s->q0 < 0 || s->nq < 0 || s->q0 + s->nq > a->nq || s->iteration < 0 ||
         s->iteration >= a->max_expand)
         return gpu_fail(GRAFT_EINVAL, "%s: bad step (q0=%lld nq=%lld of %lld, iteration=%d of %d)",
                         fn, (long long)s->q0, (long long)s->nq, (long long)a->nq, s->iteration,
                         a->max_expand);
+    if (out_of_core(a) && (s->nlive < 0 || s->nlive > s->nq))
+        return gpu_fail(GRAFT_EINVAL, "%s: %lld live queries of %lld", fn, (long long)s->nlive,
+                        (long long)s->nq);
     if (out_of_core(a) && s->nlive > 0 &&
-        (!s->live || !s->vecs || !s->next || s->nlive > s->nq ||
-         (!s->rows && s->iteration + 1 < a->max_expand)))
-        return gpu_fail(GRAFT_EINVAL, "%s: out-of-core step without its staged live list, rows, "
-                        "vectors or next array (nlive=%lld)", fn, (long long)s->nlive);
-    if (out_of_core(a) && (((uintptr_t)s->vecs & 15) || s->nlive < 0))
+        (store ? !s->live || !s->vecs
+               : !s->live || !s->next || (!s->rows && s->iteration + 1 < a->max_expand)))
+        return gpu_fail(GRAFT_EINVAL, "%s: out-of-core step without its staged live list, %s "
+                        "(nlive=%lld)", fn, store ? "vectors" : "rows or next array",
+                        (long long)s->nlive);
+    if (store && ((uintptr_t)s->vecs & 15))
         return gpu_fail(GRAFT_EINVAL, "%s: staged vectors must be 16-byte aligned", fn);
     Step t{};
     t.q0 = s->q0;
@@ -722,6 +738,22 @@ extern "C" int graft_gpu_bang_step_b(graft_gpu_ctx* ctx, const graft_gpu_bang_ar
     GRAFT_GPU_TRY(smem_opt_in(bang_step_b_kernel, smem, ctx->device, fn, "the merge"));
     cudaStream_t s = stream ? reinterpret_cast<cudaStream_t>(stream) : ctx->stream;
     bang_step_b_kernel<<<(unsigned)ceil_div(warps, kWarps), kWarps * 32, smem, s>>>(P, S, stride);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
+extern "C" int graft_gpu_bang_store(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
+                                    const graft_gpu_bang_step* step, graft_gpu_stream stream) {
+    const char* fn = "graft_gpu_bang_store";
+    if (!ctx) return gpu_fail(GRAFT_EINVAL, "%s: NULL context", fn);
+    Dev P;
+    Step S;
+    GRAFT_GPU_TRY(make_dev(a, &P, fn));
+    GRAFT_GPU_TRY(make_step(a, step, &S, fn, true));
+    if (S.nlive == 0) return GRAFT_OK;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    cudaStream_t s = stream ? reinterpret_cast<cudaStream_t>(stream) : ctx->stream;
+    bang_store_kernel<<<(unsigned)ceil_div(S.nlive, kWarps), kWarps * 32, 0, s>>>(P, S);
     GRAFT_CUDA_LAUNCH_CHECK();
     return GRAFT_OK;
 }

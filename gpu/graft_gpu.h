@@ -181,9 +181,11 @@ int graft_gpu_memset_async(graft_gpu_ctx* ctx, void* dst, int value, size_t byte
  *       [out-of-core: host gathers the rows and vectors of the queries' current nodes]
  *       graft_gpu_bang_step_a                 filter + PQ distances of the current node's row;
  *                                             eager choice of the next node (BANG 4.6)
- *       [out-of-core: next nodes to the host, which gathers again while step B runs]
+ *       [out-of-core: next nodes to the host]
  *       graft_gpu_bang_step_b                 sort the new candidates, merge-path them into the
  *                                             worklist (BANG 4.7-4.8)
+ *       [out-of-core: graft_gpu_bang_store    the current nodes' vectors, staged by the host, to
+ *                                             the re-rank store, on another stream]
  *   graft_gpu_bang_rerank                     exact distances of the best expanded nodes, top k
  *
  * Every query expands one node per iteration, so in iteration t every query still searching
@@ -235,10 +237,10 @@ typedef struct graft_gpu_bang_step {
     const int32_t* rows;     /* nlive x R: row w = the neighbours of live[w]'s node of slot t
                                 (unread and may be NULL when t + 1 == max_expand: nothing is
                                 expanded after slot t) */
-    const float* vecs;       /* nlive x d: the full vector of that node; step B keeps it in
-                                the query's re-rank store (slot t) */
-    int32_t* next;           /* nlive, written by step A: live[w]'s node of slot t + 1, or -1
-                                when the query has finished */
+    const float* vecs;       /* graft_gpu_bang_store's: nlive x d, 16-byte aligned: the full
+                                vector of that node, for the query's re-rank store (slot t) */
+    int32_t* next;           /* steps A and B's: nlive, written by step A: live[w]'s node of slot
+                                t + 1, or -1 when the query has finished */
 } graft_gpu_bang_step;
 
 /* PQ tables (one block per query, BANG 4.2), cleared Bloom filters and counters, worklists
@@ -250,10 +252,14 @@ int graft_gpu_bang_init(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a, graft_
 int graft_gpu_bang_step_a(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
                           const graft_gpu_bang_step* s, graft_gpu_stream stream);
 /* Step B: sorts the candidates and merges them into the worklist (BANG 4.7-4.8), marking the
- * chosen next node expanded; out-of-core, stores the staged vectors. Queued after step A of the
- * same iteration on the same stream. */
+ * chosen next node expanded. Queued after step A of the same iteration on the same stream. */
 int graft_gpu_bang_step_b(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
                           const graft_gpu_bang_step* s, graft_gpu_stream stream);
+/* Out-of-core: files the staged vectors (s->live, s->vecs, s->nlive of iteration t) in the live
+ * queries' re-rank store, slot t (BANG 4.3). Touches nothing the steps read, so it may run on any
+ * stream that starts after graft_gpu_bang_init and ends before graft_gpu_bang_rerank. */
+int graft_gpu_bang_store(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
+                         const graft_gpu_bang_step* s, graft_gpu_stream stream);
 
 /* Re-ranking (BANG 4.9): of each query's expanded nodes the `rerank` best by PQ distance (all
  * when 0) get exact distances (base vectors in-memory, the stored staged vectors out-of-core),

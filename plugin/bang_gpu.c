@@ -4,27 +4,31 @@
  * gpu/bang_search.cu; the one-shot graft_bang_search_gpu.
  *
  * Out-of-core pipeline (BANG 4.3 and 4.6). A batch is split into two halves, half 0 on the
- * context's stream and half 1 on a second stream. For each half, one iteration is
+ * context's stream and half 1 on a second stream; a third stream files the vectors of both. For
+ * each half, one iteration is
  *     host:  wait for the half's next nodes (event), drop finished queries, gather each live
  *            query's node's neighbour row (R int32) into pinned memory (OpenMP,
  *            params->threads)
  *     queue: H2D live ids + rows | step A (writes the next nodes into mapped pinned memory),
- *            event
- *     host:  gather the same nodes' full vectors (d floats) into pinned memory, while step A runs
- *     queue: H2D vectors | step B
+ *            event | step B
+ *     host:  gather the same nodes' full vectors (d floats) into pinned memory, while the steps
+ *            run
+ *     queue on the third stream: H2D live ids + vectors, event | store into the re-rank slots
  * and the host visits the halves in turn: while it works on half 0, the device runs half 1's
  * kernels and copies and half 0's step B (which the eager selection of step A moved off the
  * critical path, 4.6); then the roles swap. Copies overlap kernels of the other half. The
- * vectors (2/3 of the bytes at R = 64, d = 128) are needed only by step B's re-rank store, so
- * they are gathered after step A is queued: the next nodes wait for the rows' gather alone.
- * (Measured at cf25786 with one gather of rows and vectors before step A, the host's loop bound
- * out-of-core search; bench/RESULTS.md.) Each CUDA call costs the host ~10 us (graft_bang_report
- * api_seconds), so an iteration makes four: step A writes the next nodes to the host itself (no
- * D2H copy), and the vectors alternate between two pinned buffers, so that the copy of the one
- * gathered two iterations ago is known done (queued before the last step A, whose event the host
- * waited for) with no event of its own.
- * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 d (vector) bytes to
- * the device and 4 (next node) back: 772 bytes at R = 64, d = 128, the floor of BANG's scheme
+ * vectors (2/3 of the bytes at R = 64, d = 128, 92% at d = 784) are needed only by the re-rank,
+ * so they are gathered after the steps are queued and travel on their own stream: neither the
+ * next nodes nor the half's next steps wait for them. (Measured at cf25786 with one gather of
+ * rows and vectors before step A, and at e3c8b7d with the vectors' copy queued between steps A
+ * and B of the half's stream, where at d = 784 the host waited on the GPU ~40% of the loop;
+ * bench/RESULTS.md.) Step A writes the next nodes to the host itself (no D2H copy: each CUDA call
+ * costs the host ~10 us, graft_bang_report api_seconds), and the staged vectors alternate
+ * between two pinned buffers, so that the host waits only for the copy of the one it filled two
+ * iterations ago.
+ * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 (live id) + 4 d (vector)
+ * bytes to the device and 4 (next node) back: 776 bytes at R = 64, d = 128, BANG's scheme (whose
+ * floor is 772: the vector's copy of the id buys its own stream)
  * (the row is skipped at the last permitted expansion, whose row cannot matter). Queries and
  * results add 4 d and 12 k bytes per query once.
  *
@@ -82,11 +86,15 @@ void graft_bang_dev_release(graft_bang_dev* dev) {
         /* The second stream first: destroying it waits for its work, which may read the buffers
          * below (graft_gpu_free waits for the context's stream). */
         graft_gpu_stream_destroy(ctx, dev->stream1);
+        graft_gpu_stream_destroy(ctx, dev->stream2);
         for (int h = 0; h < 2; h++) {
             graft_gpu_event_destroy(ctx, dev->ev_next[h]);
+            graft_gpu_event_destroy(ctx, dev->ev_staged[h][0]);
+            graft_gpu_event_destroy(ctx, dev->ev_staged[h][1]);
         }
         graft_gpu_event_destroy(ctx, dev->ev_init);
         graft_gpu_event_destroy(ctx, dev->ev_join);
+        graft_gpu_event_destroy(ctx, dev->ev_join2);
         graft_gpu_event_destroy(ctx, dev->ev_t0);
         graft_gpu_event_destroy(ctx, dev->ev_t1);
         graft_gpu_free(ctx, dev->centroids);
@@ -143,9 +151,15 @@ int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const graft_
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.x, x, xbytes);
     }
     if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev.stream1);
-    for (int h = 0; h < 2 && rc == GRAFT_OK; h++) rc = graft_gpu_event_create(ctx, 0, &dev.ev_next[h]);
+    if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev.stream2);
+    for (int h = 0; h < 2 && rc == GRAFT_OK; h++) {
+        rc = graft_gpu_event_create(ctx, 0, &dev.ev_next[h]);
+        for (int p = 0; p < 2 && rc == GRAFT_OK; p++)
+            rc = graft_gpu_event_create(ctx, 0, &dev.ev_staged[h][p]);
+    }
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_init);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_join);
+    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_join2);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev.ev_t0);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev.ev_t1);
     if (rc != GRAFT_OK) {
@@ -203,16 +217,23 @@ static int64_t half0(int64_t b) { return (b + 1) / 2; }
 
 /* Byte offsets in the device batch buffer (capacity B queries) and in the pinned buffer. */
 typedef struct {
-    size_t state, xq, D, I, ir[2], vecs[2], end;
+    size_t state, xq, D, I, ir[2], ids[2], vecs[2], end;
 } dev_layout;
 typedef struct {
-    size_t ir[2], vecs[2][2], next[2], cur[2], counters, end;
+    size_t ir[2], ids[2][2], vecs[2][2], next[2], cur[2], counters, end;
 } host_layout;
 
 static size_t take(size_t* off, size_t bytes, size_t align) {
     const size_t at = *off;
     *off = align_up(at + bytes, align);
     return at;
+}
+
+/* A half's staged vectors of one iteration, as the host writes them and one copy moves them:
+ * the live query ids, then the vectors from a 256-byte boundary. */
+static size_t staged_vec_off(size_t bh) { return align_up(bh * sizeof(int32_t), 256); }
+static size_t staged_bytes(size_t bh, int64_t d) {
+    return staged_vec_off(bh) + bh * (size_t)d * sizeof(float);
 }
 
 static dev_layout make_dev_layout(size_t state_bytes, int64_t B, int64_t d, int R, int64_t k,
@@ -225,12 +246,13 @@ static dev_layout make_dev_layout(size_t state_bytes, int64_t B, int64_t d, int 
     l.xq = take(&off, b * d * sizeof(float), 256);
     l.D = take(&off, b * k * sizeof(float), 256);
     l.I = take(&off, b * k * sizeof(int64_t), 256);
-    if (ooc) {
-        l.ir[0] = take(&off, b0 * (1 + R) * sizeof(int32_t), 256);
-        l.ir[1] = take(&off, b1 * (1 + R) * sizeof(int32_t), 256);
-        l.vecs[0] = take(&off, b0 * d * sizeof(float), 256);
-        l.vecs[1] = take(&off, b1 * d * sizeof(float), 256);
-    }
+    if (ooc)
+        for (int h = 0; h < 2; h++) {
+            const size_t bh = h ? b1 : b0;
+            l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 256);
+            l.ids[h] = take(&off, staged_bytes(bh, d), 256);
+            l.vecs[h] = l.ids[h] + staged_vec_off(bh);
+        }
     l.end = off;
     return l;
 }
@@ -243,8 +265,10 @@ static host_layout make_host_layout(int64_t B, int64_t d, int R, int E, int ooc)
         for (int h = 0; h < 2; h++) {
             const size_t bh = (size_t)(h ? B - half0(B) : half0(B));
             l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 64);
-            l.vecs[h][0] = take(&off, bh * d * sizeof(float), 64);
-            l.vecs[h][1] = take(&off, bh * d * sizeof(float), 64);
+            for (int p = 0; p < 2; p++) {
+                l.ids[h][p] = take(&off, staged_bytes(bh, d), 256);
+                l.vecs[h][p] = l.ids[h][p] + staged_vec_off(bh);
+            }
             l.next[h] = take(&off, bh * sizeof(int32_t), 64);
             l.cur[h] = take(&off, bh * sizeof(int32_t), 64);
         }
@@ -308,15 +332,17 @@ typedef struct {
     int64_t nlive;     /* queries still searching */
     int it;            /* the next iteration (= expansion slot) of the half */
     graft_gpu_stream stream;
-    graft_gpu_event ev_next;
+    graft_gpu_event ev_next, ev_staged[2];
     int32_t* ir;       /* pinned: nlive live query indices, then their nodes' rows */
-    float* vecs[2];    /* pinned: their nodes' vectors, in iteration parity's buffer */
+    int32_t* ids[2];   /* pinned, by iteration parity: the live query indices, then (at vecs) */
+    float* vecs[2];    /* their nodes' vectors */
     int32_t* next;     /* pinned, mapped: step A's next nodes */
     int32_t* d_next;   /* the device's address of `next` */
     int32_t* cur;      /* the live queries' nodes being expanded, compacted from `next`: the
                           vectors are gathered from it after step A, which rewrites `next`, is
                           queued */
-    int32_t* d_ir;     /* device copies of ir and the vectors */
+    int32_t* d_ir;     /* device copies of ir and of the staged ids and vectors */
+    int32_t* d_ids;
     float* d_vecs;
 } half;
 
@@ -328,6 +354,7 @@ static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, st
     int32_t* out_rows = h->ir + nl;
     const int32_t* nodes = h->cur;
     float* out_vecs = h->vecs[h->it & 1];
+    if (vecs) memcpy(h->ids[h->it & 1], h->ir, (size_t)nl * sizeof(int32_t));
 #pragma omp parallel for num_threads(threads) schedule(static) if (nl >= 64)
     for (int64_t w = 0; w < nl; w++) {
         const int64_t u = nodes[w];
@@ -340,8 +367,8 @@ static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, st
 }
 
 /* One iteration of a half whose live list and nodes (ir, cur) are set: rows gathered, then
- * queued: rows in, step A (next nodes out); vectors gathered while step A runs, then queued:
- * vectors in, step B. */
+ * queued: rows in, step A (next nodes out), step B; vectors gathered while they run, then
+ * queued on stream2: vectors in, their store. */
 static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int threads,
                           stats* st) {
     graft_gpu_ctx* ctx = dev->ctx;
@@ -358,7 +385,6 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     s.live = h->d_ir;
     s.nlive = h->nlive;
     s.rows = rows ? h->d_ir + nl : NULL;
-    s.vecs = h->d_vecs;
     s.next = h->d_next;
     /* The pinned live ids and rows are free: their last copy preceded the last step A, which
      * the event of the next nodes just waited for follows. */
@@ -367,16 +393,24 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ir, h->ir, ir_bytes, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_a(ctx, a, &s, h->stream));
     GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_next, h->stream));
-    st->api_s += omp_get_wtime() - t;
-    /* The vectors wait for re-ranking only (4.3): gathered and sent after the next nodes, off
-     * the host's path to them, into the buffer of this iteration's parity, whose last copy
-     * (two iterations ago) preceded the last step A. */
-    gather(dev, h, 1, threads, st);
-    t = omp_get_wtime();
-    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_vecs, h->vecs[h->it & 1], vec_bytes, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
     st->api_s += omp_get_wtime() - t;
-    st->h2d += (int64_t)(ir_bytes + vec_bytes);
+    /* The vectors wait for re-ranking only (4.3): gathered after the steps are queued, and
+     * copied and stored on stream2, so that neither the host's path to the next nodes nor the
+     * half's next steps wait for them. The buffer of this iteration's parity is free once its
+     * copy two iterations ago is done (an event never recorded counts as done). */
+    const int par = h->it & 1;
+    GRAFT_TRY(timed_event_sync(ctx, h->ev_staged[par], st));
+    gather(dev, h, 1, threads, st);
+    t = omp_get_wtime();
+    s.live = h->d_ids;
+    s.vecs = h->d_vecs;
+    const size_t staged = (size_t)((char*)h->vecs[par] - (char*)h->ids[par]) + vec_bytes;
+    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ids, h->ids[par], staged, dev->stream2));
+    GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
+    GRAFT_TRY(graft_gpu_bang_store(ctx, a, &s, dev->stream2));
+    st->api_s += omp_get_wtime() - t;
+    st->h2d += (int64_t)(ir_bytes + staged);
     st->d2h += (int64_t)(nl * sizeof(int32_t));
     st->expansions += h->nlive;
     h->it++;
@@ -400,21 +434,27 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         x->stream = h ? dev->stream1 : NULL;
         x->ev_next = dev->ev_next[h];
         x->ir = (int32_t*)(hbase + hl->ir[h]);
-        x->vecs[0] = (float*)(hbase + hl->vecs[h][0]);
-        x->vecs[1] = (float*)(hbase + hl->vecs[h][1]);
+        for (int p = 0; p < 2; p++) {
+            x->ev_staged[p] = dev->ev_staged[h][p];
+            x->ids[p] = (int32_t*)(hbase + hl->ids[h][p]);
+            x->vecs[p] = (float*)(hbase + hl->vecs[h][p]);
+        }
         x->next = (int32_t*)(hbase + hl->next[h]);
         GRAFT_TRY(graft_gpu_host_device_ptr(ctx, x->next, (void**)&x->d_next));
         x->cur = (int32_t*)(hbase + hl->cur[h]);
         x->d_ir = (int32_t*)(dbase + dl->ir[h]);
+        x->d_ids = (int32_t*)(dbase + dl->ids[h]);
         x->d_vecs = (float*)(dbase + dl->vecs[h]);
         for (int64_t w = 0; w < x->nq; w++) {
             x->ir[w] = (int32_t)(x->q0 + w);
             x->cur[w] = (int32_t)dev->entry; /* slot 0 of every query */
         }
     }
-    /* Half 1's stream starts after the tables and worklists exist. */
+    /* Half 1's stream and the vectors' start after the tables and worklists exist (and so after
+     * the last batch's re-rank, which read the store). */
     GRAFT_TRY(graft_gpu_event_record(ctx, dev->ev_init, NULL));
     GRAFT_TRY(graft_gpu_stream_wait(ctx, dev->stream1, dev->ev_init));
+    GRAFT_TRY(graft_gpu_stream_wait(ctx, dev->stream2, dev->ev_init));
     for (int h = 0; h < 2; h++)
         if (H[h].nlive > 0) GRAFT_TRY(half_iteration(dev, a, &H[h], threads, st));
     for (;;) {
@@ -437,9 +477,11 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         }
         if (!active) break;
     }
-    /* The re-rank runs on the context's stream, after half 1's last step. */
+    /* The re-rank runs on the context's stream, after half 1's last step and the last store. */
     GRAFT_TRY(graft_gpu_event_record(ctx, dev->ev_join, dev->stream1));
     GRAFT_TRY(graft_gpu_stream_wait(ctx, NULL, dev->ev_join));
+    GRAFT_TRY(graft_gpu_event_record(ctx, dev->ev_join2, dev->stream2));
+    GRAFT_TRY(graft_gpu_stream_wait(ctx, NULL, dev->ev_join2));
     return GRAFT_OK;
 }
 
@@ -562,6 +604,7 @@ int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const f
         rc = gpu_status(rc, fn);
         /* Nothing queued may outlive the call: the next one may grow or free the buffers. */
         graft_gpu_stream_sync(ctx, dev->stream1);
+        graft_gpu_stream_sync(ctx, dev->stream2);
         graft_gpu_stream_sync(ctx, NULL);
         return rc;
     }

@@ -27,10 +27,13 @@ typedef struct graft_bang_dev {
      * graft_bang_dev_search's arguments, so that their owner may move them between searches */
     const int32_t* host_nbrs; /* n x R */
     const float* host_x;      /* n x d */
-    /* pipeline objects (owned): half batch 0 runs on the context's stream, half 1 on stream1 */
-    graft_gpu_stream stream1;
-    graft_gpu_event ev_next[2]; /* a half's next nodes are on the host */
-    graft_gpu_event ev_init, ev_join, ev_t0, ev_t1;
+    /* pipeline objects (owned): half batch 0 runs on the context's stream, half 1 on stream1,
+     * the staged vectors of both go to the re-rank store on stream2 */
+    graft_gpu_stream stream1, stream2;
+    graft_gpu_event ev_next[2];      /* a half's next nodes are on the host */
+    graft_gpu_event ev_staged[2][2]; /* a half's staged vectors of an iteration parity were
+                                        copied (pinned buffer free) */
+    graft_gpu_event ev_init, ev_join, ev_join2, ev_t0, ev_t1;
     /* grow-only batch buffers (owned) */
     void* scratch;           /* device: BANG state, queries, results, staged rows and vectors */
     size_t scratch_bytes;

@@ -94,6 +94,11 @@ int graft_gpu_bang_step_b(graft_gpu_ctx* c, const graft_gpu_bang_args* a, const 
     (void)c; (void)a; (void)st; (void)s;
     return GRAFT_ENODEVICE;
 }
+int graft_gpu_bang_store(graft_gpu_ctx* c, const graft_gpu_bang_args* a, const graft_gpu_bang_step* st,
+                         graft_gpu_stream s) {
+    (void)c; (void)a; (void)st; (void)s;
+    return GRAFT_ENODEVICE;
+}
 int graft_gpu_pq_encode(graft_gpu_ctx* c, const float* x, int64_t n, int d, int M, const float* cent,
                         uint8_t* codes, graft_gpu_stream s) {
     (void)c; (void)x; (void)n; (void)d; (void)M; (void)cent; (void)codes; (void)s;

@@ -15,6 +15,7 @@
 #   bash scripts/device_run.sh --bench-bang-quick
 #                                              # ... the same on sift5k only
 #   bash scripts/device_run.sh --sanitize      # ... and compute-sanitizer memcheck + racecheck on small GPU cases
+#                                              #     (GRAFT_SANITIZE_TESTS="test_gpu_bang ..." picks the tests)
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --faiss-gpu --bench
@@ -154,7 +155,7 @@ fi
 
 if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
-  for t in test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang; do
+  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang}; do
     if [ ! -x ./build-device/tests/gpu/$t ]; then
       echo "=== $t: not built" >>"$OUT/sanitize.log"
       stamp "compute-sanitizer $t: not built"
