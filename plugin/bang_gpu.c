@@ -27,8 +27,9 @@
  * between two pinned buffers, so that the host waits only for the copy of the one it filled two
  * iterations ago.
  * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 (live id) + 4 d (vector)
- * bytes to the device and 4 (next node) back: 776 bytes at R = 64, d = 128, BANG's scheme (whose
- * floor is 772: the vector's copy of the id buys its own stream)
+ * bytes to the device (and up to 12 bytes of padding a half-iteration) and 4 (next node) back:
+ * 776 bytes at R = 64, d = 128, BANG's scheme (whose floor is 772: the vector's copy of the id
+ * buys its own stream)
  * (the row is skipped at the last permitted expansion, whose row cannot matter). Queries and
  * results add 4 d and 12 k bytes per query once.
  *
@@ -217,10 +218,10 @@ static int64_t half0(int64_t b) { return (b + 1) / 2; }
 
 /* Byte offsets in the device batch buffer (capacity B queries) and in the pinned buffer. */
 typedef struct {
-    size_t state, xq, D, I, ir[2], ids[2], vecs[2], end;
+    size_t state, xq, D, I, ir[2], staged[2], end;
 } dev_layout;
 typedef struct {
-    size_t ir[2], ids[2][2], vecs[2][2], next[2], cur[2], counters, end;
+    size_t ir[2], staged[2][2], next[2], cur[2], counters, end;
 } host_layout;
 
 static size_t take(size_t* off, size_t bytes, size_t align) {
@@ -229,11 +230,11 @@ static size_t take(size_t* off, size_t bytes, size_t align) {
     return at;
 }
 
-/* A half's staged vectors of one iteration, as the host writes them and one copy moves them:
- * the live query ids, then the vectors from a 256-byte boundary. */
-static size_t staged_vec_off(size_t bh) { return align_up(bh * sizeof(int32_t), 256); }
-static size_t staged_bytes(size_t bh, int64_t d) {
-    return staged_vec_off(bh) + bh * (size_t)d * sizeof(float);
+/* The staged vectors of nl live queries, as the host writes them and one copy moves them: the
+ * query ids, then the vectors from the next 16-byte boundary (graft_gpu_bang_store's float4s). */
+static size_t staged_vec_off(size_t nl) { return align_up(nl * sizeof(int32_t), 16); }
+static size_t staged_bytes(size_t nl, int64_t d) {
+    return staged_vec_off(nl) + nl * (size_t)d * sizeof(float);
 }
 
 static dev_layout make_dev_layout(size_t state_bytes, int64_t B, int64_t d, int R, int64_t k,
@@ -250,8 +251,7 @@ static dev_layout make_dev_layout(size_t state_bytes, int64_t B, int64_t d, int 
         for (int h = 0; h < 2; h++) {
             const size_t bh = h ? b1 : b0;
             l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 256);
-            l.ids[h] = take(&off, staged_bytes(bh, d), 256);
-            l.vecs[h] = l.ids[h] + staged_vec_off(bh);
+            l.staged[h] = take(&off, staged_bytes(bh, d), 256);
         }
     l.end = off;
     return l;
@@ -265,10 +265,7 @@ static host_layout make_host_layout(int64_t B, int64_t d, int R, int E, int ooc)
         for (int h = 0; h < 2; h++) {
             const size_t bh = (size_t)(h ? B - half0(B) : half0(B));
             l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 64);
-            for (int p = 0; p < 2; p++) {
-                l.ids[h][p] = take(&off, staged_bytes(bh, d), 256);
-                l.vecs[h][p] = l.ids[h][p] + staged_vec_off(bh);
-            }
+            for (int p = 0; p < 2; p++) l.staged[h][p] = take(&off, staged_bytes(bh, d), 64);
             l.next[h] = take(&off, bh * sizeof(int32_t), 64);
             l.cur[h] = take(&off, bh * sizeof(int32_t), 64);
         }
@@ -334,16 +331,15 @@ typedef struct {
     graft_gpu_stream stream;
     graft_gpu_event ev_next, ev_staged[2];
     int32_t* ir;       /* pinned: nlive live query indices, then their nodes' rows */
-    int32_t* ids[2];   /* pinned, by iteration parity: the live query indices, then (at vecs) */
-    float* vecs[2];    /* their nodes' vectors */
+    char* staged[2];   /* pinned, by iteration parity: the live query indices, then their nodes'
+                          vectors (staged_vec_off) */
     int32_t* next;     /* pinned, mapped: step A's next nodes */
     int32_t* d_next;   /* the device's address of `next` */
     int32_t* cur;      /* the live queries' nodes being expanded, compacted from `next`: the
                           vectors are gathered from it after step A, which rewrites `next`, is
                           queued */
     int32_t* d_ir;     /* device copies of ir and of the staged ids and vectors */
-    int32_t* d_ids;
-    float* d_vecs;
+    char* d_staged;
 } half;
 
 /* Host threads copy each live query's node's neighbour row (vecs 0) or full vector (vecs 1)
@@ -353,8 +349,9 @@ static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, st
     const int64_t nl = h->nlive, R = dev->R, d = dev->d;
     int32_t* out_rows = h->ir + nl;
     const int32_t* nodes = h->cur;
-    float* out_vecs = h->vecs[h->it & 1];
-    if (vecs) memcpy(h->ids[h->it & 1], h->ir, (size_t)nl * sizeof(int32_t));
+    char* staged = h->staged[h->it & 1];
+    float* out_vecs = (float*)(staged + staged_vec_off((size_t)nl));
+    if (vecs) memcpy(staged, h->ir, (size_t)nl * sizeof(int32_t));
 #pragma omp parallel for num_threads(threads) schedule(static) if (nl >= 64)
     for (int64_t w = 0; w < nl; w++) {
         const int64_t u = nodes[w];
@@ -376,7 +373,6 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     /* The last permitted expansion's row cannot matter: not gathered, not sent. */
     const int rows = h->it + 1 < a->max_expand;
     const size_t ir_bytes = nl * (size_t)(1 + (rows ? dev->R : 0)) * sizeof(int32_t);
-    const size_t vec_bytes = nl * (size_t)dev->d * sizeof(float);
     graft_gpu_bang_step s;
     memset(&s, 0, sizeof s);
     s.q0 = h->q0;
@@ -403,10 +399,10 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     GRAFT_TRY(timed_event_sync(ctx, h->ev_staged[par], st));
     gather(dev, h, 1, threads, st);
     t = omp_get_wtime();
-    s.live = h->d_ids;
-    s.vecs = h->d_vecs;
-    const size_t staged = (size_t)((char*)h->vecs[par] - (char*)h->ids[par]) + vec_bytes;
-    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ids, h->ids[par], staged, dev->stream2));
+    s.live = (const int32_t*)h->d_staged;
+    s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
+    const size_t staged = staged_bytes(nl, dev->d);
+    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, dev->stream2));
     GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
     GRAFT_TRY(graft_gpu_bang_store(ctx, a, &s, dev->stream2));
     st->api_s += omp_get_wtime() - t;
@@ -436,15 +432,13 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         x->ir = (int32_t*)(hbase + hl->ir[h]);
         for (int p = 0; p < 2; p++) {
             x->ev_staged[p] = dev->ev_staged[h][p];
-            x->ids[p] = (int32_t*)(hbase + hl->ids[h][p]);
-            x->vecs[p] = (float*)(hbase + hl->vecs[h][p]);
+            x->staged[p] = hbase + hl->staged[h][p];
         }
         x->next = (int32_t*)(hbase + hl->next[h]);
         GRAFT_TRY(graft_gpu_host_device_ptr(ctx, x->next, (void**)&x->d_next));
         x->cur = (int32_t*)(hbase + hl->cur[h]);
         x->d_ir = (int32_t*)(dbase + dl->ir[h]);
-        x->d_ids = (int32_t*)(dbase + dl->ids[h]);
-        x->d_vecs = (float*)(dbase + dl->vecs[h]);
+        x->d_staged = dbase + dl->staged[h];
         for (int64_t w = 0; w < x->nq; w++) {
             x->ir[w] = (int32_t)(x->q0 + w);
             x->cur[w] = (int32_t)dev->entry; /* slot 0 of every query */

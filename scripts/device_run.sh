@@ -29,6 +29,10 @@
 # bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
 # GRAFT_BANG_REPLICATE=R (R > 1): --bench-bang runs on dense-sift1m alone, grown to R x 1M vectors
 # by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h).
+# GRAFT_BANG_AB=DIR (with GRAFT_BANG_AB_COMMIT=HASH): --bench-bang also builds the bench_bang of the
+# source tree DIR (another commit, e.g. `git archive HASH | tar -x -C .deps/ab`) and runs the two
+# in turn, DIR's first, twice while GRAFT_DEADLINE allows: host timings differ between instances
+# of the GPU machine, so a change is judged within one call.
 # GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
 # PQ benchmarks S seconds after the script started (records already written are kept), so that a
 # call ends inside the device tool's limit; with both --bench-search and --bench-bang, the search
@@ -216,16 +220,29 @@ if [ $bench_bang = 1 ]; then
   if [ $left -lt 60 ]; then
     stamp "graph + PQ benchmark skipped: ${left}s left before GRAFT_DEADLINE"
   else
-    stamp "graph + PQ benchmark"
-    # OPENBLAS_NUM_THREADS=1: FAISS's k-means of the PQ sub-spaces (tiny GEMMs) is 6x slower with
-    # OpenBLAS's own threads spinning against OpenMP's (tests/CMakeLists.txt); the only other BLAS
-    # user, the ground truth's FAISS check on ~200 queries, takes a second or two single-threaded.
-    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
-      timeout $left ./build-device/bench/bench_bang --out "$OUT/bang.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
-      --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
-      $([ $bang_quick = 1 ] && echo --quick) $([ $bang_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
-      $([ "${GRAFT_BANG_REPLICATE:-1}" -gt 1 ] && echo --replicate "$GRAFT_BANG_REPLICATE" --only dense-sift1m) \
-      2>&1 | tee "$OUT/bench_bang.log"
+    # The runs: this tree's, or with GRAFT_BANG_AB the other tree's and this one's, twice.
+    runs=("./build-device/bench/bench_bang ${GRAFT_COMMIT:-unknown}")
+    if [ -n "${GRAFT_BANG_AB:-}" ]; then
+      cmake -S "$GRAFT_BANG_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
+        ninja -C build-ab bench_bang >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+      ab="./build-ab/bench/bench_bang ${GRAFT_BANG_AB_COMMIT:-other}"
+      runs=("$ab" "${runs[0]}" "$ab" "${runs[0]}")
+    fi
+    for run in "${runs[@]}"; do
+      read -r exe commit <<<"$run"
+      left=$(seconds_left)
+      [ $left -ge 60 ] || { stamp "graph + PQ benchmark of $commit skipped: ${left}s left"; continue; }
+      stamp "graph + PQ benchmark ($commit)"
+      # OPENBLAS_NUM_THREADS=1: FAISS's k-means of the PQ sub-spaces (tiny GEMMs) is 6x slower with
+      # OpenBLAS's own threads spinning against OpenMP's (tests/CMakeLists.txt); the only other BLAS
+      # user, the ground truth's FAISS check on ~200 queries, takes a second or two single-threaded.
+      GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
+        timeout $left $exe --out "$OUT/bang.jsonl" --commit "$commit" \
+        --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
+        $([ $bang_quick = 1 ] && echo --quick) $([ $bang_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
+        $([ "${GRAFT_BANG_REPLICATE:-1}" -gt 1 ] && echo --replicate "$GRAFT_BANG_REPLICATE" --only dense-sift1m) \
+        2>&1 | tee -a "$OUT/bench_bang.log"
+    done
     stamp "graph + PQ benchmark done"
   fi
 fi
