@@ -28,10 +28,9 @@
  * iterations ago.
  * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 (live id) + 4 d (vector)
  * bytes to the device (and up to 12 bytes of padding a half-iteration) and 4 (next node) back:
- * 776 bytes at R = 64, d = 128, BANG's scheme (whose floor is 772: the vector's copy of the id
- * buys its own stream)
- * (the row is skipped at the last permitted expansion, whose row cannot matter). Queries and
- * results add 4 d and 12 k bytes per query once.
+ * 776 bytes at R = 64, d = 128, BANG's scheme, whose floor is 772 (the second copy of the id
+ * buys the vectors their own stream; the row is skipped at the last permitted expansion, whose
+ * row cannot matter). Queries and results add 4 d and 12 k bytes per query once.
  *
  * In-memory mode runs the same kernels reading rows and vectors from device memory, so its
  * results are those of out-of-core mode bit for bit. The host only queues iterations and polls
