@@ -231,31 +231,64 @@ int graft_bindex_train(graft_bindex* g, int64_t n, const float* x) {
 
 int graft_bindex_is_trained(const graft_bindex* g) { return g && g->pq.centroids != NULL; }
 
+/* Appends n vectors and their codes. The graph, now over a prefix only, and the device data go:
+ * the next search (or graft_bindex_build, or write) builds one graph over everything, so adding
+ * in chunks costs one build, not one per chunk. */
 static int add_locked(graft_bindex* g, int64_t n, const float* x) {
-    const char* fn = "graft_bindex_add: ";
     GRAFT_TRY(require_trained(g, "graft_bindex_add"));
     const int64_t need = g->ntotal + n;
     if (need > INT32_MAX)
         return graft_fail(GRAFT_EUNSUPPORTED, "graft_bindex_add: %lld vectors; a graph index holds at "
                           "most 2^31 - 1 (int32 neighbour ids)", (long long)need);
     GRAFT_TRY(reserve(g, need, "graft_bindex_add"));
-    /* Past ntotal: invisible until install succeeds. */
+    /* Past ntotal: invisible until the count moves. */
     memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
-    GRAFT_TRY(encode(g, n, x, g->codes + g->ntotal * g->pq.M, fn));
+    GRAFT_TRY(encode(g, n, x, g->codes + g->ntotal * g->pq.M, "graft_bindex_add: "));
+    drop_device(g);
+    graft_graph_free(&g->graph);
+    g->ntotal = need;
+    g->build_seconds = 0;
+    g->build_pieces = -1;
+    return GRAFT_OK;
+}
+
+/* Builds the graph over every vector when adds left it pending (GRNND on the GPU, in pieces when
+ * its pools do not fit, else RNN-Descent on the CPU). Lock held. A failed build keeps the vectors
+ * and codes; the next call tries again. */
+static int build_pending(graft_bindex* g, const char* fn) {
+    if (g->ntotal == 0 || g->graph.nbrs) return GRAFT_OK;
     graft_graph graph = {0};
     double seconds;
     int pieces;
-    int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds,
-                                     &pieces);
-    if (rc != GRAFT_OK) return graft_relabel(rc, fn);
-    rc = install(g, need, &graph, fn);
-    if (rc != GRAFT_OK) {
-        graft_graph_free(&graph);
-        return rc;
-    }
+    const int rc = graft_index_build_graph(g->ctx != NULL, g->xb, g->ntotal, g->d, &g->p.build, &graph,
+                                           &seconds, &pieces);
+    if (rc != GRAFT_OK)
+        return graft_relabel(rc, fn);
+    g->graph = graph;
     g->build_seconds = seconds;
     g->build_pieces = pieces;
     return GRAFT_OK;
+}
+
+/* build_pending, then the device data of the resolved mode when the GPU does not hold it (after
+ * an add, or a failed upload). Lock held. A failed upload keeps the graph: the next call retries
+ * only the upload. */
+static int make_ready(graft_bindex* g, const char* fn) {
+    GRAFT_TRY(build_pending(g, fn));
+    if (!g->ctx || g->ntotal == 0 || g->on_device) return GRAFT_OK;
+    const graft_bang_mode mode = resolve_mode(g, g->p.mode, g->p.gpu_budget, g->ntotal, g->graph.R);
+    GRAFT_TRY(upload(g, &g->graph, g->xb, g->codes, mode, g->p.gpu_budget, &g->dev, fn));
+    g->on_device = 1;
+    g->dev_mode = mode;
+    return GRAFT_OK;
+}
+
+int graft_bindex_build(graft_bindex* g) {
+    if (!g) return graft_fail(GRAFT_EINVAL, "graft_bindex_build: NULL index");
+    pthread_mutex_lock(&g->lock);
+    const int rc = make_ready(g, "graft_bindex_build: ");
+    pthread_mutex_unlock(&g->lock);
+    return rc;
 }
 
 int graft_bindex_add(graft_bindex* g, int64_t n, const float* x) {
@@ -358,6 +391,8 @@ int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int
     if (g->ntotal == 0) {
         rc = graft_check_finite(xq, nq, g->d, "graft_bindex_search: queries");
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
+    } else if ((rc = make_ready(g, "graft_bindex_search: ")) != GRAFT_OK) {
+        /* the build or upload failed: its message says which */
     } else if (g->ctx)
         rc = graft_bang_dev_search(&g->dev, g->graph.nbrs, g->xb, xq, nq, k, &p, D, I, report);
     else
@@ -375,7 +410,7 @@ const float* graft_bindex_vectors(const graft_bindex* g) { return g ? g->xb : NU
 const uint8_t* graft_bindex_codes(const graft_bindex* g) { return g ? g->codes : NULL; }
 const graft_pq* graft_bindex_pq(const graft_bindex* g) { return g && g->pq.centroids ? &g->pq : NULL; }
 const graft_graph* graft_bindex_graph(const graft_bindex* g) {
-    return g && g->ntotal > 0 ? &g->graph : NULL;
+    return g && g->graph.nbrs ? &g->graph : NULL;
 }
 double graft_bindex_build_seconds(const graft_bindex* g) { return g ? g->build_seconds : 0.0; }
 int graft_bindex_build_pieces(const graft_bindex* g) { return g ? g->build_pieces : -1; }
@@ -426,20 +461,22 @@ int graft_bindex_set_mode(graft_bindex* g, graft_bang_mode mode, size_t budget) 
     GRAFT_TRY(check_mode(mode, "graft_bindex_set_mode"));
     pthread_mutex_lock(&g->lock);
     int rc = GRAFT_OK;
-    if (g->ctx && g->ntotal > 0) {
+    if (g->ctx && g->graph.nbrs) { /* while a build is pending, the build's upload applies it */
         const graft_bang_mode m = resolve_mode(g, mode, budget, g->ntotal, g->graph.R);
         graft_bang_dev dev;
-        if (m != g->dev_mode || budget != g->p.gpu_budget) {
+        const int was_on = g->on_device;
+        if (!was_on || m != g->dev_mode || budget != g->p.gpu_budget) {
             /* The old device data goes first: two copies of a near-budget index may not fit. A
-             * failed upload then puts the old mode back (which fitted before). */
+             * failed upload then puts the old mode back (which fitted before); without one, the
+             * next search uploads. */
             drop_device(g);
             rc = upload(g, &g->graph, g->xb, g->codes, m, budget, &dev, fn);
             if (rc == GRAFT_OK) {
                 g->dev = dev;
                 g->on_device = 1;
                 g->dev_mode = m;
-            } else if (upload(g, &g->graph, g->xb, g->codes, g->dev_mode, g->p.gpu_budget, &dev,
-                              fn) == GRAFT_OK) {
+            } else if (was_on && upload(g, &g->graph, g->xb, g->codes, g->dev_mode, g->p.gpu_budget,
+                                        &dev, fn) == GRAFT_OK) {
                 g->dev = dev;
                 g->on_device = 1;
                 rc = graft_relabel(rc, ""); /* the first failure's message */
@@ -456,8 +493,7 @@ int graft_bindex_set_mode(graft_bindex* g, graft_bang_mode mode, size_t budget) 
 
 /* ---- the GRFTBANG record ----------------------------------------------------------------------- */
 
-int graft_bindex_write(const graft_bindex* g, FILE* f) {
-    if (!g || !f) return graft_fail(GRAFT_EINVAL, "graft_bindex_write: NULL argument");
+static int write_locked(const graft_bindex* g, FILE* f) {
     const int64_t n = g->ntotal;
     const int R = n > 0 ? g->graph.R : 0, M = g->p.pq.M, trained = g->pq.centroids != NULL;
     const graft_bang_params* sp = &g->p.search;
@@ -488,6 +524,16 @@ int graft_bindex_write(const graft_bindex* g, FILE* f) {
     GRAFT_TRY(graft_stream_put_words(&s, g->xb, (size_t)n * (size_t)g->d * sizeof(float)));
     GRAFT_TRY(graft_stream_put_words(&s, g->graph.nbrs, (size_t)n * (size_t)R * sizeof(int32_t)));
     return graft_stream_put_checksum(&s);
+}
+
+int graft_bindex_write(const graft_bindex* cg, FILE* f) {
+    if (!cg || !f) return graft_fail(GRAFT_EINVAL, "graft_bindex_write: NULL argument");
+    graft_bindex* g = (graft_bindex*)cg; /* a pending graph is built first: the file holds one */
+    pthread_mutex_lock(&g->lock);
+    int rc = build_pending(g, "graft_bindex_write: ");
+    if (rc == GRAFT_OK) rc = write_locked(g, f);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
 }
 
 /* The header's fields, checked; GRAFT_EFORMAT naming the bad one. */

@@ -100,7 +100,7 @@ size_t GraftIndexGraphPQ::remove_ids(const faiss::IDSelector& /*sel*/) {
 namespace {
 
 const char* const kKnown =
-        "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (next add): "
+        "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph build): "
         "R, S, T1, T2, rho; read-only: M, device, active_mode, build_seconds, build_pieces, gpu_bytes";
 
 int* search_field(graft_bang_params& s, const std::string& name) {

@@ -30,8 +30,9 @@ struct GraftIndexGraphPQ : faiss::Index, NamedParameters {
     // sampled). As in FAISS's IndexPQ, training comes before the first add; unlike it, a
     // non-empty index cannot be retrained (its codes would go stale): reset() first.
     void train(idx_t n, const float* x) override;
-    // Appends the vectors, encodes them and rebuilds the graph over all of them
-    // (graft/graph_index.h says why adds rebuild); a failed add leaves the index as it was.
+    // Appends the vectors and encodes them; the next search (or write) builds the graph over all
+    // of them, once however many adds came before (graft/bang_index.h). A failed add leaves the
+    // index as it was.
     void add(idx_t n, const float* x) override;
     // Any k in [1, 1024]; the worklist is max(L, k). params: a SearchParametersGraftGraphPQ, or
     // any faiss::SearchParameters for its `sel`.
@@ -49,7 +50,7 @@ struct GraftIndexGraphPQ : faiss::Index, NamedParameters {
     //                   >= k), "max_expand" (0 = 2 L + 64, else L..8192), "bloom_log2" (10..24)
     //  memory: "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes the index keeps
     //          resident on the GPU, 0 = half the device); both move the device data at once
-    //  build (used by the next add): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
+    //  build (used by the next graph build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
     //  read-only: "M" (code bytes per vector), "device" (-1 = CPU), "active_mode" (the mode
     //             searches use now: 1 in-memory, 2 out-of-core; 0 on the CPU), "build_seconds",
     //             "build_pieces" (1 GRNND, P > 1 GRNND in P pieces, 0 CPU), "gpu_bytes" (device

@@ -65,9 +65,32 @@ static void test_life_cycle(const graft_test_sift* s) {
     CHECK(graft_bindex_is_trained(g) && graft_bindex_pq(g)->M == 32, "trained, M = 32");
     CHECK_OK(graft_bindex_add(g, 2000, s->xb));
     CHECK_OK(graft_bindex_add(g, s->nb - 2000, s->xb + 2000 * s->d));
-    CHECK(graft_bindex_ntotal(g) == s->nb && graft_bindex_graph(g)->n == s->nb, "two adds");
+    /* Adds append and encode; the first search builds one graph over everything. */
+    CHECK(graft_bindex_ntotal(g) == s->nb && graft_bindex_graph(g) == NULL &&
+              graft_bindex_build_pieces(g) == -1 && graft_bindex_build_seconds(g) == 0,
+          "two adds: build pending");
     CHECK_ERR(graft_bindex_train(g, s->nb, s->xb), GRAFT_ESTATE); /* codes would go stale */
     results r = search(g, s->xq, s->nq, 10, NULL);
+    CHECK(graft_bindex_graph(g) && graft_bindex_graph(g)->n == s->nb && graft_bindex_build_pieces(g) == 0 &&
+              graft_bindex_build_seconds(g) > 0,
+          "the search built the graph over both adds");
+    CHECK_ERR(graft_bindex_build(NULL), GRAFT_EINVAL);
+    const double built_s = graft_bindex_build_seconds(g);
+    CHECK_OK(graft_bindex_build(g)); /* nothing pending: no work */
+    CHECK(graft_bindex_build_seconds(g) == built_s, "graft_bindex_build rebuilt an up-to-date graph");
+    {   /* One build over two adds is the build over one add of the same vectors (CPU: deterministic). */
+        graft_bindex* one = new_index(&p, s->d);
+        if (one) {
+            CHECK_OK(graft_bindex_train(one, s->nb, s->xb));
+            CHECK_OK(graft_bindex_add(one, s->nb, s->xb));
+            CHECK_OK(graft_bindex_build(one));
+            const graft_graph *a = graft_bindex_graph(g), *b = graft_bindex_graph(one);
+            CHECK(a && b && a->R == b->R && a->entry == b->entry &&
+                      !memcmp(a->nbrs, b->nbrs, sizeof(int32_t) * (size_t)(a->n * a->R)),
+                  "two adds then a build != one add then a build");
+            graft_bindex_free(one);
+        }
+    }
     double rec = graft_test_recall(r.I, 10, s->gt, s->gt_k, s->nq, 10);
     printf("CPU graph + PQ index (M=32, L=64): recall@10 %.4f\n", rec);
     CHECK(rec >= 0.95, "recall@10 %.4f", rec);
@@ -232,7 +255,9 @@ static void test_io(const graft_test_sift* s) {
         free(b);
         CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
         CHECK_OK(graft_bindex_add(g, n, s->xb));
-        b = record_of(g, &len);
+        CHECK(graft_bindex_graph(g) == NULL, "build pending before the write");
+        b = record_of(g, &len); /* the write builds the pending graph */
+        CHECK(graft_bindex_graph(g) != NULL, "the write built no graph");
         const int R = graft_bindex_graph(g)->R;
         CHECK(len == 88 + 256 * (size_t)d * 4 + (size_t)n * 16 + (size_t)n * d * 4 + (size_t)n * R * 4 + 8,
               "record length %zu", len);
@@ -264,6 +289,7 @@ static void test_io(const graft_test_sift* s) {
     graft_bindex* g = new_index(&p, d);
     CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
     CHECK_OK(graft_bindex_add(g, m, s->xb));
+    CHECK_OK(graft_bindex_build(g));
     const int R = graft_bindex_graph(g)->R;
     size_t len;
     unsigned char* b = record_of(g, &len);
@@ -318,7 +344,12 @@ static void test_gpu(const graft_test_sift* s) {
     if (!g) return;
     CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
     CHECK_OK(graft_bindex_add(g, s->nb, s->xb));
-    CHECK(graft_bindex_mode(g) == GRAFT_BANG_IN_MEMORY, "AUTO on a GPU with room: in-memory");
+    CHECK(graft_bindex_mode(g) == GRAFT_BANG_IN_MEMORY && graft_bindex_gpu_bytes(g) == 0,
+          "AUTO on a GPU with room: in-memory, after the build");
+    CHECK_OK(graft_bindex_build(g));
+    CHECK(graft_bindex_mode(g) == GRAFT_BANG_IN_MEMORY && graft_bindex_gpu_bytes(g) > 0 &&
+              graft_bindex_build_pieces(g) == 1,
+          "built on the GPU (pieces %d), in-memory", graft_bindex_build_pieces(g));
     /* The CPU reference over the index's own graph, codebooks and codes. */
     results rc = {malloc(sizeof(float) * s->nq * 10), malloc(sizeof(int64_t) * s->nq * 10)};
     CHECK_OK(graft_bang_search_cpu(graft_bindex_graph(g), graft_bindex_pq(g), graft_bindex_codes(g),
@@ -344,6 +375,28 @@ static void test_gpu(const graft_test_sift* s) {
     CHECK(after.I[0] >= 0, "search after a failed set_mode");
     free_results(&after);
     free_results(&rc);
+    graft_bindex_free(g);
+
+    /* While a build is pending set_mode only records; the search's upload then refuses a budget
+     * below the codes and keeps the built graph, so fixing the budget needs no second build. */
+    g = new_index(&p, s->d);
+    if (!g) return;
+    CHECK_OK(graft_bindex_train(g, s->nb, s->xb));
+    CHECK_OK(graft_bindex_add(g, s->nb, s->xb));
+    CHECK_OK(graft_bindex_set_mode(g, GRAFT_BANG_OUT_OF_CORE, 1000));
+    int64_t I5[50];
+    float D5[50];
+    CHECK_ERR(graft_bindex_search(g, 5, s->xq, 10, NULL, D5, I5, NULL), GRAFT_EGPU_NOMEM);
+    CHECK(strstr(graft_last_error(), "budget") != NULL, "message: %s", graft_last_error());
+    const double built_s = graft_bindex_build_seconds(g);
+    CHECK(graft_bindex_graph(g) != NULL && graft_bindex_gpu_bytes(g) == 0 && built_s > 0,
+          "graph kept after a failed upload");
+    CHECK_OK(graft_bindex_set_mode(g, GRAFT_BANG_OUT_OF_CORE, 0));
+    CHECK(graft_bindex_mode(g) == GRAFT_BANG_OUT_OF_CORE && graft_bindex_gpu_bytes(g) > 0 &&
+              graft_bindex_build_seconds(g) == built_s,
+          "out-of-core after the budget was fixed, without a second build");
+    CHECK_OK(graft_bindex_search(g, 5, s->xq, 10, NULL, D5, I5, NULL));
+    CHECK(I5[0] >= 0, "search after the fixed budget");
     graft_bindex_free(g);
 }
 

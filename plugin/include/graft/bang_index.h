@@ -5,11 +5,13 @@
  * memory each iteration (out-of-core mode). The FAISS face is adapters/faiss/GraftIndexGraphPQ.
  *
  * Life cycle, as FAISS's PQ indexes: train (the PQ codebooks) before the first add; add appends
- * the vectors, encodes them and rebuilds the graph over all of them (GRNND on the GPU while the
- * vectors and two build pools fit the device, else GRNND in pieces that fit; without a GPU
- * RNN-Descent on the CPU; see
- * graft/graph_index.h for why adds rebuild). A graph built elsewhere (e.g. DiskANN's Vamana,
- * graft_vamana_read) comes in through graft_bindex_set_data.
+ * the vectors and encodes them; the graph over all of them is built once, by the first search
+ * after the adds (or graft_bindex_build, or write): GRNND on the GPU while the vectors and two
+ * build pools fit the device, else GRNND in pieces that fit; without a GPU RNN-Descent on the
+ * CPU. So data added in chunks (how data larger than memory arrives) costs one build, not one per
+ * chunk; a graph is rebuilt over everything, not extended (graft/graph_index.h says why). A graph
+ * built elsewhere (e.g. DiskANN's Vamana, graft_vamana_read) comes in through
+ * graft_bindex_set_data.
  */
 #ifndef GRAFT_BANG_INDEX_H
 #define GRAFT_BANG_INDEX_H
@@ -52,9 +54,16 @@ void graft_bindex_free(graft_bindex* index);
 int graft_bindex_train(graft_bindex* index, int64_t n, const float* x);
 int graft_bindex_is_trained(const graft_bindex* index);
 
-/* Appends n vectors (copied), encodes them and rebuilds the graph over all vectors. GRAFT_ESTATE
- * before training. A failed add leaves the index as it was. */
+/* Appends n vectors (copied) and encodes them; the graph over all vectors is built by the next
+ * search, graft_bindex_build or write. GRAFT_ESTATE before training. A failed add leaves the index
+ * as it was. */
 int graft_bindex_add(graft_bindex* index, int64_t n, const float* x);
+/* Builds the graph over the vectors added since the last build and puts the device data of the
+ * mode on the GPU; nothing to do when no add is pending. A search does the same first; call this
+ * to build at a time of your choosing (and time it apart). Errors: the build's
+ * (graft_grnnd_build_gpu, graft_rnnd_build_cpu) and the upload's (GRAFT_EGPU_NOMEM over the
+ * budget); the vectors and codes stay, and a later call tries again. */
+int graft_bindex_build(graft_bindex* index);
 /* Removes every vector, code and the graph; the codebooks stay (FAISS's reset). */
 int graft_bindex_reset(graft_bindex* index);
 
@@ -80,14 +89,18 @@ graft_bang_mode graft_bindex_mode(const graft_bindex* index);
 const float* graft_bindex_vectors(const graft_bindex* index);    /* ntotal x d */
 const uint8_t* graft_bindex_codes(const graft_bindex* index);    /* ntotal x M */
 const graft_pq* graft_bindex_pq(const graft_bindex* index);      /* NULL before training */
-const graft_graph* graft_bindex_graph(const graft_bindex* index); /* NULL while empty */
+/* NULL while empty or while a build is pending (graft_bindex_build) */
+const graft_graph* graft_bindex_graph(const graft_bindex* index);
 graft_bindex_params graft_bindex_get_params(const graft_bindex* index);
 int graft_bindex_set_search_params(graft_bindex* index, const graft_bang_params* params);
 int graft_bindex_set_build_params(graft_bindex* index, const graft_grnnd_params* params);
-/* Changes the memory mode and GPU budget (moves the device data accordingly). */
+/* Changes the memory mode and GPU budget (moves the device data accordingly; while a build is
+ * pending, the build's upload applies them). */
 int graft_bindex_set_mode(graft_bindex* index, graft_bang_mode mode, size_t gpu_budget);
+/* The last graph build's wall clock (0 while one is pending). */
 double graft_bindex_build_seconds(const graft_bindex* index);
-/* As graft_gindex_build_pieces: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU, -1 no build. */
+/* As graft_gindex_build_pieces: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU, -1 no build (or one
+ * pending). */
 int graft_bindex_build_pieces(const graft_bindex* index);
 /* Device bytes the index holds resident (codes, codebooks, and in-memory graph + vectors). */
 size_t graft_bindex_gpu_bytes(const graft_bindex* index);
@@ -113,6 +126,7 @@ size_t graft_bindex_gpu_bytes(const graft_bindex* index);
  *     88  256*d*4 float32 centroids (trained only); n*M uint8 codes; n*d*4 float32 vectors;
  *         n*R*4 int32 graph rows
  *     ... 8  uint64 FNV-1a checksum of every byte before it
+ * write builds a pending graph first (the file holds one over every vector).
  * Errors as graft_gindex_read/write. params of read: NULL = defaults (its pq.kmeans is kept for
  * later training); metric, M, mode, budget and search defaults come from the file. */
 #define GRAFT_BANG_MAGIC "GRFTBANG"
