@@ -603,6 +603,232 @@ void run_dataset(Bench& B, Dataset& D, const cudaDeviceProp& prop) {
     }
 }
 
+// ---- --scale C: data past the GPU's memory, measured ------------------------------------------
+//
+// The dataset (d = 128 SIFT: 4 x 4 cells of 8 orientation bins) grown to C copies: copy c is the
+// source with its 16 cells permuted by a fixed random permutation (copy 0 unpermuted), and query q
+// is permuted as copy q mod C. A permutation of coordinates is an isometry, so every copy has the
+// source's neighbour structure and a query's true neighbours lie mostly in its own copy, with the
+// other copies' vectors (real SIFT statistics, but differently arranged) as distractors; unlike
+// --replicate's jittered copies (clusters of near-duplicates that 32-byte codes cannot tell apart)
+// the walk and the re-rank face the source's own difficulty, at C times the size. Still not
+// real data of that size: recall is against this set's exact ground truth only.
+//
+// Nothing is held twice: blocks of 10 copies are generated, searched exactly on the GPU (graft's
+// flat index; the running top 10 of every query is the ground truth) and added to the index
+// (encode only), then one graft_bindex_build builds the graph (GRNND in pieces: the build's
+// device budget is C x 150 MB, so about 18 pieces at any C, keeping the host's transient piece
+// copies near a tenth of the index) and uploads the codes. In-memory mode is then asked for
+// with a budget of the whole device (refused past the device's memory), and out-of-core mode
+// is swept over L, with the CPU reference's agreement at L = 32 and 64.
+
+constexpr int kCells = 16, kBins = 8;
+
+// Row-wise: dst = src with its cells permuted (dst cell j = src cell perm[j]).
+void permute_cells(const float* src, int64_t n, const int* perm, float* dst) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        for (int j = 0; j < kCells; j++)
+            memcpy(dst + i * kCells * kBins + j * kBins, src + i * kCells * kBins + perm[j] * kBins,
+                   kBins * sizeof(float));
+}
+
+// The C permutations: identity for copy 0, then Fisher-Yates from a splitmix64 stream per copy.
+std::vector<std::vector<int>> cell_perms(int C) {
+    std::vector<std::vector<int>> P(C, std::vector<int>(kCells));
+    for (int c = 0; c < C; c++) {
+        for (int j = 0; j < kCells; j++) P[c][j] = j;
+        uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(c + 1);
+        for (int j = kCells - 1; j > 0 && c > 0; j--) {
+            h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29, h *= 0x94D049BB133111EBull, h ^= h >> 32;
+            std::swap(P[c][j], P[c][h % (uint64_t)(j + 1)]);
+        }
+    }
+    return P;
+}
+
+// A /proc/self/status field in bytes (VmRSS, VmHWM; 0 when absent).
+size_t self_status_bytes(const char* field) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    const std::string key = std::string(field) + ":";
+    while (std::getline(f, line))
+        if (line.compare(0, key.size(), key) == 0) return (size_t)atoll(line.c_str() + key.size()) * 1024;
+    return 0;
+}
+
+// Merges one block's exact top K (ids from `base` on) into the running top K of every query.
+void merge_topk(int64_t nq, const float* bd, const int64_t* bi, int64_t base, float* gd, int64_t* gi) {
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < nq; q++) {
+        float d[2 * K];
+        int64_t id[2 * K];
+        int64_t a = 0, b = 0;
+        for (int64_t t = 0; t < K; t++) {  // both lists ascending; ties keep the smaller id (earlier block)
+            const bool take_a = b >= K || bi[q * K + b] < 0 ||
+                                (a < K && gi[q * K + a] >= 0 && gd[q * K + a] <= bd[q * K + b]);
+            if (take_a) d[t] = gd[q * K + a], id[t] = gi[q * K + a], a++;
+            else d[t] = bd[q * K + b], id[t] = bi[q * K + b] + base, b++;
+        }
+        std::copy(d, d + K, gd + q * K);
+        std::copy(id, id + K, gi + q * K);
+    }
+}
+
+void run_scale(Bench& B, const Dataset& src, int C) {
+    const int64_t n1 = src.nb, n = n1 * C, d = src.d;
+    if (d != kCells * kBins) {
+        printf("--scale: %s has d=%lld; the cell permutation needs SIFT's d = 128, skipped\n", src.name.c_str(),
+               (long long)d);
+        return;
+    }
+    const auto perms = cell_perms(C);
+    Dataset S;  // the grown set: queries and ground truth only (its vectors live in the index alone)
+    S.name = src.name + "-perm" + std::to_string(C);
+    S.nb = n;
+    S.d = d;
+    S.nq = src.nq;
+    S.xq.resize(src.xq.size());
+    for (int64_t q = 0; q < S.nq; q++) permute_cells(src.xq.data() + q * d, 1, perms[q % C].data(), S.xq.data() + q * d);
+    printf("\n== %s: n=%lld d=%lld nq=%lld k=%lld (%d cell-permuted copies of %s), %d host threads; host memory "
+           "%.1f GB available\n",
+           S.name.c_str(), (long long)n, (long long)d, (long long)S.nq, (long long)K, C, src.name.c_str(), B.threads,
+           meminfo_bytes("MemAvailable") / 1e9);
+    B.out.header();
+
+    const int M = graft_pq_default_M(d);
+    graft_bindex_params p;
+    graft_bindex_params_defaults(&p);
+    p.device = 0;
+    p.pq.M = M;
+    p.pq.max_train = kTrainSample;
+    p.pq.kmeans = faiss_kmeans;
+    p.build.memory_budget = (size_t)C * 150000000;
+    Bang G;
+    G.M = M;
+    G.name = "GraftGraph,PQ" + std::to_string(M);
+    G.name_inmem = G.name + ",inmem";
+    G.name_ooc = G.name + ",ooc";
+    G.gpu_base = gpu_used_bytes();
+    if (graft_bindex_new(d, &p, &G.index) != GRAFT_OK) {
+        printf("graft index: %s\n", graft_last_error());
+        return;
+    }
+    // PQ training on kTrainSample rows spread over all copies.
+    std::vector<float> blk((size_t)std::max<int64_t>(kTrainSample, 10 * n1) * d);
+    const int64_t nt = std::min<int64_t>(kTrainSample, n);
+    for (int64_t t = 0; t < nt; t++) {
+        const int64_t g = t * n / nt;
+        permute_cells(src.xb.data() + (g % n1) * d, 1, perms[g / n1].data(), blk.data() + t * d);
+    }
+    double t0 = now_s();
+    if (graft_bindex_train(G.index, nt, blk.data()) != GRAFT_OK) {
+        printf("graft train: %s\n", graft_last_error());
+        graft_bindex_free(G.index);
+        return;
+    }
+    G.train_s = now_s() - t0;
+    // Blocks of 10 copies: generate, exact top K on the GPU, add.
+    std::vector<float> gd(S.nq * K, 0), bd(S.nq * K);
+    std::vector<int64_t> gi(S.nq * K, -1), bi(S.nq * K);
+    double gen_s = 0, gt_s = 0, add_s = 0;
+    bool ok = true;
+    for (int c0 = 0; c0 < C && ok; c0 += 10) {
+        const int nc = std::min(10, C - c0);
+        const int64_t m = nc * n1;
+        t0 = now_s();
+        for (int c = 0; c < nc; c++) permute_cells(src.xb.data(), n1, perms[c0 + c].data(), blk.data() + c * n1 * d);
+        const double t1 = now_s();
+        graft_flat_params fp;
+        graft_flat_params_defaults(&fp);
+        fp.device = 0;
+        graft_flat* flat = nullptr;
+        ok = graft_flat_new(d, &fp, &flat) == GRAFT_OK && graft_flat_add(flat, m, blk.data()) == GRAFT_OK &&
+             graft_flat_search(flat, S.nq, S.xq.data(), K, bd.data(), bi.data()) == GRAFT_OK;
+        if (!ok) printf("ground truth, copies %d..%d: %s\n", c0, c0 + nc - 1, graft_last_error());
+        graft_flat_free(flat);
+        if (ok) merge_topk(S.nq, bd.data(), bi.data(), (int64_t)c0 * n1, gd.data(), gi.data());
+        const double t2 = now_s();
+        ok = ok && graft_bindex_add(G.index, m, blk.data()) == GRAFT_OK;
+        if (!ok) printf("graft add, copies %d..%d: %s\n", c0, c0 + nc - 1, graft_last_error());
+        gen_s += t1 - t0, gt_s += t2 - t1, add_s += now_s() - t2;
+    }
+    std::vector<float>().swap(blk);
+    S.gt = gi;
+    int64_t own = 0;  // how many of the true top K lie in the query's own copy
+    for (int64_t q = 0; q < S.nq; q++)
+        for (int64_t j = 0; j < K; j++) own += gi[q * K + j] / n1 == q % C;
+    printf("ingest: %lld vectors in blocks of 10 copies: generate %.1f s, exact top %lld on the GPU %.1f s, add "
+           "(encode) %.1f s; %.3f of the true top %lld lie in the query's own copy; host RSS %.1f GB\n",
+           (long long)n, gen_s, (long long)K, gt_s, add_s, (double)own / (S.nq * K), (long long)K,
+           self_status_bytes("VmRSS") / 1e9);
+    if (!ok) {
+        graft_bindex_free(G.index);
+        return;
+    }
+    t0 = now_s();
+    if (graft_bindex_build(G.index) != GRAFT_OK) {
+        printf("graft build: %s\n", graft_last_error());
+        graft_bindex_free(G.index);
+        return;
+    }
+    G.build_s = now_s() - t0;
+    const graft_graph* graph = graft_bindex_graph(G.index);
+    G.R = graph->R;
+    G.host_bytes = (size_t)n * ((size_t)d * 4 + (size_t)G.R * 4 + (size_t)M);
+    double mean_degree = 0, reachable = 0;
+    graft_graph_stats(graph, &mean_degree, nullptr, nullptr, &reachable);
+    const size_t hwm_build = self_status_bytes("VmHWM");
+    printf("graft %s: build %.1f s (GRNND in %d pieces, device budget %.1f GB), R=%d mean degree %.2f, reachable "
+           "%.5f; mode %s, %.1f MB resident on the GPU; host: index %.1f GB, process peak %.1f GB so far, %.1f GB "
+           "available now\n",
+           G.name.c_str(), G.build_s, graft_bindex_build_pieces(G.index), p.build.memory_budget / 1e9, G.R,
+           mean_degree, reachable, mode_name(graft_bindex_mode(G.index)), graft_bindex_gpu_bytes(G.index) / 1e6,
+           G.host_bytes / 1e9, hwm_build / 1e9, meminfo_bytes("MemAvailable") / 1e9);
+    // In-memory, with the whole device as the budget.
+    size_t gpu_free = 0, gpu_total = 0;
+    cudaMemGetInfo(&gpu_free, &gpu_total);
+    const size_t inmem_need = G.host_bytes;  // in-memory keeps the vectors, graph and codes on the GPU
+    std::string inmem_msg = "accepted";
+    if (graft_bindex_set_mode(G.index, GRAFT_BANG_IN_MEMORY, gpu_total) != GRAFT_OK) {
+        inmem_msg = graft_last_error();
+        for (char& ch : inmem_msg)
+            if (ch == '"' || ch == '\\') ch = '\'';  // goes into a JSON string below
+    }
+    printf("in-memory mode (budget = the device's %.1f GB, needs %.1f GB): %s\n", gpu_total / 1e9, inmem_need / 1e9,
+           inmem_msg.c_str());
+    if (inmem_msg == "accepted") {
+        G.inmem_resident = graft_bindex_gpu_bytes(G.index);
+        bang_sweep(B, S, G, GRAFT_BANG_IN_MEMORY, {32, 64, 128});
+    }
+    const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
+                                        : std::vector<int>{16, 32, 48, 64, 96, 128, 192, 256};
+    bang_sweep(B, S, G, GRAFT_BANG_OUT_OF_CORE, Ls);
+    cpu_reference(B, S, G);
+    // The measured footprint, one record.
+    Rec r{"graft", "graph", G.name_ooc.c_str(), S.nq, S.nq};
+    r.mode = "out-of-core";
+    r.params.add("measured_scale", true).add("copies", C).add("M", M, false).add("R", G.R, false)
+        .add("build_pieces", graft_bindex_build_pieces(G.index), false)
+        .add("build_memory_budget", p.build.memory_budget, false).add("train_s", G.train_s, false)
+        .add("generate_s", gen_s, false).add("ground_truth_s", gt_s, false).add("add_s", add_s, false)
+        .add("mean_degree", mean_degree, false).add("reachable", reachable, false)
+        .add("host_index_bytes", G.host_bytes, false).add("host_process_peak_bytes", self_status_bytes("VmHWM"), false)
+        .add("host_peak_through_build", hwm_build, false)
+        .add("host_total_bytes", meminfo_bytes("MemTotal"), false)
+        .add("host_available_after", meminfo_bytes("MemAvailable"), false)
+        .add("gpu_resident_bytes", G.ooc_resident, false).add("gpu_peak_bytes", G.ooc_peak, false)
+        .add("gpu_total_bytes", gpu_total, false).add("in_memory_needs_bytes", inmem_need, false)
+        .add("in_memory", inmem_msg.substr(0, 200).c_str(), false).add("own_copy_share", (double)own / (S.nq * K), false);
+    r.build_s = G.build_s;
+    r.gpu_bytes = G.ooc_peak;
+    r.host_bytes = self_status_bytes("VmHWM");
+    r.summary = false;
+    r.note = "measured footprint at n = " + std::to_string(n);
+    B.out.record(S, std::move(r));
+    graft_bindex_free(G.index);
+}
+
 // Out-of-core against in-memory (same index) and against FAISS IVFPQ, at recall@10 >= 0.90 and
 // 0.95. The issue's target: out-of-core keeps at least a third of in-memory's QPS at 0.90.
 void compare(const Recorder& out, const std::string& ds) {
@@ -646,7 +872,17 @@ void compare(const Recorder& out, const std::string& ds) {
 
 int main(int argc, char** argv) {
     bench::Options o("bang");
-    if (!o.parse(argc, argv)) return 2;
+    int scale = 0;  // --scale C (bench_bang only): run_scale instead of the per-dataset runs
+    std::vector<char*> args;
+    for (int i = 0; i < argc; i++) {
+        if (std::string(argv[i]) == "--scale" && i + 1 < argc) scale = atoi(argv[++i]);
+        else args.push_back(argv[i]);
+    }
+    if (scale < 0 || scale > 2000) {
+        fprintf(stderr, "--scale: %d copies, need 1..2000\n", scale);
+        return 2;
+    }
+    if (!o.parse((int)args.size(), args.data())) return 2;
     cudaDeviceProp prop;
     std::string device;
     if (!bench::cuda_device(o, &prop, &device)) return 1;
@@ -668,7 +904,10 @@ int main(int argc, char** argv) {
            B.ceil.hbm / 1e12);
     printf("host memory: %.1f GB total, %.1f GB available\n", meminfo_bytes("MemTotal") / 1e9,
            meminfo_bytes("MemAvailable") / 1e9);
-    bench::for_each_dataset(o, deadline, [&](Dataset& D) { run_dataset(B, D, prop); });
+    bench::for_each_dataset(o, deadline, [&](Dataset& D) {
+        if (scale) run_scale(B, D, scale);
+        else run_dataset(B, D, prop);
+    });
     out.summary([&](const std::string& ds) { compare(out, ds); });
     fclose(f);
     return 0;

@@ -96,12 +96,14 @@ int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
                             graft_graph* out, double* seconds, int* pieces) {
     const double t0 = graft_now_s();
-    int rc = gpu ? graft_grnnd_build_gpu(x, n, d, b, out, NULL) : GRAFT_EGPU_NOMEM;
-    graft_pieces_report rep = {.pieces = 1};
     /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built on the
-     * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). */
-    for (int64_t piece = gpu ? graft_grnnd_max_vectors(d, b) : 0;
-         rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
+     * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). Data
+     * past the pools' room goes to the pieces at once: a whole build would first fault in its
+     * n x R host graph and upload every vector, only to find no room for the pools. */
+    const int64_t fit = gpu ? graft_grnnd_max_vectors(d, b) : 0;
+    int rc = gpu && n <= fit ? graft_grnnd_build_gpu(x, n, d, b, out, NULL) : GRAFT_EGPU_NOMEM;
+    graft_pieces_report rep = {.pieces = 1};
+    for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, &rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM) {

@@ -29,6 +29,9 @@
 # bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
 # GRAFT_BANG_REPLICATE=R (R > 1): --bench-bang runs on dense-sift1m alone, grown to R x 1M vectors
 # by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h).
+# GRAFT_BANG_SCALE=C: --bench-bang runs bench_bang --scale C instead: dense-sift1m (sift5k with
+# --bench-bang-quick) grown to C cell-permuted copies, ingested in blocks, built once, in-memory
+# tried and out-of-core swept (bench/bench_bang.cpp, run_scale).
 # GRAFT_BANG_AB=DIR (with GRAFT_BANG_AB_COMMIT=HASH): --bench-bang also builds the bench_bang of the
 # source tree DIR (another commit, e.g. `git archive HASH | tar -x -C .deps/ab`) and runs the two
 # in turn, DIR's first, twice while GRAFT_DEADLINE allows: host timings differ between instances
@@ -241,6 +244,7 @@ if [ $bench_bang = 1 ]; then
         --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
         $([ $bang_quick = 1 ] && echo --quick) $([ $bang_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
         $([ "${GRAFT_BANG_REPLICATE:-1}" -gt 1 ] && echo --replicate "$GRAFT_BANG_REPLICATE" --only dense-sift1m) \
+        $([ "${GRAFT_BANG_SCALE:-0}" -gt 0 ] && echo --scale "$GRAFT_BANG_SCALE" $([ $bang_quick = 0 ] && echo --only dense-sift1m)) \
         2>&1 | tee -a "$OUT/bench_bang.log"
     done
     stamp "graph + PQ benchmark done"
