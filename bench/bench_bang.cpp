@@ -776,8 +776,8 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     const graft_graph* graph = graft_bindex_graph(G.index);
     G.R = graph->R;
     G.host_bytes = (size_t)n * ((size_t)d * 4 + (size_t)G.R * 4 + (size_t)M);
-    double mean_degree = 0, reachable = 0;
-    graft_graph_stats(graph, &mean_degree, nullptr, nullptr, &reachable);
+    double mean_degree = 0, reachable = -1;  // reachability (a one-thread BFS) up to 20M only
+    graft_graph_stats(graph, &mean_degree, nullptr, nullptr, n <= 20000000 ? &reachable : nullptr);
     const size_t hwm_build = self_status_bytes("VmHWM");
     printf("graft %s: build %.1f s (GRNND in %d pieces, device budget %.1f GB), R=%d mean degree %.2f, reachable "
            "%.5f; mode %s, %.1f MB resident on the GPU; host: index %.1f GB, process peak %.1f GB so far, %.1f GB "
@@ -801,11 +801,12 @@ void run_scale(Bench& B, const Dataset& src, int C) {
         G.inmem_resident = graft_bindex_gpu_bytes(G.index);
         bang_sweep(B, S, G, GRAFT_BANG_IN_MEMORY, {32, 64, 128});
     }
-    const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
-                                        : std::vector<int>{16, 32, 48, 64, 96, 128, 192, 256};
-    bang_sweep(B, S, G, GRAFT_BANG_OUT_OF_CORE, Ls);
-    cpu_reference(B, S, G);
-    // The measured footprint, one record.
+    // The measured footprint, one record, before the sweep (in case the deadline or the command's
+    // time limit cuts in).
+    if (!bang_set_mode(S, &G, GRAFT_BANG_OUT_OF_CORE)) {
+        graft_bindex_free(G.index);
+        return;
+    }
     Rec r{"graft", "graph", G.name_ooc.c_str(), S.nq, S.nq};
     r.mode = "out-of-core";
     r.params.add("measured_scale", true).add("copies", C).add("M", M, false).add("R", G.R, false)
@@ -817,15 +818,19 @@ void run_scale(Bench& B, const Dataset& src, int C) {
         .add("host_peak_through_build", hwm_build, false)
         .add("host_total_bytes", meminfo_bytes("MemTotal"), false)
         .add("host_available_after", meminfo_bytes("MemAvailable"), false)
-        .add("gpu_resident_bytes", G.ooc_resident, false).add("gpu_peak_bytes", G.ooc_peak, false)
-        .add("gpu_total_bytes", gpu_total, false).add("in_memory_needs_bytes", inmem_need, false)
+        .add("gpu_resident_bytes", G.ooc_resident, false).add("gpu_total_bytes", gpu_total, false).add("in_memory_needs_bytes", inmem_need, false)
         .add("in_memory", inmem_msg.substr(0, 200).c_str(), false).add("own_copy_share", (double)own / (S.nq * K), false);
     r.build_s = G.build_s;
-    r.gpu_bytes = G.ooc_peak;
+    r.gpu_bytes = G.ooc_resident;  // the sweep's records carry the peak with a batch's scratch
     r.host_bytes = self_status_bytes("VmHWM");
     r.summary = false;
     r.note = "measured footprint at n = " + std::to_string(n);
     B.out.record(S, std::move(r));
+    // The most telling L first: the deadline may stop the sweep.
+    const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
+                                        : std::vector<int>{32, 64, 128, 16, 48, 96, 192, 256};
+    bang_sweep(B, S, G, GRAFT_BANG_OUT_OF_CORE, Ls);
+    cpu_reference(B, S, G);
     graft_bindex_free(G.index);
 }
 
@@ -883,6 +888,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (!o.parse((int)args.size(), args.data())) return 2;
+    setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach the log as they come (a killed run keeps them)
     cudaDeviceProp prop;
     std::string device;
     if (!bench::cuda_device(o, &prop, &device)) return 1;

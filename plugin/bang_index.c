@@ -125,9 +125,10 @@ void graft_bindex_free(graft_bindex* g) {
     free(g);
 }
 
-static size_t gpu_budget(const graft_bindex* g) {
-    if (g->p.gpu_budget) return g->p.gpu_budget;
-    return graft_gpu_device_memory(g->p.device) / 2;
+/* A budget argument: 0 means the default, half the device (not the index's stored budget, which
+ * callers pass themselves when they mean it). */
+static size_t gpu_budget(const graft_bindex* g, size_t budget) {
+    return budget ? budget : graft_gpu_device_memory(g->p.device) / 2;
 }
 
 /* The mode for n vectors with a graph of degree R under (mode, budget). */
@@ -135,7 +136,7 @@ static graft_bang_mode resolve_mode(const graft_bindex* g, graft_bang_mode mode,
                                     int64_t n, int R) {
     if (!g->ctx) return GRAFT_BANG_AUTO;
     if (mode != GRAFT_BANG_AUTO) return mode;
-    if (!budget) budget = gpu_budget(g);
+    budget = gpu_budget(g, budget);
     return graft_bang_dev_resident_bytes(n, g->d, R, g->pq.M, 1) <= budget ? GRAFT_BANG_IN_MEMORY
                                                                           : GRAFT_BANG_OUT_OF_CORE;
 }
@@ -144,7 +145,7 @@ static graft_bang_mode resolve_mode(const graft_bindex* g, graft_bang_mode mode,
  * On failure nothing is held. */
 static int upload(graft_bindex* g, const graft_graph* graph, const float* xb, const uint8_t* codes,
                   graft_bang_mode mode, size_t budget, graft_bang_dev* dev, const char* fn) {
-    if (!budget) budget = gpu_budget(g);
+    budget = gpu_budget(g, budget);
     const int in_memory = mode == GRAFT_BANG_IN_MEMORY;
     const size_t need = graft_bang_dev_resident_bytes(graph->n, g->d, graph->R, g->pq.M, in_memory);
     if (need > budget)
@@ -241,8 +242,14 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
         return graft_fail(GRAFT_EUNSUPPORTED, "graft_bindex_add: %lld vectors; a graph index holds at "
                           "most 2^31 - 1 (int32 neighbour ids)", (long long)need);
     GRAFT_TRY(reserve(g, need, "graft_bindex_add"));
-    /* Past ntotal: invisible until the count moves. */
-    memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
+    /* Past ntotal: invisible until the count moves. Copied by all threads: the pages are fresh,
+     * and one thread faulting in tens of GB is the slowest part of a large add. */
+    float* dst = g->xb + g->ntotal * g->d;
+    const int64_t rows = 1 << 14;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i += rows)
+        memcpy(dst + i * g->d, x + i * g->d,
+               (size_t)(n - i < rows ? n - i : rows) * (size_t)g->d * sizeof(float));
     GRAFT_TRY(encode(g, n, x, g->codes + g->ntotal * g->pq.M, "graft_bindex_add: "));
     drop_device(g);
     graft_graph_free(&g->graph);
