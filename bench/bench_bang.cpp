@@ -209,6 +209,7 @@ struct Bang {
     std::string name, name_inmem, name_ooc;  // "GraftGraph,PQ32", ... ",inmem", ... ",ooc" (factory strings)
     double train_s = 0, build_s = 0;
     size_t gpu_base = 0;                 // device memory in use before the index existed
+    size_t inmem_budget = 0;             // the in-memory sweep's GPU budget (0: the index's default)
     size_t host_bytes = 0;               // the index's host copies: vectors, graph, codes
     size_t inmem_resident = 0, ooc_resident = 0, ooc_budget = 0;
     size_t inmem_peak = 0, ooc_peak = 0;  // report.gpu_peak_bytes, largest over the sweep
@@ -269,7 +270,7 @@ bool bang_build(const Dataset& D, int M, Bang* G) {
 // looks like to the index), or explicitly if AUTO does not resolve to it.
 bool bang_set_mode(const Dataset& D, Bang* G, graft_bang_mode mode) {
     if (mode == GRAFT_BANG_IN_MEMORY) {
-        if (graft_bindex_set_mode(G->index, GRAFT_BANG_IN_MEMORY, 0) != GRAFT_OK) {
+        if (graft_bindex_set_mode(G->index, GRAFT_BANG_IN_MEMORY, G->inmem_budget) != GRAFT_OK) {
             printf("graft %s: in-memory mode refused: %s\n", G->name.c_str(), graft_last_error());
             return false;
         }
@@ -790,6 +791,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     cudaMemGetInfo(&gpu_free, &gpu_total);
     const size_t inmem_need = G.host_bytes;  // in-memory keeps the vectors, graph and codes on the GPU
     std::string inmem_msg = "accepted";
+    G.inmem_budget = gpu_total;  // also the in-memory sweep's (bang_set_mode)
     if (graft_bindex_set_mode(G.index, GRAFT_BANG_IN_MEMORY, gpu_total) != GRAFT_OK) {
         inmem_msg = graft_last_error();
         for (char& ch : inmem_msg)
