@@ -217,25 +217,32 @@ struct Bang {
     std::map<std::pair<int, int>, std::vector<int64_t>> results;
 };
 
-// Trains (on a kTrainSample sample, FAISS's k-means) and builds a graph + PQ index with M code
-// bytes on device 0, after a warm-up build on a 20k slice (kernels loaded, allocator primed).
-bool bang_build(const Dataset& D, int M, Bang* G) {
+// The benchmark's index: device 0, M code bytes, codebooks from FAISS's k-means on a kTrainSample
+// sample; G named for the records ("GraftGraph,PQ32" and its ",inmem" / ",ooc" forms).
+graft_bindex_params bang_params(int M, Bang* G) {
     graft_bindex_params p;
     graft_bindex_params_defaults(&p);
     p.device = 0;
     p.pq.M = M;
     p.pq.max_train = kTrainSample;
     p.pq.kmeans = faiss_kmeans;
+    G->M = M;
+    G->name = "GraftGraph,PQ" + std::to_string(M);
+    G->name_inmem = G->name + ",inmem";
+    G->name_ooc = G->name + ",ooc";
+    return p;
+}
+
+// Trains (on a kTrainSample sample, FAISS's k-means) and builds a graph + PQ index with M code
+// bytes on device 0, after a warm-up build on a 20k slice (kernels loaded, allocator primed).
+bool bang_build(const Dataset& D, int M, Bang* G) {
+    const graft_bindex_params p = bang_params(M, G);
     const int64_t nwarm = std::min<int64_t>(D.nb, 20000);
     graft_bindex* warm = nullptr;
     bool ok = graft_bindex_new(D.d, &p, &warm) == GRAFT_OK &&
               graft_bindex_train(warm, nwarm, D.xb.data()) == GRAFT_OK &&
               graft_bindex_add(warm, nwarm, D.xb.data()) == GRAFT_OK && graft_bindex_build(warm) == GRAFT_OK;
     graft_bindex_free(warm);
-    G->M = M;
-    G->name = "GraftGraph,PQ" + std::to_string(M);
-    G->name_inmem = G->name + ",inmem";
-    G->name_ooc = G->name + ",ooc";
     G->gpu_base = gpu_used_bytes();
     ok = ok && graft_bindex_new(D.d, &p, &G->index) == GRAFT_OK;
     const double t0 = now_s();
@@ -698,18 +705,9 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     B.out.header();
 
     const int M = graft_pq_default_M(d);
-    graft_bindex_params p;
-    graft_bindex_params_defaults(&p);
-    p.device = 0;
-    p.pq.M = M;
-    p.pq.max_train = kTrainSample;
-    p.pq.kmeans = faiss_kmeans;
-    p.build.memory_budget = (size_t)C * 150000000;
     Bang G;
-    G.M = M;
-    G.name = "GraftGraph,PQ" + std::to_string(M);
-    G.name_inmem = G.name + ",inmem";
-    G.name_ooc = G.name + ",ooc";
+    graft_bindex_params p = bang_params(M, &G);
+    p.build.memory_budget = (size_t)C * 150000000;
     G.gpu_base = gpu_used_bytes();
     if (graft_bindex_new(d, &p, &G.index) != GRAFT_OK) {
         printf("graft index: %s\n", graft_last_error());
