@@ -778,10 +778,14 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     double mean_degree = 0, reachable = -1;  // reachability (a one-thread BFS) up to 20M only
     graft_graph_stats(graph, &mean_degree, nullptr, nullptr, n <= 20000000 ? &reachable : nullptr);
     const size_t hwm_build = self_status_bytes("VmHWM");
-    printf("graft %s: build %.1f s (GRNND in %d pieces, device budget %.1f GB), R=%d mean degree %.2f, reachable "
+    graft_pieces_report prep{};
+    graft_bindex_build_report(G.index, &prep);
+    printf("graft %s: build %.1f s (GRNND in %d pieces of at most %lld, device budget %.1f GB: partition %.1f s, "
+           "pieces' builds %.1f s, merges %.1f s), R=%d mean degree %.2f, reachable "
            "%.5f; mode %s, %.1f MB resident on the GPU; host: index %.1f GB, process peak %.1f GB so far, %.1f GB "
            "available now\n",
-           G.name.c_str(), G.build_s, graft_bindex_build_pieces(G.index), p.build.memory_budget / 1e9, G.R,
+           G.name.c_str(), G.build_s, prep.pieces, (long long)prep.largest_piece, p.build.memory_budget / 1e9,
+           prep.partition_seconds, prep.build_seconds, prep.merge_seconds, G.R,
            mean_degree, reachable, mode_name(graft_bindex_mode(G.index)), graft_bindex_gpu_bytes(G.index) / 1e6,
            G.host_bytes / 1e9, hwm_build / 1e9, meminfo_bytes("MemAvailable") / 1e9);
     // In-memory, with the whole device as the budget.
@@ -811,7 +815,9 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     r.mode = "out-of-core";
     r.params.add("measured_scale", true).add("copies", C).add("M", M, false).add("R", G.R, false)
         .add("build_pieces", graft_bindex_build_pieces(G.index), false)
-        .add("build_memory_budget", p.build.memory_budget, false).add("train_s", G.train_s, false)
+        .add("build_memory_budget", p.build.memory_budget, false).add("largest_piece", prep.largest_piece, false)
+        .add("partition_s", prep.partition_seconds, false).add("pieces_build_s", prep.build_seconds, false)
+        .add("merge_s", prep.merge_seconds, false).add("train_s", G.train_s, false)
         .add("generate_s", gen_s, false).add("ground_truth_s", gt_s, false).add("add_s", add_s, false)
         .add("mean_degree", mean_degree, false).add("reachable", reachable, false)
         .add("host_index_bytes", G.host_bytes, false).add("host_process_peak_bytes", self_status_bytes("VmHWM"), false)

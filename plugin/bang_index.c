@@ -24,7 +24,7 @@ struct graft_bindex {
     uint8_t* codes;        /* capacity x M */
     graft_graph graph;     /* ntotal rows; nbrs NULL while ntotal == 0 */
     double build_seconds;
-    int build_pieces; /* graft_index_build_graph's *pieces of the last build; -1: none */
+    graft_pieces_report build_rep; /* of the last build (graft_index_build_graph); pieces -1: none */
     /* GPU state; `lock` serializes GPU work so that concurrent searches are safe. */
     pthread_mutex_t lock;
     graft_gpu_ctx* ctx;
@@ -94,7 +94,7 @@ int graft_bindex_new(int64_t d, const graft_bindex_params* params, graft_bindex*
     if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     g->d = d;
     g->p = p;
-    g->build_pieces = -1;
+    g->build_rep = (graft_pieces_report){.pieces = -1};
     pthread_mutex_init(&g->lock, NULL);
     if (p.device >= 0) {
         int rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->ctx);
@@ -242,20 +242,14 @@ static int add_locked(graft_bindex* g, int64_t n, const float* x) {
         return graft_fail(GRAFT_EUNSUPPORTED, "graft_bindex_add: %lld vectors; a graph index holds at "
                           "most 2^31 - 1 (int32 neighbour ids)", (long long)need);
     GRAFT_TRY(reserve(g, need, "graft_bindex_add"));
-    /* Past ntotal: invisible until the count moves. Copied by all threads: the pages are fresh,
-     * and one thread faulting in tens of GB is the slowest part of a large add. */
-    float* dst = g->xb + g->ntotal * g->d;
-    const int64_t rows = 1 << 14;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i += rows)
-        memcpy(dst + i * g->d, x + i * g->d,
-               (size_t)(n - i < rows ? n - i : rows) * (size_t)g->d * sizeof(float));
+    /* Past ntotal: invisible until the count moves. */
+    graft_copy_rows(g->xb + g->ntotal * g->d, x, n, g->d);
     GRAFT_TRY(encode(g, n, x, g->codes + g->ntotal * g->pq.M, "graft_bindex_add: "));
     drop_device(g);
     graft_graph_free(&g->graph);
     g->ntotal = need;
     g->build_seconds = 0;
-    g->build_pieces = -1;
+    g->build_rep = (graft_pieces_report){.pieces = -1};
     return GRAFT_OK;
 }
 
@@ -266,14 +260,13 @@ static int build_pending(graft_bindex* g, const char* fn) {
     if (g->ntotal == 0 || g->graph.nbrs) return GRAFT_OK;
     graft_graph graph = {0};
     double seconds;
-    int pieces;
+    graft_pieces_report rep;
     const int rc = graft_index_build_graph(g->ctx != NULL, g->xb, g->ntotal, g->d, &g->p.build, &graph,
-                                           &seconds, &pieces);
-    if (rc != GRAFT_OK)
-        return graft_relabel(rc, fn);
+                                           &seconds, &rep);
+    if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     g->graph = graph;
     g->build_seconds = seconds;
-    g->build_pieces = pieces;
+    g->build_rep = rep;
     return GRAFT_OK;
 }
 
@@ -313,7 +306,7 @@ int graft_bindex_reset(graft_bindex* g) {
     drop_device(g);
     graft_graph_free(&g->graph);
     g->ntotal = 0;
-    g->build_pieces = -1;
+    g->build_rep = (graft_pieces_report){.pieces = -1};
     pthread_mutex_unlock(&g->lock);
     return GRAFT_OK;
 }
@@ -332,7 +325,7 @@ static int adopt_data(graft_bindex* g, int64_t n, float* x, uint8_t* codes, graf
     if (rc == GRAFT_OK) {
         g->capacity = n;
         g->build_seconds = 0;
-        g->build_pieces = -1;
+        g->build_rep = (graft_pieces_report){.pieces = -1};
         x = old_x;
         codes = old_codes;
     } else {
@@ -420,7 +413,12 @@ const graft_graph* graft_bindex_graph(const graft_bindex* g) {
     return g && g->graph.nbrs ? &g->graph : NULL;
 }
 double graft_bindex_build_seconds(const graft_bindex* g) { return g ? g->build_seconds : 0.0; }
-int graft_bindex_build_pieces(const graft_bindex* g) { return g ? g->build_pieces : -1; }
+int graft_bindex_build_pieces(const graft_bindex* g) { return g ? g->build_rep.pieces : -1; }
+int graft_bindex_build_report(const graft_bindex* g, graft_pieces_report* rep) {
+    if (!g || !rep) return graft_fail(GRAFT_EINVAL, "graft_bindex_build_report: NULL argument");
+    *rep = g->build_rep;
+    return GRAFT_OK;
+}
 
 graft_bang_mode graft_bindex_mode(const graft_bindex* g) {
     if (!g || !g->ctx) return GRAFT_BANG_AUTO;

@@ -150,12 +150,12 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
                           "most 2^31 - 1 (int32 neighbour ids)", (long long)need);
     GRAFT_TRY(reserve(g, need, "graft_gindex_add"));
     /* Past ntotal: invisible until install_graph succeeds. */
-    memcpy(g->xb + g->ntotal * g->d, x, (size_t)n * (size_t)g->d * sizeof(float));
+    graft_copy_rows(g->xb + g->ntotal * g->d, x, n, g->d);
     graft_graph graph = {0};
     double seconds;
-    int pieces;
+    graft_pieces_report rep;
     int rc = graft_index_build_graph(g->ctx != NULL, g->xb, need, g->d, &g->p.build, &graph, &seconds,
-                                     &pieces);
+                                     &rep);
     if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     rc = install_graph(g, need, &graph, fn);
     if (rc != GRAFT_OK) {
@@ -163,7 +163,7 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
         return rc;
     }
     g->build_seconds = seconds;
-    g->build_pieces = pieces;
+    g->build_pieces = rep.pieces;
     return GRAFT_OK;
 }
 

@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "error.h"
@@ -94,7 +95,7 @@ int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t
 }
 
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
-                            graft_graph* out, double* seconds, int* pieces) {
+                            graft_graph* out, double* seconds, graft_pieces_report* rep) {
     const double t0 = graft_now_s();
     /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built on the
      * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). Data
@@ -102,15 +103,22 @@ int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const
      * n x R host graph and upload every vector, only to find no room for the pools. */
     const int64_t fit = gpu ? graft_grnnd_max_vectors(d, b) : 0;
     int rc = gpu && n <= fit ? graft_grnnd_build_gpu(x, n, d, b, out, NULL) : GRAFT_EGPU_NOMEM;
-    graft_pieces_report rep = {.pieces = 1};
+    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n};
     for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
-        rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, &rep);
+        rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM) {
         rc = graft_rnnd_build_cpu(x, n, d, &b->base, out);
-        rep.pieces = 0;
+        *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n};
     }
-    *pieces = rep.pieces;
     *seconds = graft_now_s() - t0;
+    if (rep->pieces < 2) rep->build_seconds = *seconds;
     return rc;
+}
+
+void graft_copy_rows(float* dst, const float* src, int64_t n, int64_t d) {
+    const int64_t rows = 1 << 14;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i += rows)
+        memcpy(dst + i * d, src + i * d, (size_t)(n - i < rows ? n - i : rows) * (size_t)d * sizeof(float));
 }

@@ -41,10 +41,15 @@ int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t
 /* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu; when GRNND's device
  * pools do not fit (GRAFT_EGPU_NOMEM: the device or b->memory_budget), GRNND in pieces that fit
  * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,
- * RNN-Descent on the CPU. *seconds gets the build's wall time, *pieces how it was built (0: on the
- * CPU, 1: GRNND on the whole, P: GRNND in P pieces). Errors as the builders'. */
+ * RNN-Descent on the CPU. *seconds gets the build's wall time, *rep how it was built (pieces 0: on
+ * the CPU, 1: GRNND on the whole, P: GRNND in P pieces, with graft_graph_build_pieces's times).
+ * Errors as the builders'. */
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
-                            graft_graph* out, double* seconds, int* pieces);
+                            graft_graph* out, double* seconds, graft_pieces_report* rep);
+
+/* dst = src, n rows of d floats, copied by all threads (fresh pages fault in on every core: one
+ * thread faulting in tens of GB is the slowest part of a large add). */
+void graft_copy_rows(float* dst, const float* src, int64_t n, int64_t d);
 
 /* Device scratch cap of an index's GPU context: a quarter of the device's memory, at most 8 GiB.
  * The context's arena only grows to what the searches take, so a generous cap costs nothing and

@@ -74,6 +74,12 @@ static void test_life_cycle(const graft_test_sift* s) {
     CHECK(graft_bindex_graph(g) && graft_bindex_graph(g)->n == s->nb && graft_bindex_build_pieces(g) == 0 &&
               graft_bindex_build_seconds(g) > 0,
           "the search built the graph over both adds");
+    graft_pieces_report rep;
+    CHECK_OK(graft_bindex_build_report(g, &rep));
+    CHECK(rep.pieces == 0 && rep.largest_piece == s->nb && rep.build_seconds == graft_bindex_build_seconds(g),
+          "build report: pieces %d largest %lld build %g s", rep.pieces, (long long)rep.largest_piece,
+          rep.build_seconds);
+    CHECK_ERR(graft_bindex_build_report(g, NULL), GRAFT_EINVAL);
     CHECK_ERR(graft_bindex_build(NULL), GRAFT_EINVAL);
     const double built_s = graft_bindex_build_seconds(g);
     CHECK_OK(graft_bindex_build(g)); /* nothing pending: no work */

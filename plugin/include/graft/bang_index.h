@@ -102,6 +102,10 @@ double graft_bindex_build_seconds(const graft_bindex* index);
 /* As graft_gindex_build_pieces: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU, -1 no build (or one
  * pending). */
 int graft_bindex_build_pieces(const graft_bindex* index);
+/* The last build's breakdown: pieces as above, the largest piece, and for builds in pieces the
+ * partition, the pieces' builds and the rows' merges in seconds (graft/graph.h); a build in one
+ * piece or on the CPU has its wall time in build_seconds. */
+int graft_bindex_build_report(const graft_bindex* index, graft_pieces_report* report);
 /* Device bytes the index holds resident (codes, codebooks, and in-memory graph + vectors). */
 size_t graft_bindex_gpu_bytes(const graft_bindex* index);
 
