@@ -211,21 +211,18 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
         }
         /* Two pieces per vector, nearest first among those with room, in id order. */
         int64_t* size = fill + 1;
+        int* all = malloc((size_t)P * sizeof(int)); /* the fallback's ranking of every piece */
+        float* alld = malloc((size_t)P * sizeof(float));
+        if (!all || !alld) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
         for (int64_t v = 0; v < n && rc == GRAFT_OK; v++) {
             int got = 0;
             for (int j = 0; j < T && got < 2; j++)
                 if (size[top[v * T + j]] < piece_max) asg[v * 2 + got++] = top[v * T + j];
             if (got < 2) { /* the T nearest are full: the nearest others with room */
-                int* all = malloc((size_t)P * sizeof(int));
-                float* alld = malloc((size_t)P * sizeof(float));
-                if (!all || !alld) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
-                else {
-                    nearest_centroids(x + v * d, cent, P, d, P, all, alld);
-                    for (int j = 0; j < P && got < 2; j++)
-                        if (size[all[j]] < piece_max && (got == 0 || asg[v * 2] != all[j]))
-                            asg[v * 2 + got++] = all[j];
-                }
-                free(all), free(alld);
+                nearest_centroids(x + v * d, cent, P, d, P, all, alld);
+                for (int j = 0; j < P && got < 2; j++)
+                    if (size[all[j]] < piece_max && (got == 0 || asg[v * 2] != all[j]))
+                        asg[v * 2 + got++] = all[j];
             }
             /* One piece only when no second one has room (possible when the pieces are few and
              * two filled up): the vector's row then comes from that piece alone. */
@@ -235,6 +232,7 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
             if (got < 2) asg[v * 2 + 1] = -1;
             for (int j = 0; j < got; j++) size[asg[v * 2 + j]]++;
         }
+        free(all), free(alld);
         free(top);
         top = NULL;
     }
