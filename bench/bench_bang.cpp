@@ -6,6 +6,11 @@
 //
 //   bench_bang --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
 //              [--dense-sift DIR] [--only DATASET] [--quick] [--deadline SECONDS] [--replicate R]
+//              [--scale C]
+//
+// --scale C runs run_scale (below) on the chosen d = 128 set instead of the steps that follow:
+// the set grown to C cell-permuted copies, ingested in blocks, built once, in-memory tried,
+// out-of-core swept.
 //
 // Datasets and options as bench_search (bench/bench_record.h): dense-sift1m and fashion-mnist by
 // default; --quick: sift5k and L in {16, 32, 64} (every step below runs, in seconds).
