@@ -414,14 +414,18 @@ bool bang_config(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, int 
     return true;
 }
 
-// Switches the index to `mode` and sweeps L at batch nq.
-void bang_sweep(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, const std::vector<int>& Ls) {
-    if (B.deadline.stops("graft " + G.name + " " + mode_name(mode))) return;
-    if (!bang_set_mode(D, &G, mode)) return;
+// Sweeps L at batch nq in the index's current mode.
+void bang_sweep_ls(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, const std::vector<int>& Ls) {
     for (int L : Ls) {
         if (B.deadline.stops("graft " + G.name + " " + mode_name(mode) + " L=" + std::to_string(L))) return;
         if (!bang_config(B, D, G, mode, L)) return;
     }
+}
+
+// Switches the index to `mode` and sweeps L at batch nq.
+void bang_sweep(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, const std::vector<int>& Ls) {
+    if (B.deadline.stops("graft " + G.name + " " + mode_name(mode))) return;
+    if (bang_set_mode(D, &G, mode)) bang_sweep_ls(B, D, G, mode, Ls);
 }
 
 // The largest n this machine would hold in out-of-core mode, projected from this set's bytes per
@@ -637,13 +641,15 @@ void run_dataset(Bench& B, Dataset& D, const cudaDeviceProp& prop) {
 
 constexpr int kCells = 16, kBins = 8;
 
-// Row-wise: dst = src with its cells permuted (dst cell j = src cell perm[j]).
+// One row: dst = src with its cells permuted (dst cell j = src cell perm[j]).
+void permute_row(const float* src, const int* perm, float* dst) {
+    for (int j = 0; j < kCells; j++) memcpy(dst + j * kBins, src + perm[j] * kBins, kBins * sizeof(float));
+}
+
+// n rows, one permutation, all threads.
 void permute_cells(const float* src, int64_t n, const int* perm, float* dst) {
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++)
-        for (int j = 0; j < kCells; j++)
-            memcpy(dst + i * kCells * kBins + j * kBins, src + i * kCells * kBins + perm[j] * kBins,
-                   kBins * sizeof(float));
+    for (int64_t i = 0; i < n; i++) permute_row(src + i * kCells * kBins, perm, dst + i * kCells * kBins);
 }
 
 // The C permutations: identity for copy 0, then Fisher-Yates from a splitmix64 stream per copy.
@@ -702,7 +708,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     S.d = d;
     S.nq = src.nq;
     S.xq.resize(src.xq.size());
-    for (int64_t q = 0; q < S.nq; q++) permute_cells(src.xq.data() + q * d, 1, perms[q % C].data(), S.xq.data() + q * d);
+    for (int64_t q = 0; q < S.nq; q++) permute_row(src.xq.data() + q * d, perms[q % C].data(), S.xq.data() + q * d);
     printf("\n== %s: n=%lld d=%lld nq=%lld k=%lld (%d cell-permuted copies of %s), %d host threads; host memory "
            "%.1f GB available\n",
            S.name.c_str(), (long long)n, (long long)d, (long long)S.nq, (long long)K, C, src.name.c_str(), B.threads,
@@ -723,7 +729,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     const int64_t nt = std::min<int64_t>(kTrainSample, n);
     for (int64_t t = 0; t < nt; t++) {
         const int64_t g = t * n / nt;
-        permute_cells(src.xb.data() + (g % n1) * d, 1, perms[g / n1].data(), blk.data() + t * d);
+        permute_row(src.xb.data() + (g % n1) * d, perms[g / n1].data(), blk.data() + t * d);
     }
     double t0 = now_s();
     if (graft_bindex_train(G.index, nt, blk.data()) != GRAFT_OK) {
@@ -840,7 +846,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     // The most telling L first: the deadline may stop the sweep.
     const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
                                         : std::vector<int>{32, 64, 128, 16, 48, 96, 192, 256};
-    bang_sweep(B, S, G, GRAFT_BANG_OUT_OF_CORE, Ls);
+    bang_sweep_ls(B, S, G, GRAFT_BANG_OUT_OF_CORE, Ls);  // the mode was set above
     cpu_reference(B, S, G);
     graft_bindex_free(G.index);
 }

@@ -23,7 +23,7 @@ struct graft_gindex {
     float* xb;             /* capacity x d, host */
     graft_graph graph;     /* ntotal rows; nbrs NULL while ntotal == 0 */
     double build_seconds;
-    int build_pieces; /* graft_index_build_graph's *pieces of the last build; -1: none */
+    int build_pieces; /* pieces of the last build (graft_index_build_graph's report); -1: none */
     /* GPU state; `lock` serializes GPU work (one stream, one scratch arena) so that concurrent
      * searches are safe, as FAISS requires of const search. */
     pthread_mutex_t lock;
