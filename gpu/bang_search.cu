@@ -13,7 +13,8 @@
 //   bang_step_b_kernel   rank sort of the candidates (4.7) and merge path into the worklist
 //                        (4.8), the chosen node marked expanded.
 //   bang_store_kernel    out-of-core: files the staged full vectors of the current nodes for the
-//                        re-rank (4.3), on a stream of their own, off the steps' path.
+//                        re-rank (4.3), on a stream of their own, off the steps' path; or step B
+//                        files them itself, when they came on its stream (the tail of a batch).
 //   bang_rerank_kernel   exact distances of the best expanded nodes, top k (4.9).
 //
 // One warp per query in the step kernels (BANG uses a block per query): a step touches one row
@@ -344,6 +345,29 @@ __global__ void __launch_bounds__(kWarps * 32, 8) bang_step_a_kernel(Dev P, Step
     }
 }
 
+// 4.3, out-of-core: warp w files the staged full vector of live query q's node of slot t in the
+// query's re-rank slot t. Every live query files one, also the ones whose search ended in step A
+// of iteration t (their last expanded node). Only the re-rank reads the slots.
+__device__ inline void file_vector(const Dev& P, const Step& S, int64_t w, int64_t q, int lane) {
+    const float* src = S.vecs + w * P.d;
+    float* dst = P.vec + q * P.vec_stride + (int64_t)S.iteration * P.d;
+    if ((P.d & 3) == 0) {
+        const float4* s4 = reinterpret_cast<const float4*>(src);
+        float4* d4 = reinterpret_cast<float4*>(dst);
+        for (int64_t j = lane; j < P.d / 4; j += 32) d4[j] = s4[j];
+    } else {
+        for (int64_t j = lane; j < P.d; j += 32) dst[j] = src[j];
+    }
+}
+
+// The staged vectors on a stream of their own (graft_gpu_bang_store): one warp per vector.
+__global__ void __launch_bounds__(kWarps * 32) bang_store_kernel(Dev P, Step S) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t w = (int64_t)blockIdx.x * kWarps + warp;
+    if (w >= S.nlive) return;
+    file_vector(P, S, w, S.live[w], lane);
+}
+
 __global__ void __launch_bounds__(kWarps * 32) bang_step_b_kernel(Dev P, Step S, int smem_stride) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -351,6 +375,7 @@ __global__ void __launch_bounds__(kWarps * 32) bang_step_b_kernel(Dev P, Step S,
     const bool staged = P.graph == nullptr;
     if (w >= (staged ? S.nlive : S.nq)) return;
     const int64_t q = staged ? (int64_t)S.live[w] : S.q0 + w;
+    if (staged && S.vecs) file_vector(P, S, w, q, lane);  // the store fused in (few live queries)
     const State* st = P.state + q;
     const uint64_t next = st->next_key;
     if (next == kKeyNone) return;  // finished: its worklist no longer matters
@@ -429,25 +454,6 @@ __device__ inline int pow2_at_least(int n) {
 }
 
 // One block per query. Shared memory: keys and slots of pow2(max_expand) entries.
-// 4.3, out-of-core: the staged full vector of each live query's node of slot t goes to the
-// query's re-rank slot t; every live query files one, also the ones whose search ended in step A
-// of iteration t (their last expanded node). One warp per vector. Only the re-rank reads the slots.
-__global__ void __launch_bounds__(kWarps * 32) bang_store_kernel(Dev P, Step S) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t w = (int64_t)blockIdx.x * kWarps + warp;
-    if (w >= S.nlive) return;
-    const int64_t q = S.live[w];
-    const float* src = S.vecs + w * P.d;
-    float* dst = P.vec + q * P.vec_stride + (int64_t)S.iteration * P.d;
-    if ((P.d & 3) == 0) {
-        const float4* s4 = reinterpret_cast<const float4*>(src);
-        float4* d4 = reinterpret_cast<float4*>(dst);
-        for (int64_t j = lane; j < P.d / 4; j += 32) d4[j] = s4[j];
-    } else {
-        for (int64_t j = lane; j < P.d; j += 32) dst[j] = src[j];
-    }
-}
-
 __global__ void __launch_bounds__(kRerankThreads) bang_rerank_kernel(Dev P, Rerank r) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int64_t qi = blockIdx.x;
@@ -607,7 +613,7 @@ int make_dev(const graft_gpu_bang_args* a, Dev* P, const char* fn) {
 }
 
 // store: the step files staged vectors (graft_gpu_bang_store: live and vecs) instead of
-// expanding (steps A and B, out-of-core: live, rows and next).
+// expanding (steps A and B, out-of-core: live, rows and next; step B files vecs too when set).
 int make_step(const graft_gpu_bang_args* a, const graft_gpu_bang_step* s, Step* S, const char* fn,
               bool store = false) {
     if (!s) return gpu_fail(GRAFT_EINVAL, "%s: NULL step", fn);
@@ -627,7 +633,9 @@ int make_step(const graft_gpu_bang_args* a, const graft_gpu_bang_step* s, Step* 
         return gpu_fail(GRAFT_EINVAL, "%s: out-of-core step without its staged live list, %s "
                         "(nlive=%lld)", fn, store ? "vectors" : "rows or next array",
                         (long long)s->nlive);
-    if (store && ((uintptr_t)s->vecs & 15))
+    if (s->vecs && !out_of_core(a))
+        return gpu_fail(GRAFT_EINVAL, "%s: in-memory mode stages no vectors", fn);
+    if (s->vecs && ((uintptr_t)s->vecs & 15))
         return gpu_fail(GRAFT_EINVAL, "%s: staged vectors must be 16-byte aligned", fn);
     Step t{};
     t.q0 = s->q0;

@@ -237,8 +237,9 @@ typedef struct graft_gpu_bang_step {
     const int32_t* rows;     /* nlive x R: row w = the neighbours of live[w]'s node of slot t
                                 (unread and may be NULL when t + 1 == max_expand: nothing is
                                 expanded after slot t) */
-    const float* vecs;       /* graft_gpu_bang_store's: nlive x d, 16-byte aligned: the full
-                                vector of that node, for the query's re-rank store (slot t) */
+    const float* vecs;       /* graft_gpu_bang_store's, and step B's when not NULL (step A
+                                ignores it): nlive x d, 16-byte aligned: the full vector of that
+                                node, for the query's re-rank store (slot t) */
     int32_t* next;           /* steps A and B's: nlive, written by step A: live[w]'s node of slot
                                 t + 1, or -1 when the query has finished */
 } graft_gpu_bang_step;
@@ -252,7 +253,9 @@ int graft_gpu_bang_init(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a, graft_
 int graft_gpu_bang_step_a(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
                           const graft_gpu_bang_step* s, graft_gpu_stream stream);
 /* Step B: sorts the candidates and merges them into the worklist (BANG 4.7-4.8), marking the
- * chosen next node expanded. Queued after step A of the same iteration on the same stream. */
+ * chosen next node expanded. Queued after step A of the same iteration on the same stream.
+ * Out-of-core with s->vecs set, it also does graft_gpu_bang_store's filing (one launch fewer,
+ * for vectors that came on the step's own stream). */
 int graft_gpu_bang_step_b(graft_gpu_ctx* ctx, const graft_gpu_bang_args* a,
                           const graft_gpu_bang_step* s, graft_gpu_stream stream);
 /* Out-of-core: files the staged vectors (s->live, s->vecs, s->nlive of iteration t) in the live

@@ -26,6 +26,7 @@ void graft_bang_params_defaults(graft_bang_params* p) {
     p->device = 0;
     p->memory_budget = 0;
     p->threads = 0;
+    p->vector_stream_bytes = 0;
 }
 
 int graft_bang_max_expand(const graft_bang_params* p) {

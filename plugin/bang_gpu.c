@@ -22,7 +22,10 @@
  * next nodes nor the half's next steps wait for them. (Measured at cf25786 with one gather of
  * rows and vectors before step A, and at e3c8b7d with the vectors' copy queued between steps A
  * and B of the half's stream, where at d = 784 the host waited on the GPU ~40% of the loop;
- * bench/RESULTS.md.) Step A writes the next nodes to the host itself (no D2H copy: each CUDA call
+ * bench/RESULTS.md.) In the tail of a batch, where few queries still search and the calls, not
+ * the bytes, cost, a half's vectors under BANG_VEC_STREAM_BYTES go on the half's own stream
+ * instead, between steps A and B, and step B files them (5 queueing calls, not 7).
+ * Step A writes the next nodes to the host itself (no D2H copy: each CUDA call
  * costs the host ~10 us, graft_bang_report api_seconds), and the staged vectors alternate
  * between two pinned buffers, so that the host waits only for the copy of the one it filled two
  * iterations ago.
@@ -53,6 +56,14 @@
  * host therefore queues BANG_POLL iterations between polls: at most BANG_POLL - 1 empty step
  * pairs per batch instead of one round trip per iteration (~1.1-1.6 L iterations, BANG 6). */
 #define BANG_POLL 8
+/* Out-of-core: staged vectors of at least this many bytes a half-iteration travel on a stream
+ * of their own (graft_bang_params.vector_stream_bytes). At d = 128 vectors on the half's stream
+ * (5 queueing calls a half-iteration) were never slower and up to 17% faster at L >= 48, where
+ * the long tail of iterations with few live queries weighs; at d = 784 their own stream (7
+ * calls) was 4-54% faster up to L = 96, where a half's 15.7 MB copy held up its next step A
+ * (bench/RESULTS.md, e3c8b7d against 673e381). 1 MiB is ~20 us of copy at the measured ~50 GB/s,
+ * about what the two calls and the wait saved cost. */
+#define BANG_VEC_STREAM_BYTES ((size_t)1 << 20)
 /* Batch cap: live lists hold int32 query indices; 2^24 queries is far past saturation (BANG's
  * batches are 10^4). */
 #define BANG_MAX_BATCH ((int64_t)1 << 24)
@@ -339,6 +350,8 @@ typedef struct {
                           queued */
     int32_t* d_ir;     /* device copies of ir and of the staged ids and vectors */
     char* d_staged;
+    size_t vec_stream_bytes; /* staged vectors of at least this many bytes go on stream2 */
+    int on_stream2[2]; /* by parity: the last copy out of staged[p] was queued on stream2 */
 } half;
 
 /* Host threads copy each live query's node's neighbour row (vecs 0) or full vector (vecs 1)
@@ -364,7 +377,9 @@ static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, st
 
 /* One iteration of a half whose live list and nodes (ir, cur) are set: rows gathered, then
  * queued: rows in, step A (next nodes out), step B; vectors gathered while they run, then
- * queued on stream2: vectors in, their store. */
+ * queued on stream2: vectors in, their store. When the vectors are few (under
+ * vec_stream_bytes: the tail of a batch), they go on the half's stream instead, before step B,
+ * which files them: 5 queueing calls instead of 7. */
 static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int threads,
                           stats* st) {
     graft_gpu_ctx* ctx = dev->ctx;
@@ -372,6 +387,8 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     /* The last permitted expansion's row cannot matter: not gathered, not sent. */
     const int rows = h->it + 1 < a->max_expand;
     const size_t ir_bytes = nl * (size_t)(1 + (rows ? dev->R : 0)) * sizeof(int32_t);
+    const size_t staged = staged_bytes(nl, dev->d);
+    const int side = staged >= h->vec_stream_bytes, par = h->it & 1;
     graft_gpu_bang_step s;
     memset(&s, 0, sizeof s);
     s.q0 = h->q0;
@@ -388,22 +405,30 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
     GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ir, h->ir, ir_bytes, h->stream));
     GRAFT_TRY(graft_gpu_bang_step_a(ctx, a, &s, h->stream));
     GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_next, h->stream));
-    GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
+    if (side) GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
     st->api_s += omp_get_wtime() - t;
-    /* The vectors wait for re-ranking only (4.3): gathered after the steps are queued, and
-     * copied and stored on stream2, so that neither the host's path to the next nodes nor the
-     * half's next steps wait for them. The buffer of this iteration's parity is free once its
-     * copy two iterations ago is done (an event never recorded counts as done). */
-    const int par = h->it & 1;
-    GRAFT_TRY(timed_event_sync(ctx, h->ev_staged[par], st));
+    /* The vectors wait for re-ranking only (4.3): gathered after step A is queued, so that the
+     * host's path to the next nodes does not wait for them, and on stream2 so that the half's
+     * next steps do not either. The buffer of this iteration's parity is free once its copy two
+     * iterations ago is done: on the half's stream, that copy preceded the step A whose next
+     * nodes the host waited for since; on stream2, its event says (one never recorded counts
+     * as done). */
+    if (h->on_stream2[par]) GRAFT_TRY(timed_event_sync(ctx, h->ev_staged[par], st));
     gather(dev, h, 1, threads, st);
     t = omp_get_wtime();
-    s.live = (const int32_t*)h->d_staged;
-    s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
-    const size_t staged = staged_bytes(nl, dev->d);
-    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, dev->stream2));
-    GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
-    GRAFT_TRY(graft_gpu_bang_store(ctx, a, &s, dev->stream2));
+    h->on_stream2[par] = side;
+    if (side) {
+        s.live = (const int32_t*)h->d_staged;
+        s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
+        GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, dev->stream2));
+        GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
+        GRAFT_TRY(graft_gpu_bang_store(ctx, a, &s, dev->stream2));
+    } else {
+        /* The staged ids equal s.live's (the rows' copy): only the vectors are read. */
+        s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
+        GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, h->stream));
+        GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
+    }
     st->api_s += omp_get_wtime() - t;
     st->h2d += (int64_t)(ir_bytes + staged);
     st->d2h += (int64_t)(nl * sizeof(int32_t));
@@ -414,7 +439,7 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
 
 /* Out-of-core iterations of one batch: the two halves in turn until both have finished. */
 static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, const dev_layout* dl,
-                           const host_layout* hl, int threads, stats* st) {
+                           const host_layout* hl, int threads, size_t vec_stream_bytes, stats* st) {
     graft_gpu_ctx* ctx = dev->ctx;
     char* dbase = (char*)dev->scratch;
     char* hbase = (char*)dev->pinned;
@@ -438,6 +463,7 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         x->cur = (int32_t*)(hbase + hl->cur[h]);
         x->d_ir = (int32_t*)(dbase + dl->ir[h]);
         x->d_staged = dbase + dl->staged[h];
+        x->vec_stream_bytes = vec_stream_bytes;
         for (int64_t w = 0; w < x->nq; w++) {
             x->ir[w] = (int32_t)(x->q0 + w);
             x->cur[w] = (int32_t)dev->entry; /* slot 0 of every query */
@@ -499,7 +525,9 @@ static int run_batch(graft_bang_dev* dev, graft_gpu_bang_args a, const graft_ban
     if (dev->in_memory)
         GRAFT_TRY(run_in_memory(dev, &a, (int32_t*)((char*)dev->pinned + hl->counters), st));
     else
-        GRAFT_TRY(run_out_of_core(dev, &a, dl, hl, threads, st));
+        GRAFT_TRY(run_out_of_core(dev, &a, dl, hl, threads,
+                                  p->vector_stream_bytes ? p->vector_stream_bytes : BANG_VEC_STREAM_BYTES,
+                                  st));
     st->loop_s += omp_get_wtime() - t_loop;
     graft_gpu_bang_rerank_args r;
     memset(&r, 0, sizeof r);

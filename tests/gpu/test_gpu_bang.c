@@ -12,6 +12,7 @@
  * GRAFT_TEST_QUICK=1: 40 queries, one L, both modes (for compute-sanitizer). */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <omp.h>
@@ -163,14 +164,21 @@ static void compare(const fixture* f, const graft_bang_params* p, graft_bang_mod
     free_results(&g);
 }
 
-/* In-memory and out-of-core: the same results bit for bit; each mode repeated too. */
+/* In-memory and out-of-core: the same results bit for bit; each mode repeated too. Out-of-core
+ * with the staged vectors always on their own stream, never, and switching in the tail (at the
+ * vectors of a quarter of the queries: half of a half batch). */
 static void modes_identical(const fixture* f, const graft_bang_params* p) {
     const int64_t nq = f->nq, k = 10;
     results a = alloc_results(nq, k), b = alloc_results(nq, k), c = alloc_results(nq, k);
     CHECK_OK(gpu_search(f, p, GRAFT_BANG_IN_MEMORY, nq, k, &a, NULL));
-    CHECK_OK(gpu_search(f, p, GRAFT_BANG_OUT_OF_CORE, nq, k, &b, NULL));
-    CHECK(same_results(&a, &b, nq * k), "%s L=%d: in-memory and out-of-core results differ",
-          f->name, p->L);
+    const size_t vsb[] = {1, SIZE_MAX, (size_t)(nq / 4) * (size_t)(f->d * 4 + 4)};
+    for (int i = 0; i < 3; i++) {
+        graft_bang_params q = *p;
+        q.vector_stream_bytes = vsb[i];
+        CHECK_OK(gpu_search(f, &q, GRAFT_BANG_OUT_OF_CORE, nq, k, &b, NULL));
+        CHECK(same_results(&a, &b, nq * k), "%s L=%d vector_stream_bytes=%zu: in-memory and "
+              "out-of-core results differ", f->name, p->L, vsb[i]);
+    }
     CHECK_OK(gpu_search(f, p, GRAFT_BANG_OUT_OF_CORE, nq, k, &c, NULL));
     CHECK(same_results(&b, &c, nq * k), "%s L=%d: two out-of-core runs differ", f->name, p->L);
     CHECK_OK(gpu_search(f, p, GRAFT_BANG_IN_MEMORY, nq, k, &c, NULL));
@@ -440,6 +448,7 @@ int main(void) {
         p.L = 32;
         compare(&s, &p, GRAFT_BANG_IN_MEMORY, s.gt, s.gt_k);
         compare(&s, &p, GRAFT_BANG_OUT_OF_CORE, s.gt, s.gt_k);
+        modes_identical(&s, &p);
         p.rerank = 10;
         p.max_expand = 32;
         compare(&s, &p, GRAFT_BANG_OUT_OF_CORE, s.gt, s.gt_k);

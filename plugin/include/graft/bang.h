@@ -45,6 +45,13 @@ typedef struct graft_bang_params {
                         worklists, Bloom filters, staged neighbour rows, re-rank vectors,
                         results); 0 = 1 GiB. Larger batches are split */
     int threads;     /* host threads gathering neighbour rows (out-of-core); 0 = OpenMP's */
+    size_t vector_stream_bytes; /* out-of-core: an iteration of a half batch whose staged full
+                        vectors take at least this many bytes copies them on a stream of their
+                        own, off the path of the half's next steps (many live queries, large
+                        d); smaller ones go on the half's stream and step B files them, three
+                        queueing calls fewer (the tail of a batch, when few queries still
+                        search). 0 = 1 MiB; 1 = always their own stream; SIZE_MAX = never.
+                        Results do not depend on it */
 } graft_bang_params;
 
 /* Defaults as documented in the struct. */
