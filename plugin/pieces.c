@@ -5,7 +5,8 @@
  *      each vector joins the two nearest centroids' pieces that still have room (in id order, so
  *      no piece exceeds `max`; 20% spare room keeps the fallback to a farther piece rare);
  *   2. build: each piece's graph on its own (GRNND on the GPU, or RNN-Descent on the CPU), one
- *      piece at a time, so the device holds one piece's vectors and pools;
+ *      piece at a time, so the device holds one piece's vectors and pools; a GPU build of piece
+ *      c + 1 runs while the host merges piece c;
  *   3. merge: every vector's two rows (global ids), deduplicated, sorted by (distance, id) and,
  *      for L2, pruned by a relaxed RNG rule (a candidate goes when a kept closer neighbour is much
  *      nearer to it than the vertex is: MERGE_ALPHA below), at most R kept.
@@ -15,6 +16,7 @@
  */
 #include <float.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,10 +156,72 @@ static void merge_row(const float* x, int64_t d, int l2, int R, int64_t v, int32
     for (int j = 0; j < R; j++) row[j] = j < kept ? kept_scratch[j] : -1;
 }
 
-/* One graph of n vectors by the pieces' builder. */
-static int build_one(const float* x, int64_t n, int64_t d, const graft_grnnd_params* p, int gpu,
-                     graft_graph* out) {
-    return gpu ? graft_grnnd_build_gpu(x, n, d, p, out, NULL) : graft_rnnd_build_cpu(x, n, d, &p->base, out);
+/* One piece's build: its vectors gathered into sub, then its graph (local ids) by the pieces'
+ * builder. Runs on a thread of its own while the host merges the piece before it (GPU builds). */
+typedef struct {
+    const float* x;
+    int64_t d;
+    const int64_t* mem; /* the piece's vectors (global ids) */
+    int64_t m;
+    const graft_grnnd_params* p;
+    int gpu;
+    float* sub;        /* room for the largest piece */
+    graft_graph g;     /* out */
+    int rc;
+    double seconds;
+    char err[900];     /* the builder's message (graft_last_error is per thread) */
+} piece_job;
+
+static void* piece_build(void* arg) {
+    piece_job* j = arg;
+    const double t = graft_now_s();
+    const int64_t d = j->d;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < j->m; i++)
+        memcpy(j->sub + i * d, j->x + j->mem[i] * d, (size_t)d * sizeof(float));
+    memset(&j->g, 0, sizeof j->g);
+    j->rc = j->gpu ? graft_grnnd_build_gpu(j->sub, j->m, d, j->p, &j->g, NULL)
+                   : graft_rnnd_build_cpu(j->sub, j->m, d, &j->p->base, &j->g);
+    if (j->rc != GRAFT_OK) snprintf(j->err, sizeof j->err, "%s", graft_last_error());
+    j->seconds = graft_now_s() - t;
+    return NULL;
+}
+
+/* Merges piece c's graph (job->g, local ids over mem) into the rows (global ids): a vector's
+ * first piece gives its row as built, the second is merged into it. 0, or 1 when out of host
+ * memory. */
+static int merge_piece(const float* x, int64_t d, int l2, int R, const piece_job* job,
+                       int32_t* nbrs, uint8_t* seen) {
+    const int64_t* mem = job->mem;
+    const int64_t m = job->m;
+    const int32_t* gn = job->g.nbrs;
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        cand* cs = malloc((size_t)2 * R * sizeof(cand));
+        int32_t* add = malloc((size_t)(R + R) * sizeof(int32_t));
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < m; i++) {
+            if (!cs || !add) { /* every thread still takes its share of the loop */
+                fail = 1;
+                continue;
+            }
+            const int64_t v = mem[i];
+            int32_t* row = nbrs + v * R;
+            int na = 0;
+            for (int j = 0; j < R; j++) {
+                const int32_t u = gn[i * R + j];
+                if (u >= 0) add[na++] = (int32_t)mem[u];
+            }
+            if (!seen[v]) { /* v's first piece: its row as built */
+                for (int j = 0; j < R; j++) row[j] = j < na ? add[j] : -1;
+                seen[v] = 1;
+            } else
+                merge_row(x, d, l2, R, v, row, add, na, cs, add + R);
+        }
+        free(cs), free(add);
+    }
+    return fail;
 }
 
 int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
@@ -180,7 +244,8 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
     if (n <= piece_max) { /* one piece: the plain build */
         rep.pieces = 1;
         rep.largest_piece = n;
-        const int rc = build_one(x, n, d, &p, gpu, out);
+        const int rc = gpu ? graft_grnnd_build_gpu(x, n, d, &p, out, NULL)
+                           : graft_rnnd_build_cpu(x, n, d, &p.base, out);
         rep.build_seconds = graft_now_s() - t0;
         if (rc == GRAFT_OK && report) *report = rep;
         return rc;
@@ -256,54 +321,46 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
     }
     float* sub = rc == GRAFT_OK ? malloc((size_t)largest * (size_t)d * sizeof(float)) : NULL;
     if (rc == GRAFT_OK && !sub) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
-    for (int c = 0; c < P && rc == GRAFT_OK; c++) {
-        const int64_t* mem = members + fill[c];
-        const int64_t m = fill[c + 1] - fill[c];
-        if (m == 0) continue;
-        const double tb = graft_now_s();
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < m; i++)
-            memcpy(sub + i * d, x + mem[i] * d, (size_t)d * sizeof(float));
-        graft_graph g = {0};
-        rc = build_one(sub, m, d, &p, gpu, &g);
-        const double tm = graft_now_s();
-        rep.build_seconds += tm - tb;
-        if (rc != GRAFT_OK) {
-            char msg[900];
-            snprintf(msg, sizeof msg, "%s", graft_last_error());
-            rc = graft_fail(rc, "%s: piece %d of %d (%lld vectors): %s", fn, c + 1, P,
-                            (long long)m, msg);
+    /* Piece c + 1 builds while piece c merges: GPU builds on a thread of their own (the host's
+     * cores are free while GRNND runs, the merge is host work), CPU builds after the merge (both
+     * use every core). The merges run in piece order, so the rows do not depend on the overlap.
+     * sub is free once a build has ended: the merge reads x and the piece's graph. */
+    piece_job jobs[2];
+    int cur = 0, c = 0;
+    while (c < P && fill[c + 1] == fill[c]) c++; /* the first piece with vectors */
+    if (rc == GRAFT_OK && c < P) {
+        jobs[0] = (piece_job){x, d, members + fill[c], fill[c + 1] - fill[c], &p, gpu, sub};
+        piece_build(&jobs[0]);
+    }
+    while (rc == GRAFT_OK && c < P) {
+        piece_job* job = &jobs[cur];
+        rep.build_seconds += job->seconds;
+        if (job->rc != GRAFT_OK) {
+            rc = graft_fail(job->rc, "%s: piece %d of %d (%lld vectors): %s", fn, c + 1, P,
+                            (long long)job->m, job->err);
             break;
         }
-        int fail = 0;
-#pragma omp parallel reduction(| : fail)
-        {
-            cand* cs = malloc((size_t)2 * R * sizeof(cand));
-            int32_t* add = malloc((size_t)(R + R) * sizeof(int32_t));
-#pragma omp for schedule(dynamic, 256)
-            for (int64_t i = 0; i < m; i++) {
-                if (!cs || !add) { /* every thread still takes its share of the loop */
-                    fail = 1;
-                    continue;
-                }
-                const int64_t v = mem[i];
-                int32_t* row = nbrs + v * R;
-                int na = 0;
-                for (int j = 0; j < R; j++) {
-                    const int32_t u = g.nbrs[i * R + j];
-                    if (u >= 0) add[na++] = (int32_t)mem[u];
-                }
-                if (!seen[v]) { /* v's first piece: its row as built */
-                    for (int j = 0; j < R; j++) row[j] = j < na ? add[j] : -1;
-                    seen[v] = 1;
-                } else
-                    merge_row(x, d, l2, R, v, row, add, na, cs, add + R);
-            }
-            free(cs), free(add);
+        int cn = c + 1;
+        while (cn < P && fill[cn + 1] == fill[cn]) cn++;
+        piece_job* next = &jobs[1 - cur];
+        pthread_t th;
+        int threaded = 0;
+        if (cn < P) {
+            *next = (piece_job){x, d, members + fill[cn], fill[cn + 1] - fill[cn], &p, gpu, sub};
+            threaded = gpu && pthread_create(&th, NULL, piece_build, next) == 0;
         }
-        graft_graph_free(&g);
-        if (fail) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+        const double tm = graft_now_s();
+        const int fail = merge_piece(x, d, l2, R, job, nbrs, seen);
         rep.merge_seconds += graft_now_s() - tm;
+        graft_graph_free(&job->g);
+        if (threaded) pthread_join(th, NULL);
+        else if (cn < P && !fail) piece_build(next);
+        if (fail) {
+            if (cn < P) graft_graph_free(&next->g);
+            rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+        }
+        c = cn;
+        cur = 1 - cur;
     }
     free(sub), free(cent), free(top), free(asg), free(fill), free(members), free(seen);
     if (rc != GRAFT_OK) {

@@ -150,7 +150,9 @@ typedef struct graft_pieces_report {
     int64_t largest_piece;   /* vectors in the largest piece */
     double partition_seconds; /* k-means and assignment */
     double build_seconds;    /* the pieces' builds, gathers of their vectors included */
-    double merge_seconds;    /* the rows' merges */
+    double merge_seconds;    /* the rows' merges (GPU builds: piece c + 1 builds while piece c
+                                merges, so the two overlap and can add up to more than the
+                                wall) */
 } graft_pieces_report;
 int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                              int gpu, int64_t piece_max, graft_graph* out,
