@@ -424,6 +424,14 @@ static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, hal
         GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
         GRAFT_TRY(graft_gpu_bang_store(ctx, a, &s, dev->stream2));
     } else {
+        /* The first time on the half's stream: the copy into d_staged waits for the last
+         * store on stream2, which reads it (the event of this parity is free: its pinned
+         * buffer's copy was just waited for, and it is not waited for again before a copy on
+         * stream2 records it anew). */
+        if (h->on_stream2[1 - par]) {
+            GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
+            GRAFT_TRY(graft_gpu_stream_wait(ctx, h->stream, h->ev_staged[par]));
+        }
         /* The staged ids equal s.live's (the rows' copy): only the vectors are read. */
         s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
         GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, h->stream));
