@@ -48,9 +48,9 @@ typedef struct graft_bang_params {
     size_t vector_stream_bytes; /* out-of-core: an iteration of a half batch whose staged full
                         vectors take at least this many bytes copies them on a stream of their
                         own, off the path of the half's next steps (many live queries, large
-                        d); smaller ones go on the half's stream and step B files them, three
-                        queueing calls fewer (the tail of a batch, when few queries still
-                        search). 0 = 1 MiB; 1 = always their own stream; SIZE_MAX = never.
+                        d); smaller ones go on the half's stream and step B files them, two
+                        queueing calls and an event wait fewer (the tail of a batch, when few
+                        queries still search). 0 = 1 MiB; 1 = always their own stream; SIZE_MAX = never.
                         Results do not depend on it */
 } graft_bang_params;
 
