@@ -10,25 +10,27 @@
  *            query's node's neighbour row (R int32) into pinned memory (OpenMP,
  *            params->threads)
  *     queue: H2D live ids + rows | step A (writes the next nodes into mapped pinned memory),
- *            event | step B
- *     host:  gather the same nodes' full vectors (d floats) into pinned memory, while the steps
- *            run
+ *            event | step B, by the calling thread while the other threads of the same OpenMP
+ *            region go on to
+ *     host:  gather the same nodes' full vectors (d floats) into pinned memory (the calling
+ *            thread joins them once the steps are queued)
  *     queue on the third stream: H2D live ids + vectors, event | store into the re-rank slots
  * and the host visits the halves in turn: while it works on half 0, the device runs half 1's
  * kernels and copies and half 0's step B (which the eager selection of step A moved off the
  * critical path, 4.6); then the roles swap. Copies overlap kernels of the other half. The
  * vectors (2/3 of the bytes at R = 64, d = 128, 92% at d = 784) are needed only by the re-rank,
- * so they are gathered after the steps are queued and travel on their own stream: neither the
+ * so they are gathered while the steps are queued and travel on their own stream: neither the
  * next nodes nor the half's next steps wait for them. (Measured at cf25786 with one gather of
  * rows and vectors before step A, and at e3c8b7d with the vectors' copy queued between steps A
  * and B of the half's stream, where at d = 784 the host waited on the GPU ~40% of the loop;
  * bench/RESULTS.md.) In the tail of a batch, where few queries still search and the calls, not
- * the bytes, cost, a half's vectors under BANG_VEC_STREAM_BYTES go on the half's own stream
+ * the bytes, cost, a half's vectors under graft_bang_params.vector_stream_bytes go on the half's
+ * own stream
  * instead, between steps A and B, and step B files them (5 queueing calls, not 7).
  * Step A writes the next nodes to the host itself (no D2H copy: each CUDA call
- * costs the host ~10 us, graft_bang_report api_seconds), and the staged vectors alternate
- * between two pinned buffers, so that the host waits only for the copy of the one it filled two
- * iterations ago.
+ * costs the host ~10 us, graft_bang_report api_seconds), and the staged vectors rotate
+ * through GRAFT_BANG_STAGED pinned buffers, so that the host waits only for the copy of the one
+ * it filled that many iterations ago, before the iteration's gathers start.
  * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 (live id) + 4 d (vector)
  * bytes to the device (and up to 12 bytes of padding a half-iteration) and 4 (next node) back:
  * 776 bytes at R = 64, d = 128, BANG's scheme, whose floor is 772 (the second copy of the id
@@ -100,8 +102,8 @@ void graft_bang_dev_release(graft_bang_dev* dev) {
         graft_gpu_stream_destroy(ctx, dev->stream2);
         for (int h = 0; h < 2; h++) {
             graft_gpu_event_destroy(ctx, dev->ev_next[h]);
-            graft_gpu_event_destroy(ctx, dev->ev_staged[h][0]);
-            graft_gpu_event_destroy(ctx, dev->ev_staged[h][1]);
+            for (int b = 0; b < GRAFT_BANG_STAGED; b++)
+                graft_gpu_event_destroy(ctx, dev->ev_staged[h][b]);
         }
         graft_gpu_event_destroy(ctx, dev->ev_init);
         graft_gpu_event_destroy(ctx, dev->ev_join);
@@ -165,8 +167,8 @@ int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const graft_
     if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev.stream2);
     for (int h = 0; h < 2 && rc == GRAFT_OK; h++) {
         rc = graft_gpu_event_create(ctx, 0, &dev.ev_next[h]);
-        for (int p = 0; p < 2 && rc == GRAFT_OK; p++)
-            rc = graft_gpu_event_create(ctx, 0, &dev.ev_staged[h][p]);
+        for (int b = 0; b < GRAFT_BANG_STAGED && rc == GRAFT_OK; b++)
+            rc = graft_gpu_event_create(ctx, 0, &dev.ev_staged[h][b]);
     }
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_init);
     if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_join);
@@ -231,7 +233,7 @@ typedef struct {
     size_t state, xq, D, I, ir[2], staged[2], end;
 } dev_layout;
 typedef struct {
-    size_t ir[2], staged[2][2], next[2], cur[2], counters, end;
+    size_t ir[2], staged[2][GRAFT_BANG_STAGED], next[2], cur[2], counters, end;
 } host_layout;
 
 static size_t take(size_t* off, size_t bytes, size_t align) {
@@ -275,7 +277,8 @@ static host_layout make_host_layout(int64_t B, int64_t d, int R, int E, int ooc)
         for (int h = 0; h < 2; h++) {
             const size_t bh = (size_t)(h ? B - half0(B) : half0(B));
             l.ir[h] = take(&off, bh * (1 + R) * sizeof(int32_t), 64);
-            for (int p = 0; p < 2; p++) l.staged[h][p] = take(&off, staged_bytes(bh, d), 64);
+            for (int b = 0; b < GRAFT_BANG_STAGED; b++)
+                l.staged[h][b] = take(&off, staged_bytes(bh, d), 64);
             l.next[h] = take(&off, bh * sizeof(int32_t), 64);
             l.cur[h] = take(&off, bh * sizeof(int32_t), 64);
         }
@@ -339,10 +342,10 @@ typedef struct {
     int64_t nlive;     /* queries still searching */
     int it;            /* the next iteration (= expansion slot) of the half */
     graft_gpu_stream stream;
-    graft_gpu_event ev_next, ev_staged[2];
+    graft_gpu_event ev_next, ev_staged[GRAFT_BANG_STAGED];
     int32_t* ir;       /* pinned: nlive live query indices, then their nodes' rows */
-    char* staged[2];   /* pinned, by iteration parity: the live query indices, then their nodes'
-                          vectors (staged_vec_off) */
+    char* staged[GRAFT_BANG_STAGED]; /* pinned, iteration t uses staged[t % GRAFT_BANG_STAGED]:
+                          the live query indices, then their nodes' vectors (staged_vec_off) */
     int32_t* next;     /* pinned, mapped: step A's next nodes */
     int32_t* d_next;   /* the device's address of `next` */
     int32_t* cur;      /* the live queries' nodes being expanded, compacted from `next`: the
@@ -351,96 +354,113 @@ typedef struct {
     int32_t* d_ir;     /* device copies of ir and of the staged ids and vectors */
     char* d_staged;
     size_t vec_stream_bytes; /* staged vectors of at least this many bytes go on stream2 */
-    int on_stream2[2]; /* by parity: the last copy out of staged[p] was queued on stream2 */
+    int on_stream2[GRAFT_BANG_STAGED]; /* the last copy out of staged[b] was on stream2 */
 } half;
 
-/* Host threads copy each live query's node's neighbour row (vecs 0) or full vector (vecs 1)
- * into the half's pinned buffers. */
-static void gather(const graft_bang_dev* dev, half* h, int vecs, int threads, stats* st) {
-    const double t = omp_get_wtime();
-    const int64_t nl = h->nlive, R = dev->R, d = dev->d;
-    int32_t* out_rows = h->ir + nl;
-    const int32_t* nodes = h->cur;
-    char* staged = h->staged[h->it & 1];
-    float* out_vecs = (float*)(staged + staged_vec_off((size_t)nl));
-    if (vecs) memcpy(staged, h->ir, (size_t)nl * sizeof(int32_t));
-#pragma omp parallel for num_threads(threads) schedule(static) if (nl >= 64)
-    for (int64_t w = 0; w < nl; w++) {
-        const int64_t u = nodes[w];
-        if (vecs)
-            memcpy(out_vecs + w * d, dev->host_x + u * d, (size_t)d * sizeof(float));
-        else
-            memcpy(out_rows + w * R, dev->host_nbrs + u * R, (size_t)R * sizeof(int32_t));
-    }
-    st->gather_s += omp_get_wtime() - t;
+/* Queues a half-iteration's steps: rows in, step A (next nodes out, event), and step B unless
+ * it waits for the vectors (fused: they come on the half's stream). */
+static int queue_steps(graft_bang_dev* dev, const graft_gpu_bang_args* a, const half* h,
+                       const graft_gpu_bang_step* s, size_t ir_bytes, int step_b) {
+    graft_gpu_ctx* ctx = dev->ctx;
+    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ir, h->ir, ir_bytes, h->stream));
+    GRAFT_TRY(graft_gpu_bang_step_a(ctx, a, s, h->stream));
+    GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_next, h->stream));
+    if (step_b) GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, s, h->stream));
+    return GRAFT_OK;
 }
 
-/* One iteration of a half whose live list and nodes (ir, cur) are set: rows gathered, then
- * queued: rows in, step A (next nodes out), step B; vectors gathered while they run, then
- * queued on stream2: vectors in, their store. When the vectors are few (under
- * vec_stream_bytes: the tail of a batch), they go on the half's stream instead, before step B,
- * which files them: 5 queueing calls instead of 7. */
+/* One iteration of a half whose live list and nodes (ir, cur) are set. In one OpenMP region the
+ * host threads gather the live queries' nodes' neighbour rows; then the calling thread queues
+ * rows in, step A (next nodes out) and step B while the others go on to gather the nodes' full
+ * vectors, which it joins when done; then the vectors are queued on stream2: vectors in, their
+ * store. When the vectors are few (under vec_stream_bytes: the tail of a batch), they go on the
+ * half's stream instead, and step B, queued after them, files them: 5 queueing calls instead of
+ * 7. */
 static int half_iteration(graft_bang_dev* dev, const graft_gpu_bang_args* a, half* h, int threads,
                           stats* st) {
     graft_gpu_ctx* ctx = dev->ctx;
-    const size_t nl = (size_t)h->nlive;
+    const int64_t nl = h->nlive, R = dev->R, d = dev->d;
     /* The last permitted expansion's row cannot matter: not gathered, not sent. */
     const int rows = h->it + 1 < a->max_expand;
-    const size_t ir_bytes = nl * (size_t)(1 + (rows ? dev->R : 0)) * sizeof(int32_t);
-    const size_t staged = staged_bytes(nl, dev->d);
-    const int side = staged >= h->vec_stream_bytes, par = h->it & 1;
+    const size_t ir_bytes = (size_t)nl * (size_t)(1 + (rows ? R : 0)) * sizeof(int32_t);
+    const size_t staged = staged_bytes((size_t)nl, d);
+    const int side = staged >= h->vec_stream_bytes;
+    const int b = h->it % GRAFT_BANG_STAGED, prev = (h->it + GRAFT_BANG_STAGED - 1) % GRAFT_BANG_STAGED;
     graft_gpu_bang_step s;
     memset(&s, 0, sizeof s);
     s.q0 = h->q0;
     s.nq = h->nq;
     s.iteration = h->it;
     s.live = h->d_ir;
-    s.nlive = h->nlive;
+    s.nlive = nl;
     s.rows = rows ? h->d_ir + nl : NULL;
     s.next = h->d_next;
-    /* The pinned live ids and rows are free: their last copy preceded the last step A, which
-     * the event of the next nodes just waited for follows. */
-    if (rows) gather(dev, h, 0, threads, st);
-    double t = omp_get_wtime();
-    GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_ir, h->ir, ir_bytes, h->stream));
-    GRAFT_TRY(graft_gpu_bang_step_a(ctx, a, &s, h->stream));
-    GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_next, h->stream));
-    if (side) GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
-    st->api_s += omp_get_wtime() - t;
-    /* The vectors wait for re-ranking only (4.3): gathered after step A is queued, so that the
-     * host's path to the next nodes does not wait for them, and on stream2 so that the half's
-     * next steps do not either. The buffer of this iteration's parity is free once its copy two
-     * iterations ago is done: on the half's stream, that copy preceded the step A whose next
-     * nodes the host waited for since; on stream2, its event says (one never recorded counts
-     * as done). */
-    if (h->on_stream2[par]) GRAFT_TRY(timed_event_sync(ctx, h->ev_staged[par], st));
-    gather(dev, h, 1, threads, st);
-    t = omp_get_wtime();
-    h->on_stream2[par] = side;
+    /* The pinned buffers. The live ids and rows are free: their last copy preceded the last
+     * step A, which the event of the next nodes just waited for follows. staged[b] is free once
+     * its last copy, GRAFT_BANG_STAGED iterations ago, is done: on the half's stream, that copy
+     * preceded a step A whose next nodes the host has waited for since; on stream2, its event
+     * says (one never recorded counts as done), which three buffers make the host rarely wait
+     * for. The vectors wait for re-ranking only (4.3): gathered while step A is queued and
+     * runs, so that the host's path to the next nodes does not wait for them, and on stream2 so
+     * that the half's next steps do not either. */
+    if (h->on_stream2[b]) GRAFT_TRY(timed_event_sync(ctx, h->ev_staged[b], st));
+    char* out = h->staged[b];
+    float* out_vecs = (float*)(out + staged_vec_off((size_t)nl));
+    int32_t* out_rows = h->ir + nl;
+    const int32_t* nodes = h->cur;
+    memcpy(out, h->ir, (size_t)nl * sizeof(int32_t));
+    int rc = GRAFT_OK;
+    double api = 0;
+    const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(threads) if (nl >= 64)
+    {
+        if (rows) {
+#pragma omp for schedule(static)
+            for (int64_t w = 0; w < nl; w++)
+                memcpy(out_rows + w * R, dev->host_nbrs + (int64_t)nodes[w] * R,
+                       (size_t)R * sizeof(int32_t));
+        }
+        /* After the rows' barrier. The calling thread (its CUDA calls and error message stay
+         * on it), then the vectors' loop, whose dynamic chunks the others start on meanwhile. */
+#pragma omp master
+        {
+            const double t = omp_get_wtime();
+            rc = queue_steps(dev, a, h, &s, ir_bytes, side);
+            api = omp_get_wtime() - t;
+        }
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t w = 0; w < nl; w++)
+            memcpy(out_vecs + w * d, dev->host_x + (int64_t)nodes[w] * d, (size_t)d * sizeof(float));
+    }
+    st->gather_s += omp_get_wtime() - t0;
+    st->api_s += api;
+    if (rc != GRAFT_OK) return rc;
+    const double t = omp_get_wtime();
+    h->on_stream2[b] = side;
     if (side) {
         s.live = (const int32_t*)h->d_staged;
-        s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
-        GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, dev->stream2));
-        GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
+        s.vecs = (const float*)(h->d_staged + staged_vec_off((size_t)nl));
+        GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, out, staged, dev->stream2));
+        GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[b], dev->stream2));
         GRAFT_TRY(graft_gpu_bang_store(ctx, a, &s, dev->stream2));
     } else {
         /* The first time on the half's stream: the copy into d_staged waits for the last
-         * store on stream2, which reads it (the event of this parity is free: its pinned
-         * buffer's copy was just waited for, and it is not waited for again before a copy on
-         * stream2 records it anew). */
-        if (h->on_stream2[1 - par]) {
-            GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[par], dev->stream2));
-            GRAFT_TRY(graft_gpu_stream_wait(ctx, h->stream, h->ev_staged[par]));
+         * store on stream2, which reads it (staged[b]'s event is free: its copy was just
+         * waited for, and it is not waited for again before a copy on stream2 records it
+         * anew). */
+        if (h->on_stream2[prev]) {
+            GRAFT_TRY(graft_gpu_event_record(ctx, h->ev_staged[b], dev->stream2));
+            GRAFT_TRY(graft_gpu_stream_wait(ctx, h->stream, h->ev_staged[b]));
         }
         /* The staged ids equal s.live's (the rows' copy): only the vectors are read. */
-        s.vecs = (const float*)(h->d_staged + staged_vec_off(nl));
-        GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, h->staged[par], staged, h->stream));
+        s.vecs = (const float*)(h->d_staged + staged_vec_off((size_t)nl));
+        GRAFT_TRY(graft_gpu_copy_async(ctx, h->d_staged, out, staged, h->stream));
         GRAFT_TRY(graft_gpu_bang_step_b(ctx, a, &s, h->stream));
     }
     st->api_s += omp_get_wtime() - t;
     st->h2d += (int64_t)(ir_bytes + staged);
-    st->d2h += (int64_t)(nl * sizeof(int32_t));
-    st->expansions += h->nlive;
+    st->d2h += (int64_t)((size_t)nl * sizeof(int32_t));
+    st->expansions += nl;
     h->it++;
     return GRAFT_OK;
 }
@@ -462,9 +482,9 @@ static int run_out_of_core(graft_bang_dev* dev, const graft_gpu_bang_args* a, co
         x->stream = h ? dev->stream1 : NULL;
         x->ev_next = dev->ev_next[h];
         x->ir = (int32_t*)(hbase + hl->ir[h]);
-        for (int p = 0; p < 2; p++) {
-            x->ev_staged[p] = dev->ev_staged[h][p];
-            x->staged[p] = hbase + hl->staged[h][p];
+        for (int b = 0; b < GRAFT_BANG_STAGED; b++) {
+            x->ev_staged[b] = dev->ev_staged[h][b];
+            x->staged[b] = hbase + hl->staged[h][b];
         }
         x->next = (int32_t*)(hbase + hl->next[h]);
         GRAFT_TRY(graft_gpu_host_device_ptr(ctx, x->next, (void**)&x->d_next));

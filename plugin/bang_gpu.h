@@ -11,6 +11,9 @@
 #include "graft/bang.h"
 #include "graft_gpu.h"
 
+/* Pinned buffers of staged vectors per half batch, used in turn by its iterations. */
+#define GRAFT_BANG_STAGED 3
+
 typedef struct graft_bang_dev {
     graft_gpu_ctx* ctx;      /* not owned */
     int64_t n, d, entry;
@@ -31,8 +34,9 @@ typedef struct graft_bang_dev {
      * the staged vectors of both go to the re-rank store on stream2 */
     graft_gpu_stream stream1, stream2;
     graft_gpu_event ev_next[2];      /* a half's next nodes are on the host */
-    graft_gpu_event ev_staged[2][2]; /* a half's staged vectors of an iteration parity were
-                                        copied (pinned buffer free) */
+    graft_gpu_event ev_staged[2][GRAFT_BANG_STAGED]; /* a half's staged vectors of an
+                                        iteration (mod GRAFT_BANG_STAGED) were copied (pinned
+                                        buffer free) */
     graft_gpu_event ev_init, ev_join, ev_join2, ev_t0, ev_t1;
     /* grow-only batch buffers (owned) */
     void* scratch;           /* device: BANG state, queries, results, staged rows and vectors */

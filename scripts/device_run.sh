@@ -36,6 +36,8 @@
 # source tree DIR (another commit, e.g. `git archive HASH | tar -x -C .deps/ab`) and runs the two
 # in turn, DIR's first, twice while GRAFT_DEADLINE allows: host timings differ between instances
 # of the GPU machine, so a change is judged within one call.
+# GRAFT_BANG_ONLY=NAME: --bench-bang runs that dataset alone (bench_bang --only); GRAFT_BANG_REPEAT=N
+# (without GRAFT_BANG_AB): the benchmark N times in a row, to see the host's run-to-run noise.
 # GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
 # PQ benchmarks S seconds after the script started (records already written are kept), so that a
 # call ends inside the device tool's limit; with both --bench-search and --bench-bang, the search
@@ -225,6 +227,7 @@ if [ $bench_bang = 1 ]; then
   else
     # The runs: this tree's, or with GRAFT_BANG_AB the other tree's and this one's, twice.
     runs=("./build-device/bench/bench_bang ${GRAFT_COMMIT:-unknown}")
+    for ((i = 1; i < ${GRAFT_BANG_REPEAT:-1}; i++)); do runs+=("${runs[0]}"); done
     if [ -n "${GRAFT_BANG_AB:-}" ]; then
       cmake -S "$GRAFT_BANG_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
         ninja -C build-ab bench_bang >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
@@ -244,6 +247,7 @@ if [ $bench_bang = 1 ]; then
         --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
         $([ $bang_quick = 1 ] && echo --quick) $([ $bang_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
         $([ "${GRAFT_BANG_REPLICATE:-1}" -gt 1 ] && echo --replicate "$GRAFT_BANG_REPLICATE" --only dense-sift1m) \
+        $([ -n "${GRAFT_BANG_ONLY:-}" ] && echo --only "$GRAFT_BANG_ONLY") \
         $([ "${GRAFT_BANG_SCALE:-0}" -gt 0 ] && echo --scale "$GRAFT_BANG_SCALE" $([ $bang_quick = 0 ] && echo --only dense-sift1m)) \
         2>&1 | tee -a "$OUT/bench_bang.log"
     done

@@ -82,7 +82,9 @@ typedef struct graft_bang_report {
     double gpu_seconds;     /* the device's span per batch, tables kernel to re-rank end (events):
                                kernels, copies between them and, out-of-core, time the device
                                waits for the host */
-    double gather_seconds;  /* host threads collecting neighbour rows and vectors (out-of-core) */
+    double gather_seconds;  /* host threads collecting neighbour rows and vectors (out-of-core;
+                               the wall of their OpenMP regions, inside which the calling thread
+                               also queues the steps: api_seconds counts that time too) */
     double wait_seconds;    /* host time blocked on the GPU (kernels or copies not yet done) */
     double loop_seconds;    /* host time in the iterations' loop (gather and wait included; the
                                batches' query upload, tables, re-rank and result download not) */
