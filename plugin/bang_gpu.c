@@ -25,12 +25,11 @@
  * and B of the half's stream, where at d = 784 the host waited on the GPU ~40% of the loop;
  * bench/RESULTS.md.) In the tail of a batch, where few queries still search and the calls, not
  * the bytes, cost, a half's vectors under graft_bang_params.vector_stream_bytes go on the half's
- * own stream
- * instead, between steps A and B, and step B files them (5 queueing calls, not 7).
- * Step A writes the next nodes to the host itself (no D2H copy: each CUDA call
- * costs the host ~10 us, graft_bang_report api_seconds), and the staged vectors rotate
- * through GRAFT_BANG_STAGED pinned buffers, so that the host waits only for the copy of the one
- * it filled that many iterations ago, before the iteration's gathers start.
+ * own stream instead, between steps A and B, and step B files them (5 queueing calls, not 7).
+ * Step A writes the next nodes to the host itself (no D2H copy: each CUDA call costs the host
+ * ~10 us, graft_bang_report api_seconds), and the staged vectors rotate through
+ * GRAFT_BANG_STAGED pinned buffers, so that the host waits only for the copy of the one it
+ * filled that many iterations ago, before the iteration's gathers start.
  * Per expansion of a query the bus carries 4 (live id) + 4 R (row) + 4 (live id) + 4 d (vector)
  * bytes to the device (and up to 12 bytes of padding a half-iteration) and 4 (next node) back:
  * 776 bytes at R = 64, d = 128, BANG's scheme, whose floor is 772 (the second copy of the id

@@ -50,8 +50,8 @@ typedef struct graft_bang_params {
                         own, off the path of the half's next steps (many live queries, large
                         d); smaller ones go on the half's stream and step B files them, two
                         queueing calls and an event wait fewer (the tail of a batch, when few
-                        queries still search). 0 = 1 MiB; 1 = always their own stream; SIZE_MAX = never.
-                        Results do not depend on it */
+                        queries still search). 0 = 1 MiB; 1 = always their own stream;
+                        SIZE_MAX = never. Results do not depend on it */
 } graft_bang_params;
 
 /* Defaults as documented in the struct. */
