@@ -187,6 +187,12 @@ static void* piece_build(void* arg) {
     return NULL;
 }
 
+/* The first piece from c on that has vectors (fill[c] = start of piece c), or P. */
+static int nonempty_piece(const int64_t* fill, int P, int c) {
+    while (c < P && fill[c + 1] == fill[c]) c++;
+    return c;
+}
+
 /* Merges piece c's graph (job->g, local ids over mem) into the rows (global ids): a vector's
  * first piece gives its row as built, the second is merged into it. 0, or 1 when out of host
  * memory. */
@@ -326,8 +332,7 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
      * use every core). The merges run in piece order, so the rows do not depend on the overlap.
      * sub is free once a build has ended: the merge reads x and the piece's graph. */
     piece_job jobs[2];
-    int cur = 0, c = 0;
-    while (c < P && fill[c + 1] == fill[c]) c++; /* the first piece with vectors */
+    int cur = 0, c = nonempty_piece(fill, P, 0);
     if (rc == GRAFT_OK && c < P) {
         jobs[0] = (piece_job){x, d, members + fill[c], fill[c + 1] - fill[c], &p, gpu, sub};
         piece_build(&jobs[0]);
@@ -340,8 +345,7 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
                             (long long)job->m, job->err);
             break;
         }
-        int cn = c + 1;
-        while (cn < P && fill[cn + 1] == fill[cn]) cn++;
+        const int cn = nonempty_piece(fill, P, c + 1);
         piece_job* next = &jobs[1 - cur];
         pthread_t th;
         int threaded = 0;
