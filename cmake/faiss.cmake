@@ -1,4 +1,5 @@
-# Provides the targets `faiss` (libfaiss, CPU) and `faiss_c` (FAISS's C API).
+# Provides the targets `faiss` (libfaiss, CPU) and `faiss_c` (FAISS's C API), and
+# graft_use_faiss(target) for graft's libraries that call FAISS.
 #
 # FAISS: the system's (Debian libfaiss-dev, CMake config), or an unpacked .deb under
 # GRAFT_FAISS_ROOT (the GPU machine has no FAISS: the .deb travels with the call).
@@ -24,10 +25,39 @@ if(GRAFT_FAISS_ROOT)
     INTERFACE_INCLUDE_DIRECTORIES "${GRAFT_FAISS_ROOT}/usr/include"
     INTERFACE_LINK_LIBRARIES "OpenMP::OpenMP_CXX;${_blas}")
   set(_faiss_inc "${GRAFT_FAISS_ROOT}/usr/include")
+  set(GRAFT_FAISS_VERSION 1.7.3)  # the .deb the GPU machine unpacks
 else()
   find_package(faiss CONFIG REQUIRED)
   get_target_property(_faiss_inc faiss INTERFACE_INCLUDE_DIRECTORIES)
+  set(GRAFT_FAISS_VERSION ${faiss_VERSION})
 endif()
+set(GRAFT_BUNDLED_FAISS_C OFF)
+
+# How graft's libraries get FAISS's code. Debian's libfaiss is a static archive (built PIC), and
+# a linker pulls archive members only for a program's own undefined symbols, never for a shared
+# library's. So a shared graft build puts the whole archive into one library, the bundled C API
+# (libgraft_faiss_capi.so), which exports it: libgraft_faiss links that, and a program gets FAISS
+# from there. A program (C++) that also links libfaiss.a itself still has one FAISS at run time:
+# its own definitions interpose on the library's (ELF default visibility). A static graft build
+# leaves FAISS to the program's link; a shared libfaiss (conda, a source build) is linked as is.
+get_target_property(_faiss_type faiss TYPE)
+set(GRAFT_FAISS_EMBED OFF)
+if(BUILD_SHARED_LIBS AND _faiss_type STREQUAL "STATIC_LIBRARY")
+  set(GRAFT_FAISS_EMBED ON)
+endif()
+# graft_use_faiss(target [EMBED]): compile against FAISS; EMBED marks the library that holds it.
+function(graft_use_faiss target)
+  target_include_directories(${target} PRIVATE $<TARGET_PROPERTY:faiss,INTERFACE_INCLUDE_DIRECTORIES>)
+  if(GRAFT_FAISS_EMBED)
+    if(ARGV1 STREQUAL "EMBED")
+      target_link_libraries(${target} PRIVATE $<LINK_LIBRARY:WHOLE_ARCHIVE,faiss>)
+    endif()
+  elseif(_faiss_type STREQUAL "STATIC_LIBRARY")
+    target_link_libraries(${target} INTERFACE faiss)
+  else()
+    target_link_libraries(${target} PUBLIC faiss)
+  endif()
+endfunction()
 
 find_library(GRAFT_FAISS_C_LIB faiss_c)
 if(GRAFT_FAISS_C_LIB AND NOT GRAFT_FAISS_ROOT)
@@ -35,6 +65,7 @@ if(GRAFT_FAISS_C_LIB AND NOT GRAFT_FAISS_ROOT)
   add_library(faiss_c UNKNOWN IMPORTED GLOBAL)
   set_target_properties(faiss_c PROPERTIES IMPORTED_LOCATION "${GRAFT_FAISS_C_LIB}"
                         INTERFACE_LINK_LIBRARIES faiss)
+  set(GRAFT_FAISS_EMBED OFF)  # that library brings its FAISS
 else()
   set(_capi "${GRAFT_FAISS_SOURCE_DIR}/c_api")
   if(NOT EXISTS "${_capi}/Index_c.cpp")
@@ -48,11 +79,17 @@ else()
     MetaIndexes_c.cpp clone_index_c.cpp error_impl.cpp index_factory_c.cpp index_io_c.cpp
     impl/AuxIndexStructures_c.cpp utils/distances_c.cpp)
   list(TRANSFORM _capi_src PREPEND "${_capi}/")
-  add_library(faiss_c STATIC ${_capi_src})
-  target_link_libraries(faiss_c PUBLIC faiss)
+  # Installed as libgraft_faiss_capi (CMake target graft::faiss_capi), a name of graft's own, so
+  # that it can never replace or be replaced by a libfaiss_c the user installs later; its SONAME
+  # carries FAISS's version, since the C API has no ABI promise across FAISS versions.
+  add_library(faiss_c ${_capi_src})
+  set_target_properties(faiss_c PROPERTIES OUTPUT_NAME graft_faiss_capi EXPORT_NAME faiss_capi
+                                           VERSION ${GRAFT_FAISS_VERSION} SOVERSION ${GRAFT_FAISS_VERSION})
+  graft_use_faiss(faiss_c EMBED)
   target_compile_options(faiss_c PRIVATE -w)
   # Users include <faiss/c_api/Index_c.h>; the installed headers are used when present so that
   # tests see what a user sees.
   target_include_directories(faiss_c PUBLIC ${_faiss_inc})
+  set(GRAFT_BUNDLED_FAISS_C ON)
   message(STATUS "graft: compiling faiss_c from ${_capi}")
 endif()

@@ -7,7 +7,9 @@
 
 const char* graft_version_string(void) {
 #ifdef GRAFT_HAVE_CUDA
-    return GRAFT_VERSION_NUMBERS " (cuda)";
+    /* The CUDA architectures the kernels were built for (CMake's list: NN-real is machine code
+     * only, a plain NN adds PTX that newer GPUs compile at load time). */
+    return GRAFT_VERSION_NUMBERS " (cuda " GRAFT_CUDA_ARCHS ")";
 #else
     return GRAFT_VERSION_NUMBERS " (cpu-only)";
 #endif

@@ -55,7 +55,8 @@ const char* graft_status_name(int status);
 /* Clears this thread's last error. */
 void graft_clear_error(void);
 
-/* "0.1.0 (cuda)" or "0.1.0 (cpu-only)". Static storage. */
+/* "0.1.0 (cuda 80-real,86-real,89-real,90)" (the CUDA architectures built) or "0.1.0 (cpu-only)".
+ * Static storage. */
 const char* graft_version_string(void);
 
 /* 1 when graft was built with CUDA and a device is visible, 0 otherwise (never an error). */
