@@ -86,6 +86,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU graph indexes for FAISS (GraftFlat, G
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # shlibs file + ldconfig trigger
 string(REGEX MATCH "^[0-9]+\\.[0-9]+\\.[0-9]+" _fv "${GRAFT_FAISS_VERSION}")
 string(REGEX REPLACE "^([0-9]+\\.[0-9]+)\\.([0-9]+)$" "\\1" _fv_mm "${_fv}")
 string(REGEX REPLACE "^[0-9]+\\.[0-9]+\\.([0-9]+)$" "\\1" _fv_patch "${_fv}")

@@ -16,6 +16,10 @@
 #                                              # ... the same on sift5k only
 #   bash scripts/device_run.sh --sanitize      # ... and compute-sanitizer memcheck + racecheck on small GPU cases
 #                                              #     (GRAFT_SANITIZE_TESTS="test_gpu_bang ..." picks the tests)
+#   bash scripts/device_run.sh --install-check # ... and the package build: CMake's default CUDA
+#                                              #     architectures (80, 86, 89, 90 + PTX) built (timed
+#                                              #     against sm_90 alone), installed into a prefix, and
+#                                              #     tests/consumer built against it and run on the GPU
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --faiss-gpu --bench
@@ -47,7 +51,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -55,6 +59,7 @@ for a in "$@"; do
     --faiss-gpu) faiss_gpu=1 ;;
     --sanitize) sanitize=1 ;;
     --no-tests) tests=0 ;;
+    --install-check) install_check=1 ;;
     --bench-build) bench_build=1 ;;
     --bench-pieces) bench_build=1 build_pieces=1 ;;
     --bench-search) bench_search=1 ;;
@@ -139,8 +144,31 @@ cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTU
      -DGRAFT_DATA_DIR="$root/.deps/data")
 cmake -S . -B build-device "${cfg[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 jobs=$([ $faiss_gpu = 1 ] && echo 6 || nproc)
+# What a package ships (libraries and programs), timed alone: the single-architecture figure.
+shipped=(graft_core graft_faiss faiss_c faiss_swap graph_build)
+if [ $install_check = 1 ]; then
+  s0=$(date +%s.%N)
+  ninja -C build-device -j$jobs "${shipped[@]}" >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
+  stamp "shipped targets, sm_90 only: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $s0 }") s on $jobs jobs"
+fi
 ninja -C build-device -j$jobs >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
 stamp "graft built"
+
+if [ $install_check = 1 ]; then
+  # The package build: no architectures named, so CMake's default list (CMakeLists.txt).
+  fat=(); for c in "${cfg[@]}"; do [[ $c == -DCMAKE_CUDA_ARCHITECTURES=* ]] || fat+=("$c"); done
+  cmake -S . -B build-fat "${fat[@]}" >"$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
+  s0=$(date +%s.%N)
+  ninja -C build-fat -j$jobs "${shipped[@]}" >>"$OUT/install.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/install.log" | head -60; exit 1; }
+  stamp "shipped targets, default architectures: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $s0 }") s on $jobs jobs"
+  rm -rf /tmp/graft-prefix
+  cmake --install build-fat --prefix /tmp/graft-prefix >>"$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
+  cuobjdump --list-elf /tmp/graft-prefix/lib/libgraft_core.so | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/' | sort | uniq -c | tee -a "$OUT/install.log"
+  cuobjdump --list-ptx /tmp/graft-prefix/lib/libgraft_core.so | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/PTX \1/' | sort | uniq -c | tee -a "$OUT/install.log"
+  ls -la /tmp/graft-prefix/lib/*.so.*.* | tee -a "$OUT/install.log"
+  bash tests/consumer/check.sh /tmp/graft-prefix "$root/.deps/data" /tmp/graft-consumer 2>&1 | tee -a "$OUT/install.log"
+  stamp "install check: exit ${PIPESTATUS[0]}"
+fi
 
 test_status=0
 if [ $tests = 1 ]; then

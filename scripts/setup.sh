@@ -2,7 +2,8 @@
 # graft setup: installs what the build needs on Debian bookworm (as root), fetches the FAISS
 # source package (for its C API) into .deps/, then configures and builds into build/.
 # Idempotent: a second run only rebuilds what changed.
-#   bash scripts/setup.sh            # deps + build (CUDA arch: native if a GPU is visible, else 90)
+#   bash scripts/setup.sh            # deps + build (CUDA arch: native if a GPU is visible, else
+#                                    # the package list 80, 86, 89, 90 + PTX: CMakeLists.txt)
 #   GRAFT_SKIP_APT=1 bash scripts/setup.sh   # build only
 #   GRAFT_CUDA=OFF bash scripts/setup.sh     # CPU references only, no CUDA
 #   GRAFT_CUDA_ARCH="80;90" bash scripts/setup.sh   # explicit CUDA architectures
@@ -14,19 +15,33 @@ cd "$root"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 
 if [ "${GRAFT_SKIP_APT:-0}" != 1 ]; then
-  # FAISS's C API library is not packaged by Debian: its sources come from the source package.
-  src=/etc/apt/sources.list.d/graft-deb-src.sources
-  if [ ! -f "$src" ]; then
-    $SUDO tee "$src" >/dev/null <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  fi
   export DEBIAN_FRONTEND=noninteractive
+  # FAISS's C API library is not packaged by Debian: its sources come from the source package,
+  # which needs a deb-src entry. None configured: one is derived from the system's own Debian
+  # entries (same mirror, suites, components and keyring), so mirrors and proxies keep working.
   $SUDO apt-get update -qq
+  if [ -z "$(apt-cache showsrc faiss 2>/dev/null)" ]; then
+    src=/etc/apt/sources.list.d/graft-deb-src
+    # deb822 files: each stanza whose Types has deb, again as deb-src.
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [ -f "$f" ] && [ "$f" != "$src.sources" ] || continue
+      awk 'BEGIN { RS = ""; ORS = "\n\n" }
+           /(^|\n)Types:[^\n]*(^|[ \t])deb([ \t]|\n|$)/ && !/(^|\n)Enabled: *no/ {
+             sub(/(^|\n)Types:[^\n]*/, "\nTypes: deb-src"); sub(/^\n/, ""); print }' "$f"
+    done | $SUDO tee "$src.sources" >/dev/null
+    # One-line files: each "deb" line, again as "deb-src".
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      sed -nE 's/^[[:space:]]*deb[[:space:]]/deb-src /p' | $SUDO tee "$src.list" >/dev/null
+    [ -s "$src.sources" ] || $SUDO rm -f "$src.sources"
+    [ -s "$src.list" ] || $SUDO rm -f "$src.list"
+    $SUDO apt-get update -qq
+    if [ -z "$(apt-cache showsrc faiss 2>/dev/null)" ]; then
+      echo "setup: the FAISS source package (for its C API) is not reachable: no deb-src entry for it" >&2
+      echo "setup: could be made from /etc/apt/sources.list{,.d/}. Add a deb-src line for a Debian" >&2
+      echo "setup: bookworm mirror that has faiss, or put FAISS's source tree in .deps/faiss-src." >&2
+      exit 1
+    fi
+  fi
   $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake ninja-build pkg-config dpkg-dev \
     libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
@@ -49,6 +64,8 @@ fi
 
 cuda=${GRAFT_CUDA:-AUTO}
 arch=${GRAFT_CUDA_ARCH:-}
+# A developer's machine with a GPU builds for that GPU alone (a quarter of the CUDA compile time).
+[ -z "$arch" ] && nvidia-smi -L >/dev/null 2>&1 && arch=native
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${GRAFT_BUILD_TYPE:-Release} \
   -DGRAFT_CUDA=$cuda ${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} \
   -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"

@@ -16,7 +16,7 @@ cmake --build cmake-build >>cmake.log 2>&1 || { cat cmake.log; exit 1; }
 for f in GraftGraph GraftFlat; do ./cmake-build/consumer "$data" "$f"; done
 
 echo "== pkg-config graft from $prefix"
-pc=$(find "$prefix" -name graft.pc -path '*pkgconfig*' | head -n1)
+pc=$(find "$prefix"/lib* -maxdepth 3 -name graft.pc -path '*pkgconfig*' 2>/dev/null | head -n1)
 [ -n "$pc" ] || { echo "no graft.pc under $prefix"; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc")
 libdir=$(pkg-config --variable=libdir graft)
