@@ -31,6 +31,7 @@
 #include <faiss/gpu/StandardGpuResources.h>
 #endif
 
+#include "graft/dataset.h"
 #include "graft/flat.h"
 #include "graft_gpu.h"
 
@@ -65,17 +66,17 @@ void random_fill(std::vector<float>& x, uint64_t seed) {
 
 struct Out {
     FILE* f;
-    std::string run_id, date, commit, device;
+    std::string run_id, date, commit, device, dataset = "random-uniform";
     void record(const char* system, const char* family, const char* index, int64_t n, int64_t d,
                 int64_t nq, int64_t k, const std::string& params, double qps, double latency_ms,
                 double recall, size_t gpu_peak, int threads) {
         fprintf(f,
                 "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"exact\","
-                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\",\"dataset\":\"random-uniform\","
+                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\",\"dataset\":\"%s\","
                 "\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"L2\",\"params\":%s,\"qps\":%.1f,"
                 "\"latency_ms\":%.3f",
                 run_id.c_str(), date.c_str(), commit.c_str(), device.c_str(), system, family, index,
-                (long long)n, (long long)d, (long long)nq, (long long)k, params.c_str(), qps, latency_ms);
+                dataset.c_str(), (long long)n, (long long)d, (long long)nq, (long long)k, params.c_str(), qps, latency_ms);
         if (recall >= 0) fprintf(f, ",\"recall\":%.4f", recall);
         if (gpu_peak) fprintf(f, ",\"gpu_peak_bytes\":%zu", gpu_peak);
         if (threads) fprintf(f, ",\"threads\":%d", threads);
@@ -115,8 +116,9 @@ double event_median_s(F&& f) {
     return ms[ms.size() / 2] * 1e-3;
 }
 
-// cuBLAS SGEMM rate (FLOP/s) for C(m x n) = A(k x m)^T B(k x n), median of 5.
-double sgemm_rate(int64_t m, int64_t n, int64_t kd) {
+// cuBLAS SGEMM rate (FLOP/s) for C(m x n) = A(k x m)^T B(k x n), median of 5; tf32: on TF32
+// tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), as the certified path runs it.
+double sgemm_rate(int64_t m, int64_t n, int64_t kd, bool tf32 = false) {
     float *A, *B, *C;
     CK(cudaMalloc(&A, sizeof(float) * m * kd));
     CK(cudaMalloc(&B, sizeof(float) * n * kd));
@@ -125,6 +127,7 @@ double sgemm_rate(int64_t m, int64_t n, int64_t kd) {
     CK(cudaMemset(B, 0x3c, sizeof(float) * n * kd));
     cublasHandle_t h;
     CK(cublasCreate(&h));
+    CK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     float alpha = -2.f, beta = 0.f;
     double t = event_median_s([&] {
         CK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)kd, &alpha, A, (int)kd, B,
@@ -174,7 +177,7 @@ double select_seconds_per_row(int64_t rows, int64_t cols, int64_t k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id;
+    std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id, dense;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -182,8 +185,9 @@ int main(int argc, char** argv) {
         else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
         else if (a == "--run-id" && i + 1 < argc) run_id = argv[++i];
         else if (a == "--quick") quick = true;
+        else if (a == "--dense-sift" && i + 1 < argc) dense = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick] [--dense-sift DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -211,16 +215,30 @@ int main(int argc, char** argv) {
     const double peak_sgemm = sgemm_rate(8192, 8192, 8192);
     printf("measured: copy %.2f TB/s (read+write), SGEMM 8192^3 %.1f TFLOP/s\n", bw / 1e12, peak_sgemm / 1e12);
 
-    struct Shape { int64_t nb, d, nq; std::vector<int64_t> ks; };
-    std::vector<Shape> shapes = {{1000000, 128, 10000, {1, 10, 100, 1024, 2048, 4096}},
-                                 {1000000, 960, 1000, {10}}};
-    if (quick) shapes = {{200000, 128, 2000, {10, 1024}}};
+    // dataset "" is random-uniform; "dense-sift1m" reads DIR/base.u8bin and DIR/query.u8bin.
+    struct Shape { int64_t nb, d, nq; std::vector<int64_t> ks; std::string dataset; };
+    std::vector<Shape> shapes = {{1000000, 128, 10000, {1, 10, 100, 1024, 2048, 4096}, ""},
+                                 {1000000, 960, 1000, {10, 1024}, ""}};
+    if (!dense.empty()) shapes.insert(shapes.begin() + 1, Shape{1000000, 128, 10000, {10, 1024}, "dense-sift1m"});
+    if (quick) shapes = {{200000, 128, 2000, {10, 1024}, ""}};
     printf("\n%-10s %-8s %6s %6s %6s %12s %10s  %s\n", "system", "index", "d", "nq", "k", "QPS", "ms",
            "notes");
     for (const Shape& s : shapes) {
         std::vector<float> xb((size_t)s.nb * s.d), xq((size_t)s.nq * s.d);
-        random_fill(xb, 1);
-        random_fill(xq, 2);
+        out.dataset = s.dataset.empty() ? "random-uniform" : s.dataset;
+        if (s.dataset.empty()) {
+            random_fill(xb, 1);
+            random_fill(xq, 2);
+        } else {
+            float *b = nullptr, *q = nullptr;
+            int64_t nb, nq, d, dq;
+            CK(graft_dataset_read_f32((dense + "/base.u8bin").c_str(), 0, s.nb, &b, &nb, &d));
+            CK(graft_dataset_read_f32((dense + "/query.u8bin").c_str(), 0, s.nq, &q, &nq, &dq));
+            std::copy(b, b + nb * d, xb.begin());
+            std::copy(q, q + nq * dq, xq.begin());
+            free(b);
+            free(q);
+        }
         const double flops = 2.0 * s.nq * s.nb * s.d;
         double shape_rate = 0;
         for (int64_t n : {256, 512, 1024, 2048}) {
@@ -229,35 +247,52 @@ int main(int argc, char** argv) {
             shape_rate = std::max(shape_rate, r);
         }
         const double gemm_floor = flops / shape_rate;
+        double tf32_rate = 0;
+        for (int64_t n : {512, 1024, 2048}) tf32_rate = std::max(tf32_rate, sgemm_rate(s.nb, n, s.d, true));
+        const double tf32_floor = flops / tf32_rate;
         const double dist_bytes_floor = 2.0 * 4.0 * s.nq * s.nb / bw;
-        printf("-- nb=%lld d=%lld nq=%lld: best SGEMM at this shape %.1f TFLOP/s -> GEMM floor %.1f ms "
-               "(%.0f QPS); distance matrix write+read %.1f ms\n",
-               (long long)s.nb, (long long)s.d, (long long)s.nq, shape_rate / 1e12, gemm_floor * 1e3,
-               s.nq / gemm_floor, dist_bytes_floor * 1e3);
-        char params[256];
-        snprintf(params, sizeof params, "{\"gemm_floor_ms\":%.2f,\"sgemm_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f}",
-                 gemm_floor * 1e3, shape_rate / 1e12, dist_bytes_floor * 1e3);
+        printf("-- %s nb=%lld d=%lld nq=%lld: best SGEMM at this shape %.1f TFLOP/s -> GEMM floor %.1f ms "
+               "(%.0f QPS); TF32 %.1f TFLOP/s -> %.1f ms; distance matrix write+read %.1f ms\n",
+               out.dataset.c_str(), (long long)s.nb, (long long)s.d, (long long)s.nq, shape_rate / 1e12,
+               gemm_floor * 1e3, s.nq / gemm_floor, tf32_rate / 1e12, tf32_floor * 1e3, dist_bytes_floor * 1e3);
+        char params[320];
+        snprintf(params, sizeof params, "{\"gemm_floor_ms\":%.2f,\"sgemm_tflops_shape\":%.2f,\"tf32_floor_ms\":%.2f,"
+                 "\"tf32_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f}",
+                 gemm_floor * 1e3, shape_rate / 1e12, tf32_floor * 1e3, tf32_rate / 1e12, dist_bytes_floor * 1e3);
         out.record("reference", "flat", "cuBLAS SGEMM floor", s.nb, s.d, s.nq, 0, params,
                    s.nq / gemm_floor, gemm_floor * 1e3, -1, 0, 0);
 
-        for (size_t budget_gb : {2, 8}) {
+        // Both exact paths, 8 GiB of scratch: FP32 GEMM, and certified TF32 (its floor: the TF32
+        // GEMM plus the distance matrix's write and read).
+        for (int path : {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED}) {
+            const size_t budget_gb = 8;
             graft_flat_params p;
             graft_flat_params_defaults(&p);
             p.device = 0;
             p.memory_budget = budget_gb << 30;
+            p.exact_path = path;
             graft_flat* g;
             CK(graft_flat_new(s.d, &p, &g));
             CK(graft_flat_add(g, s.nb, xb.data()));
+            const bool fp32 = path == GRAFT_EXACT_FP32;
+            const double floor_s = fp32 ? gemm_floor : tf32_floor + dist_bytes_floor;
             for (int64_t k : s.ks) {
                 std::vector<float> D((size_t)s.nq * k);
                 std::vector<int64_t> I((size_t)s.nq * k);
+                int64_t fb0 = 0, fb1 = 0;
+                graft_flat_exact_path(g, &fb0);
                 double t = median_time(5, [&] { CK(graft_flat_search(g, s.nq, xq.data(), k, D.data(), I.data())); });
-                snprintf(params, sizeof params, "{\"memory_budget_gb\":%zu,\"tf32\":0}", budget_gb);
+                graft_flat_exact_path(g, &fb1);
+                const double fallback_frac = (double)(fb1 - fb0) / (6.0 * s.nq);  // median_time runs 6 times
+                snprintf(params, sizeof params,
+                         "{\"memory_budget_gb\":%zu,\"path\":\"%s\",\"fp32_fallback_frac\":%.4f,\"floor_ms\":%.2f}",
+                         budget_gb, fp32 ? "fp32" : "tf32-certified", fallback_frac, floor_s * 1e3);
                 out.record("graft", "flat", "GraftFlat", s.nb, s.d, s.nq, k, params, s.nq / t, t * 1e3,
                            -1, graft_flat_gpu_scratch_peak(g) + (size_t)s.nb * (s.d + 1) * 4, 0);
-                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  budget %zu GiB, %.2fx GEMM floor\n",
-                       "graft", "flat", (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3,
-                       budget_gb, t / gemm_floor);
+                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %s, %.2fx its floor (%.1f ms)%s\n", "graft",
+                       fp32 ? "fp32" : "tf32c", (long long)s.d, (long long)s.nq, (long long)k, s.nq / t,
+                       t * 1e3, fp32 ? "FP32 GEMM" : "certified TF32", t / floor_s, floor_s * 1e3,
+                       fp32 ? "" : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
             }
             graft_flat_free(g);
         }

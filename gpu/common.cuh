@@ -65,6 +65,8 @@ struct graft_gpu_ctx {
     size_t scratch_bytes;
     size_t scratch_peak;
     int allow_tf32;
+    int certified_tf32;     // exact k-NN: TF32 distances, certified, re-ranked (exact_knn.cu)
+    int64_t last_fallbacks; // queries the last certified search sent back to FP32
 };
 
 namespace graft {

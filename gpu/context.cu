@@ -157,6 +157,9 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) {
     cublasSetMathMode(ctx->cublas, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
 
+void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { ctx->certified_tf32 = on; }
+int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { return ctx->last_fallbacks; }
+
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { return ctx->scratch_peak; }
 
 int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes) {

@@ -7,7 +7,19 @@
 // No nq x nb matrix is ever allocated: queries go in tiles of qt rows and, when a row of nb
 // distances does not fit the budget, the base goes in tiles whose per-tile winners are merged by
 // a second selection over the concatenated winners.
+//
+// Certified TF32 (ctx->certified_tf32): the GEMM runs on TF32 tensor cores (about 8x FP32 SIMT on
+// an H100), the selection keeps k' = k + max(32, k/2) candidates per query, and a rigorous bound E
+// on every approximate distance's error (input rounding to TF32 and FP32 accumulation, below)
+// decides whether those hold the exact k nearest: with t the k-th smallest approximate value and
+// m the k'-th, every true top-k vector has an approximate value <= t + 2E, so m > t + 2E proves
+// that none was left out. The k' candidates are then re-ranked with FP32 distances computed
+// directly (sum of squared differences); a query whose certificate fails (ties, crowded
+// neighbourhoods) is searched again by the FP32 path. Results equal the FP32 path's but for ties
+// within FP32 rounding.
 #include <cfloat>
+#include <cmath>
+#include <vector>
 #include <initializer_list>
 
 #include "qms_select.cuh"
@@ -71,6 +83,8 @@ struct KnnTiles {
     uint64_t* sorted;   // qt x ksel
     void* qms;          // tile select scratch, then merge select scratch
     void* sort_temp;
+    int* fail;          // qt certificate failures (certified TF32)
+    float* bmax2;       // largest ||b||^2 (certified TF32)
     size_t bytes;
 
     void layout(char* base) {
@@ -86,6 +100,8 @@ struct KnnTiles {
         size_t q3 = ntiles > 1 ? qms_scratch_bytes(merge_plan, qt) : 0;
         qms = c.take<char>(std::max({q1, q2, q3}));
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
+        fail = c.take<int>(qt);
+        bmax2 = c.take<float>(1);
         bytes = c.used;
     }
 };
@@ -132,43 +148,124 @@ int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTi
     }
 }
 
+
+// ---- certified TF32 ---------------------------------------------------------------------------
+
+// Candidates kept per query beyond k: enough that the certificate holds for most queries on real
+// data (a few extra neighbours fall within the bound), few enough that selection stays cheap.
+int64_t certified_ksel(int64_t k, int64_t nb) { return std::min(nb, k + std::max<int64_t>(32, k / 2)); }
+
+// *out = max of x[0..n) (non-negative floats: their bits order as unsigned ints).
+__global__ void max_nonneg_kernel(const float* __restrict__ x, int64_t n, float* out) {
+    float m = 0.f;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        m = fmaxf(m, x[i]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, o));
+    if ((threadIdx.x & 31) == 0) atomicMax(reinterpret_cast<unsigned*>(out), __float_as_uint(m));
+}
+
+// One block per query: the certificate from the sorted approximate keys, then the exact FP32
+// distance of every candidate (one warp a candidate, lanes over d), as keys to sort again.
+// Approximate value v = fl(||b||^2 - 2 q.b~) (L2) or fl(-q.b~) (IP), q.b~ from TF32 inputs:
+//   |q.b~ - q.b| <= eps_dot ||q|| ||b||  (inputs rounded or truncated to 10 mantissa bits: 2^-10
+//   each; FP32 accumulation over d terms, allowing truncation: 2 d 2^-24; a 1.25 margin),
+//   plus the FP32 norm and the final addition: eps_sum (||b||^2 + 2 ||q|| ||b||).
+__global__ void certify_rerank_kernel(const uint64_t* __restrict__ sorted, int64_t ksel, int64_t k,
+                                      const float* __restrict__ xq, const float* __restrict__ xb,
+                                      int64_t d, int l2, const float* __restrict__ qnorm,
+                                      const float* __restrict__ bmax2, int all_in, double eps_dot,
+                                      double eps_sum, uint64_t* __restrict__ exact,
+                                      int* __restrict__ fail) {
+    const int64_t r = blockIdx.x;
+    const uint64_t* row = sorted + r * ksel;
+    const float* q = xq + r * d;
+    if (threadIdx.x == 0) {
+        double qn = sqrt((double)qnorm[r]), bn = sqrt((double)*bmax2);
+        // The last term: inputs and products under FP32's smallest normal may be flushed to zero.
+        double e = (l2 ? 2.0 : 1.0) * (eps_dot * qn * bn + d * 0x1p-126 * (1.0 + qn + bn)) +
+                   eps_sum * (bn * bn + 2.0 * qn * bn);
+        uint64_t kth = row[k - 1], last = row[ksel - 1];
+        bool ok = all_in || kth == kKeyNone || last == kKeyNone;
+        if (!ok) {
+            double t = ordered_to_float((uint32_t)(kth >> 32)), m = ordered_to_float((uint32_t)(last >> 32));
+            ok = m > t + 2.0 * e;
+        }
+        fail[r] = ok ? 0 : 1;
+    }
+    const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
+    for (int64_t c = threadIdx.x / 32; c < ksel; c += warps) {
+        uint64_t key = row[c];
+        if (key == kKeyNone) {
+            if (lane == 0) exact[r * ksel + c] = kKeyNone;
+            continue;
+        }
+        uint32_t id = (uint32_t)key;
+        const float* b = xb + (int64_t)id * d;
+        float acc = 0.f;
+        for (int64_t i = lane; i < d; i += 32) {
+            float x = q[i], y = b[i];
+            acc = l2 ? fmaf(x - y, x - y, acc) : fmaf(x, y, acc);
+        }
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+        if (lane == 0) exact[r * ksel + c] = make_key(l2 ? acc : -acc, id);
+    }
+}
+
+// dst row i = src row idx[i] (rows of `width` elements of T).
+template <class T>
+__global__ void gather_rows_kernel(const T* __restrict__ src, const int64_t* __restrict__ idx,
+                                   int64_t n, int64_t width, T* __restrict__ dst) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * width) return;
+    dst[i] = src[idx[i / width] * width + i % width];
+}
+// dst row idx[i] = src row i.
+template <class T>
+__global__ void scatter_rows_kernel(const T* __restrict__ src, const int64_t* __restrict__ idx,
+                                    int64_t n, int64_t width, T* __restrict__ dst) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * width) return;
+    dst[idx[i / width] * width + i % width] = src[i];
+}
+
 }  // namespace
 }  // namespace graft
 
 using namespace graft;
 
-extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a) {
-    if (!ctx || !a) return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: NULL argument");
-    if (a->k < 1 || a->d < 1 || a->nb < 0 || a->nq < 0)
-        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: bad sizes k=%lld d=%lld nb=%lld nq=%lld",
-                        (long long)a->k, (long long)a->d, (long long)a->nb, (long long)a->nq);
-    if (a->nb >= (int64_t)UINT32_MAX)
-        return gpu_fail(GRAFT_EUNSUPPORTED, "graft_gpu_exact_knn: %lld base vectors; ids are 32-bit "
-                        "inside the selection (at most %u)", (long long)a->nb, UINT32_MAX - 1);
-    if (a->metric != GRAFT_METRIC_L2 && a->metric != GRAFT_METRIC_INNER_PRODUCT)
-        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: unknown metric %d", a->metric);
-    if (a->nq == 0) return GRAFT_OK;
-    GRAFT_GPU_TRY(ctx_enter(ctx));
+namespace graft {
+namespace {
+
+// The search of a->nq queries, results in a->D / a->I. With `certify`, the certified TF32 path:
+// the rows whose certificate failed are appended to *failed and their results must be replaced.
+int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool certify, std::vector<int64_t>* failed) {
     const bool l2 = a->metric == GRAFT_METRIC_L2;
     const int mode = l2 ? kDecodeL2 : kDecodeIP;
-    const int64_t ksel = std::max<int64_t>(1, std::min(a->k, a->nb));
-    if (a->nb == 0) {
-        // Nothing to find: every result is missing. A one-row "sorted" buffer of kKeyNone
-        // would do, but decode reads key c < ksel only, so ksel = 0 suffices.
-        return decode(ctx, nullptr, a->nq, 0, a->k, nullptr, mode, a->D, a->I);
-    }
+    const int64_t ksel = certify ? certified_ksel(a->k, a->nb) : std::max<int64_t>(1, std::min(a->k, a->nb));
     KnnTiles t;
     GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t));
     void* scratch = nullptr;
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
     GRAFT_GPU_TRY(ctx_cublas(ctx));
+    GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, certify || ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                               : CUBLAS_DEFAULT_MATH));
+    const double u = std::ldexp(1.0, -24);
+    const double eps_dot = 1.25 * (2 * std::ldexp(1.0, -10) + std::ldexp(1.0, -20) + 2.0 * a->d * u);
+    const double eps_sum = 1.25 * 2.0 * (a->d + 2) * u;
+    if (certify) {
+        GRAFT_CUDA_TRY(cudaMemsetAsync(t.bmax2, 0, sizeof(float), ctx->stream));
+        max_nonneg_kernel<<<(unsigned)std::min<int64_t>(ceil_div(a->nb, 256), 4 * ctx->sm_count), 256, 0,
+                            ctx->stream>>>(a->xb_norms, a->nb, t.bmax2);
+        GRAFT_CUDA_LAUNCH_CHECK();
+    }
+    std::vector<int> fail(certify ? t.qt : 0);
 
     const float alpha = l2 ? -2.f : -1.f, beta = 0.f;
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
         const int64_t qt = std::min(t.qt, a->nq - q0);
         const float* xq = a->xq + q0 * a->d;
-        if (l2) GRAFT_GPU_TRY(row_norms(xq, qt, a->d, t.qnorm, ctx->stream));
+        if (l2 || certify) GRAFT_GPU_TRY(row_norms(xq, qt, a->d, t.qnorm, ctx->stream));
         for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
             // Column-major view: C^T (nbt x qt) = B_tile (nbt x d) * Q^T (d x qt), which is the
@@ -188,10 +285,90 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
             GRAFT_GPU_TRY(qms_select_rows(ctx, src, t.merge_plan, qt, t.winners, ksel, t.qms));
         }
         GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
-        GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, t.qnorm, mode, a->D + q0 * a->k,
-                             a->I + q0 * a->k));
+        if (!certify) {
+            GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, t.qnorm, mode, a->D + q0 * a->k,
+                                 a->I + q0 * a->k));
+            continue;
+        }
+        certify_rerank_kernel<<<(unsigned)qt, 128, 0, ctx->stream>>>(
+            t.sorted, ksel, std::min(a->k, ksel), xq, a->xb, a->d, l2, t.qnorm, t.bmax2,
+            ksel >= a->nb, eps_dot, eps_sum, t.winners, t.fail);
+        GRAFT_CUDA_LAUNCH_CHECK();
+        GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
+        GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, nullptr, l2 ? kDecodeRaw : kDecodeIP,
+                             a->D + q0 * a->k, a->I + q0 * a->k));
+        GRAFT_CUDA_TRY(cudaMemcpyAsync(fail.data(), t.fail, qt * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+        GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+        for (int64_t i = 0; i < qt; i++)
+            if (fail[i]) failed->push_back(q0 + i);
     }
+    GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
+// Device memory of one call, freed on every way out.
+struct DeviceBuffer {
+    void* p = nullptr;
+    ~DeviceBuffer() { if (p) cudaFree(p); }
+};
+
+// The queries whose certificate failed, searched again in FP32 and written over their rows.
+int fp32_again(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const std::vector<int64_t>& rows) {
+    const int64_t nf = (int64_t)rows.size(), k = a->k, d = a->d;
+    DeviceBuffer idx, xq, D, I;
+    GRAFT_CUDA_TRY(cudaMalloc(&idx.p, nf * sizeof(int64_t)));
+    GRAFT_CUDA_TRY(cudaMalloc(&xq.p, nf * d * sizeof(float)));
+    GRAFT_CUDA_TRY(cudaMalloc(&D.p, nf * k * sizeof(float)));
+    GRAFT_CUDA_TRY(cudaMalloc(&I.p, nf * k * sizeof(int64_t)));
+    GRAFT_CUDA_TRY(cudaMemcpyAsync(idx.p, rows.data(), nf * sizeof(int64_t), cudaMemcpyHostToDevice, ctx->stream));
+    auto* ids = static_cast<const int64_t*>(idx.p);
+    gather_rows_kernel<float><<<(unsigned)ceil_div(nf * d, 256), 256, 0, ctx->stream>>>(
+        a->xq, ids, nf, d, static_cast<float*>(xq.p));
+    GRAFT_CUDA_LAUNCH_CHECK();
+    graft_gpu_knn_args b = *a;
+    b.xq = static_cast<float*>(xq.p);
+    b.nq = nf;
+    b.D = static_cast<float*>(D.p);
+    b.I = static_cast<int64_t*>(I.p);
+    GRAFT_GPU_TRY(knn_rows(ctx, &b, false, nullptr));
+    scatter_rows_kernel<float><<<(unsigned)ceil_div(nf * k, 256), 256, 0, ctx->stream>>>(b.D, ids, nf, k, a->D);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    scatter_rows_kernel<int64_t><<<(unsigned)ceil_div(nf * k, 256), 256, 0, ctx->stream>>>(b.I, ids, nf, k, a->I);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
+}  // namespace
+}  // namespace graft
+
+extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a) {
+    if (!ctx || !a) return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: NULL argument");
+    if (a->k < 1 || a->d < 1 || a->nb < 0 || a->nq < 0)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: bad sizes k=%lld d=%lld nb=%lld nq=%lld",
+                        (long long)a->k, (long long)a->d, (long long)a->nb, (long long)a->nq);
+    if (a->nb >= (int64_t)UINT32_MAX)
+        return gpu_fail(GRAFT_EUNSUPPORTED, "graft_gpu_exact_knn: %lld base vectors; ids are 32-bit "
+                        "inside the selection (at most %u)", (long long)a->nb, UINT32_MAX - 1);
+    if (a->metric != GRAFT_METRIC_L2 && a->metric != GRAFT_METRIC_INNER_PRODUCT)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: unknown metric %d", a->metric);
+    ctx->last_fallbacks = 0;
+    if (a->nq == 0) return GRAFT_OK;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    if (a->nb == 0) {
+        // Nothing to find: every result is missing. decode reads key c < ksel only, so ksel = 0
+        // needs no keys.
+        return decode(ctx, nullptr, a->nq, 0, a->k, nullptr,
+                      a->metric == GRAFT_METRIC_L2 ? kDecodeL2 : kDecodeIP, a->D, a->I);
+    }
+    // The k-NN graph (exclude_self) keeps the FP32 path: its rows' exclusions are not contiguous
+    // once failed rows are gathered.
+    const bool certify = ctx->certified_tf32 && !ctx->allow_tf32 && a->xb_norms && a->exclude_self < 0;
+    std::vector<int64_t> failed;
+    GRAFT_GPU_TRY(knn_rows(ctx, a, certify, &failed));
+    if (!failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, failed));
+    ctx->last_fallbacks = (int64_t)failed.size();
     return GRAFT_OK;
 }
 

@@ -33,6 +33,13 @@ int graft_gpu_ctx_create(int device, size_t scratch_budget, graft_gpu_ctx** out)
 void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx);
 /* Allow TF32 tensor cores in the distance GEMM (off by default: exact FP32). */
 void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow);
+/* Exact k-NN through TF32 tensor cores, still exact (off by default): candidates from a TF32
+ * distance GEMM, a rigorous bound on each distance's error certifies that they hold the exact k
+ * nearest, and those are re-ranked with FP32 distances; a query whose certificate fails is
+ * searched again in FP32. Ignored while allow_tf32 is on (that one is approximate). */
+void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on);
+/* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32. */
+int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);
 /* Largest device scratch the context has held so far, in bytes (for benchmarks). */
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);
 

@@ -30,6 +30,8 @@ struct graft_flat {
     int64_t d_capacity;
     void* d_io; /* grow-only search batch buffer */
     size_t d_io_bytes;
+    int exact_path;           /* the resolved GPU path: GRAFT_EXACT_FP32 or _TF32_CERTIFIED */
+    int64_t fp32_fallbacks;   /* queries the certificate sent back to FP32, all searches */
 };
 
 void graft_flat_params_defaults(graft_flat_params* p) {
@@ -37,6 +39,7 @@ void graft_flat_params_defaults(graft_flat_params* p) {
     p->device = graft_gpu_available() ? 0 : -1;
     p->memory_budget = 0; /* auto, see GRAFT_MAX_DEFAULT_BUDGET */
     p->allow_tf32 = 0;
+    p->exact_path = GRAFT_EXACT_AUTO;
 }
 
 static int gpu_status(int rc) { return graft_fail(rc, "%s", graft_gpu_last_error()); }
@@ -55,6 +58,9 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
     if (params) p = *params;
     if (p.metric != GRAFT_METRIC_L2 && p.metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: unknown metric %d", (int)p.metric);
+    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_TF32_CERTIFIED)
+        return graft_fail(GRAFT_EINVAL, "graft_flat_new: exact_path %d not in 0 (auto), 1 (fp32), "
+                          "2 (tf32 certified)", p.exact_path);
     if (p.memory_budget == 0 && p.device >= 0) {
         size_t quarter = graft_gpu_device_memory(p.device) / 4;
         p.memory_budget = quarter && quarter < GRAFT_MAX_DEFAULT_BUDGET ? quarter : GRAFT_MAX_DEFAULT_BUDGET;
@@ -72,6 +78,12 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
             return rc;
         }
         graft_gpu_ctx_set_tf32(f->ctx, p.allow_tf32);
+        /* Auto: the certified TF32 path, measured faster on an H100 for every k tried
+         * (bench/RESULTS.md, "Exact k-NN on tensor cores"). */
+        f->exact_path = p.exact_path == GRAFT_EXACT_FP32 ? GRAFT_EXACT_FP32 : GRAFT_EXACT_TF32_CERTIFIED;
+        graft_gpu_ctx_set_certified_tf32(f->ctx, f->exact_path == GRAFT_EXACT_TF32_CERTIFIED);
+    } else {
+        f->exact_path = GRAFT_EXACT_FP32;
     }
     *out = f;
     return GRAFT_OK;
@@ -180,6 +192,10 @@ int64_t graft_flat_d(const graft_flat* f) { return f ? f->d : 0; }
 graft_metric graft_flat_metric(const graft_flat* f) { return f ? f->p.metric : GRAFT_METRIC_L2; }
 int graft_flat_device(const graft_flat* f) { return f && f->ctx ? f->p.device : -1; }
 const float* graft_flat_vectors(const graft_flat* f) { return f ? f->xb : NULL; }
+int graft_flat_exact_path(const graft_flat* f, int64_t* fp32_fallbacks) {
+    if (fp32_fallbacks) *fp32_fallbacks = f ? f->fp32_fallbacks : 0;
+    return f ? f->exact_path : GRAFT_EXACT_FP32;
+}
 size_t graft_flat_gpu_scratch_peak(const graft_flat* f) {
     return f && f->ctx ? graft_gpu_ctx_scratch_peak(f->ctx) : 0;
 }
@@ -209,6 +225,7 @@ static int gpu_search_locked(graft_flat* f, int64_t nq, const float* xq, int64_t
             a.exclude_self = q0;
         }
         GPU_TRY(graft_gpu_exact_knn(f->ctx, &a));
+        f->fp32_fallbacks += graft_gpu_ctx_last_fallbacks(f->ctx);
         GPU_TRY(graft_gpu_download(f->ctx, D + q0 * k, dD, (size_t)nb * k * sizeof(float)));
         GPU_TRY(graft_gpu_download(f->ctx, I + q0 * k, dI, (size_t)nb * k * sizeof(int64_t)));
     }

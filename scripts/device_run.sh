@@ -84,7 +84,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -289,6 +289,10 @@ if [ $bench = 1 ]; then
   stamp "benchmark"
   args=(--out "$OUT/exact.jsonl" --commit "${GRAFT_COMMIT:-unknown}" --run-id "exact-$(date -u +%Y%m%dT%H%M%SZ)")
   [ $quick = 1 ] && args+=(--quick)
+  if [ $quick = 0 ]; then
+    wait_dense_sift
+    [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
+  fi
   OMP_NUM_THREADS=$(nproc) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
   PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \

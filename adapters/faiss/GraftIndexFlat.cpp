@@ -113,6 +113,11 @@ void GraftIndexFlat::set_param(const char* name, double value) {
         GRAFT_REQUIRE(value == 0 || value == 1, "GraftIndexFlat: allow_tf32 must be 0 or 1, got %g",
                       value);
         p.allow_tf32 = (int)value;
+    } else if (n == "exact_path") {
+        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2,
+                      "GraftIndexFlat: exact_path must be 0 (auto), 1 (fp32) or 2 (tf32 certified), "
+                      "got %g", value);
+        p.exact_path = (int)value;
     } else if (n == "device_budget_mb") {
         GRAFT_REQUIRE(std::isfinite(value) && value >= 0 && value <= 1e9,
                       "GraftIndexFlat: device_budget_mb must be in [0, 1e9] (0 = auto), got %g",
@@ -125,13 +130,14 @@ void GraftIndexFlat::set_param(const char* name, double value) {
                 "set");
     } else {
         FAISS_THROW_FMT(
-                "GraftIndexFlat: unknown parameter '%s' (settable: allow_tf32, "
-                "device_budget_mb; readable: device)",
+                "GraftIndexFlat: unknown parameter '%s' (settable: allow_tf32, exact_path, "
+                "device_budget_mb; readable: device, fp32_fallbacks)",
                 name);
     }
     if (graft_flat_device(flat) >= 0 &&
-        (p.allow_tf32 != flat_params.allow_tf32 || p.memory_budget != flat_params.memory_budget)) {
-        // The plugin fixes both at creation: re-create it on the same device and re-add.
+        (p.allow_tf32 != flat_params.allow_tf32 || p.memory_budget != flat_params.memory_budget ||
+         p.exact_path != flat_params.exact_path)) {
+        // The plugin fixes these at creation: re-create it on the same device and re-add.
         graft_flat* nf = nullptr;
         throw_if_error(graft_flat_new(d, &p, &nf), "GraftIndexFlat::set_param");
         int rc = graft_flat_add(nf, graft_flat_ntotal(flat), graft_flat_vectors(flat));
@@ -151,9 +157,13 @@ double GraftIndexFlat::get_param(const char* name) const {
     if (n == "allow_tf32") return flat_params.allow_tf32;
     if (n == "device_budget_mb") return (double)flat_params.memory_budget / 1048576.0;
     if (n == "device") return graft_flat_device(flat);
+    int64_t fallbacks = 0;
+    int path = graft_flat_exact_path(flat, &fallbacks);
+    if (n == "exact_path") return path;  // the path in use, auto resolved
+    if (n == "fp32_fallbacks") return (double)fallbacks;
     FAISS_THROW_FMT(
-            "GraftIndexFlat: unknown parameter '%s' (known: allow_tf32, device_budget_mb, "
-            "device)",
+            "GraftIndexFlat: unknown parameter '%s' (known: allow_tf32, exact_path, "
+            "device_budget_mb, device, fp32_fallbacks)",
             name);
 }
 

@@ -1,4 +1,6 @@
-/* GPU exact k-NN against the CPU reference, on real data and random shapes (label gpu).
+/* GPU exact k-NN against the CPU reference, on real data, random and adversarial sets (label
+ * gpu), through both GPU paths: the FP32 GEMM and certified TF32 (TF32 tensor-core candidates, a
+ * rigorous error bound, FP32 re-ranking, FP32 again where the certificate fails).
  *
  * The GPU ranks by ||b||^2 - 2 q.b in FP32 while the reference sums (q-b)^2 in double, so a
  * distance may differ by float rounding of the GEMM formula and two neighbours whose distances
@@ -65,12 +67,14 @@ static int64_t compare(const char* what, const float* xb, int64_t nb, const floa
     return dist_bad + label_bad + dup;
 }
 
-static void run_case(const char* name, const float* xb, int64_t nb, const float* xq, int64_t nq,
-                     int64_t d, int64_t k, graft_metric metric, size_t budget, int graph) {
+static void run_case_path(const char* name, const float* xb, int64_t nb, const float* xq,
+                          int64_t nq, int64_t d, int64_t k, graft_metric metric, size_t budget,
+                          int graph, int path) {
     graft_flat_params gp, cp;
     graft_flat_params_defaults(&gp);
     gp.metric = metric;
     gp.device = 0;
+    gp.exact_path = path;
     if (budget) gp.memory_budget = budget;
     cp = gp;
     cp.device = -1;
@@ -94,15 +98,88 @@ static void run_case(const char* name, const float* xb, int64_t nb, const float*
         CHECK_OK(graft_flat_search(g, nq, xq, k, Dg, Ig));
         CHECK_OK(graft_flat_search(c, nq, xq, k, Dc, Ic));
     }
-    char what[160];
-    snprintf(what, sizeof what, "%s nq=%lld nb=%lld d=%lld k=%lld %s%s", name, (long long)rows,
+    char what[200];
+    int64_t fallbacks = 0;
+    int used = graft_flat_exact_path(g, &fallbacks);
+    CHECK(used == path, "%s: exact path %d in use, asked for %d", name, used, path);
+    char fb[48] = "";
+    if (path == GRAFT_EXACT_TF32_CERTIFIED) snprintf(fb, sizeof fb, " (%lld to fp32)", (long long)fallbacks);
+    snprintf(what, sizeof what, "%s nq=%lld nb=%lld d=%lld k=%lld %s%s %s%s", name, (long long)rows,
              (long long)nb, (long long)d, (long long)k, metric == GRAFT_METRIC_L2 ? "L2" : "IP",
-             budget ? " small-budget" : "");
+             budget ? " small-budget" : "", path == GRAFT_EXACT_FP32 ? "fp32" : "tf32c", fb);
     compare(what, xb, nb, graph ? xb : xq, rows, d, k, metric == GRAFT_METRIC_L2, graph ? 0 : -1,
             Dg, Ig, Dc, Ic);
     free(Dg); free(Dc); free(Ig); free(Ic);
     graft_flat_free(g);
     graft_flat_free(c);
+}
+
+static void run_case(const char* name, const float* xb, int64_t nb, const float* xq, int64_t nq,
+                     int64_t d, int64_t k, graft_metric metric, size_t budget, int graph) {
+    run_case_path(name, xb, nb, xq, nq, d, k, metric, budget, graph, GRAFT_EXACT_FP32);
+    run_case_path(name, xb, nb, xq, nq, d, k, metric, budget, graph, GRAFT_EXACT_TF32_CERTIFIED);
+}
+
+/* Rows scaled by 10^e, e cycling through -12..12 (huge and tiny norms side by side). */
+static void scale_rows(float* x, int64_t n, int64_t d, int step) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = powf(10.f, (float)((i * step) % 25 - 12));
+        for (int64_t j = 0; j < d; j++) x[i * d + j] *= s;
+    }
+}
+
+/* Standard normal values (Box-Muller over graft_test_random's uniform values). */
+static void random_normal(float* x, size_t n, uint64_t seed) {
+    graft_test_random(x, n, seed);
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        float u = fmaxf(x[i], 1e-7f), v = x[i + 1];
+        x[i] = sqrtf(-2.f * logf(u)) * cosf(6.2831853f * v);
+        x[i + 1] = sqrtf(-2.f * logf(u)) * sinf(6.2831853f * v);
+    }
+}
+
+/* The sets of the certified path's issue beyond sift5k: Fashion-MNIST, normal and adversarial
+ * data (many equal distances, huge and tiny norms, near duplicates, values past FP16's range),
+ * for k in {1, 10, 100, 1024, 4096}, L2 and inner product. */
+static void certified_cases(void) {
+    const int64_t ks[] = {1, 10, 100, 1024, 4096};
+    float *fb = NULL, *fq = NULL;
+    int64_t fnb = 0, fnq = 0, fd = 0;
+    if (graft_test_load_fmnist(20000, 200, &fb, &fnb, &fq, &fnq, &fd) == 0) {
+        for (size_t i = 0; i < 5; i++) run_case("fmnist", fb, fnb, fq, fnq, fd, ks[i], GRAFT_METRIC_L2, 0, 0);
+        run_case("fmnist", fb, fnb, fq, fnq, fd, 10, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    }
+    free(fb);
+    free(fq);
+    int64_t nb = 50000, nq = 300, d = 64;
+    float* xb = malloc(sizeof(float) * nb * d);
+    float* xq = malloc(sizeof(float) * nq * d);
+    random_normal(xb, (size_t)(nb * d), 31);
+    random_normal(xq, (size_t)(nq * d), 32);
+    for (size_t i = 0; i < 5; i++) run_case("normal", xb, nb, xq, nq, d, ks[i], i % 2 ? GRAFT_METRIC_INNER_PRODUCT : GRAFT_METRIC_L2, 0, 0);
+    /* Integer grid 0..3: a few distinct distances, each shared by thousands of vectors. */
+    for (int64_t i = 0; i < nb * d; i++) xb[i] = (float)((i * 2654435761u >> 7) % 4);
+    for (int64_t i = 0; i < nq * d; i++) xq[i] = (float)((i * 40503u >> 5) % 4);
+    run_case("grid ties", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
+    run_case("grid ties", xb, nb, xq, nq, d, 1024, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    /* Near duplicates: every vector a copy of one of 100 others, moved by one unit in the last place. */
+    random_normal(xb, (size_t)(100 * d), 33);
+    for (int64_t i = 100; i < nb; i++)
+        for (int64_t j = 0; j < d; j++) xb[i * d + j] = nextafterf(xb[(i % 100) * d + j], i % 2 ? 1e30f : -1e30f);
+    run_case("near-duplicates", xb, nb, xb, nq, d, 100, GRAFT_METRIC_L2, 0, 0);
+    /* Values past FP16's largest (65504), and norms from 1e-12 to 1e12 scale. */
+    random_normal(xb, (size_t)(nb * d), 34);
+    random_normal(xq, (size_t)(nq * d), 35);
+    for (int64_t i = 0; i < nb * d; i++) xb[i] *= 1e5f;
+    for (int64_t i = 0; i < nq * d; i++) xq[i] *= 1e5f;
+    run_case("beyond fp16", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
+    random_normal(xb, (size_t)(nb * d), 36);
+    scale_rows(xb, nb, d, 7);
+    scale_rows(xq, nq, d, 3);
+    run_case("norms 1e-12..1e12", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
+    run_case("norms 1e-12..1e12", xb, nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    free(xb);
+    free(xq);
 }
 
 int main(void) {
@@ -150,6 +227,7 @@ int main(void) {
         free(xb);
         free(xq);
     }
+    certified_cases();
     /* All-identical vectors: every distance ties, so ids must come out 0, 1, 2, ... */
     {
         int64_t nb = 5000, d = 16, k = 50;

@@ -24,8 +24,14 @@ typedef struct graft_flat_params {
                               a quarter of the device's memory, at most 8 GiB. Larger budgets let
                               more queries share one GEMM. */
     int allow_tf32;        /* 1 lets the GEMM use TF32 tensor cores (faster, ~1e-3 relative error
-                              in distances); default 0 (exact FP32) */
+                              in distances, not exact); default 0 */
+    int exact_path;        /* GPU path of the exact search (still exact): GRAFT_EXACT_AUTO (0,
+                              default), GRAFT_EXACT_FP32 (1: FP32 GEMM), GRAFT_EXACT_TF32_CERTIFIED
+                              (2: TF32 tensor-core candidates with a certified error bound, FP32
+                              re-ranking, FP32 again for a query whose certificate fails) */
 } graft_flat_params;
+
+enum { GRAFT_EXACT_AUTO = 0, GRAFT_EXACT_FP32 = 1, GRAFT_EXACT_TF32_CERTIFIED = 2 };
 
 void graft_flat_params_defaults(graft_flat_params* params);
 
@@ -57,6 +63,9 @@ int64_t graft_flat_d(const graft_flat* index);
 graft_metric graft_flat_metric(const graft_flat* index);
 /* -1 when the index searches on the CPU. */
 int graft_flat_device(const graft_flat* index);
+/* The GPU path the index's searches take (GRAFT_EXACT_FP32 or GRAFT_EXACT_TF32_CERTIFIED; FP32
+ * on the CPU), and how many queries of its searches so far the certificate sent back to FP32. */
+int graft_flat_exact_path(const graft_flat* index, int64_t* fp32_fallbacks);
 /* The stored vectors (ntotal x d, row-major), owned by the index, valid until the next add/reset. */
 const float* graft_flat_vectors(const graft_flat* index);
 
