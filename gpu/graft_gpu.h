@@ -38,7 +38,8 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow);
  * nearest, and those are re-ranked with FP32 distances; a query whose certificate fails is
  * searched again in FP32. Ignored while allow_tf32 is on (that one is approximate). */
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on);
-/* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32. */
+/* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32, or that
+ * went to FP32 directly once most of the first tile's certificates had failed. */
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);
 /* Largest device scratch the context has held so far, in bytes (for benchmarks). */
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);

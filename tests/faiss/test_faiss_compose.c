@@ -401,7 +401,12 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "allow_tf32", 2), "0 or 1");
     FAISS_FAILS(faiss_graft_set_param(g, "device_budget_mb", -1), "device_budget_mb");
     FAISS_FAILS(faiss_graft_set_param(g, "device", 1), "fixed at creation");
-    FAISS_FAILS(faiss_graft_set_param(g, "nprobe", 8), "allow_tf32, device_budget_mb");
+    FAISS_FAILS(faiss_graft_set_param(g, "nprobe", 8), "allow_tf32, exact_path, device_budget_mb");
+    FAISS_FAILS(faiss_graft_set_param(g, "exact_path", 3), "0 (auto), 1 (fp32) or 2 (tf32 certified)");
+    FAISS_OK(faiss_graft_set_param(g, "exact_path", 1));
+    FAISS_OK(faiss_graft_get_param(g, "exact_path", &v));
+    CHECK(v == 1, "exact_path reads back %g after setting 1", v);
+    FAISS_OK(faiss_graft_set_param(g, "exact_path", 0));
     FAISS_FAILS(faiss_graft_get_param(g, "nprobe", &v), "nprobe");
     FaissIndex* h = make("HNSW32", METRIC_L2);
     FAISS_FAILS(faiss_graft_set_param(h, "allow_tf32", 1), "no graft index");
