@@ -49,6 +49,12 @@ def test_graft_indexes_are_faiss_indexes(sift):
         assert type(idx) is cls and isinstance(idx, faiss.Index), desc
         assert (idx.d, idx.ntotal, idx.metric_type) == (sift.d, 0, faiss.METRIC_L2)
         assert idx.is_trained == (cls is not graft.GraftIndexGraphPQ)
+        if cls is not graft.GraftIndexGraphPQ:  # (that one trains first: test_graph_pq_recall)
+            idx.add(sift.xb[:300])
+            assert idx.ntotal == 300
+            np.testing.assert_array_equal(idx.reconstruct(5), sift.xb[5])
+            idx.reset()
+            assert idx.ntotal == 0
     ip = graft.GraftIndexFlat(sift.d, faiss.METRIC_INNER_PRODUCT)
     assert ip.metric_type == faiss.METRIC_INNER_PRODUCT and isinstance(ip, faiss.Index)
     # FAISS's own strings are FAISS's indexes, downcast as faiss.index_factory does.
