@@ -111,6 +111,8 @@ def main():
 
     # FAISS's numpy wrapper's own cost per call, where the search itself is almost free (a flat
     # index of one vector): what Python adds to a GPU search, whose 10k queries take milliseconds.
+    # One thread: on a loaded machine, OpenMP's barriers would be all that is measured.
+    faiss.omp_set_num_threads(1)
     tiny = graft.GraftIndexFlat(sift.d)
     tiny.add(sift.xb[:1])
     D = np.empty((len(xq), args.k), dtype=np.float32)
