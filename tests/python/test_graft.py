@@ -257,6 +257,14 @@ def test_bad_input_raises_and_leaves_the_index_usable(sift, flat, graph, tmp_pat
         graft.read_index(tmp_path / "short.graft")
     with pytest.raises(RuntimeError, match="unknown graft index"):
         graft.index_factory(sift.d, "GraftNope")
+    with pytest.raises(RuntimeError, match="METRIC_L2"):
+        graft.index_factory(sift.d, "GraftFlat", faiss.METRIC_L1)
+    with pytest.raises(RuntimeError, match="divide"):
+        graft.GraftIndexGraphPQ(sift.d, 3)
+    untrained = graft.GraftIndexGraphPQ(sift.d, 16)
+    with pytest.raises(RuntimeError, match="(?i)train"):
+        untrained.add(sift.xb[:10])
+    assert untrained.ntotal == 0
     with pytest.raises(RuntimeError):
         graft.read_index(tmp_path / "missing.graft")
     np.testing.assert_array_equal(flat.search(sift.xq[:20], K)[1], I0)
