@@ -277,7 +277,8 @@ def test_one_faiss_in_the_process():
     _swigfaiss module `import faiss` loaded (adapters/python/CMakeLists.txt), whatever the link
     layout: the loader's own record of its bindings (LD_DEBUG=bindings) says where each went. The
     only other targets allowed are weak definitions (header-inline code, type info), which every
-    C++ module carries."""
+    C++ module carries. The process must also exit cleanly: a second FAISS in it destroys FAISS's
+    static objects twice at exit."""
     script = ("import faiss, graft, numpy as np; i = graft.index_factory(8, 'IDMap,GraftFlat'); "
               "i.add_with_ids(np.zeros((2, 8), 'float32'), np.arange(2)); i.search(np.ones((1, 8), 'float32'), 1)")
     env = dict(os.environ, LD_DEBUG="bindings")
