@@ -1,0 +1,88 @@
+"""graft: GPU graph indexes as faiss.Index objects of FAISS's own Python module.
+
+    import faiss, graft
+    index = graft.index_factory(d, "GraftGraph", faiss.METRIC_L2)  # was: faiss.index_factory(...)
+    index.add(xb)
+    D, I = index.search(xq, 10)
+
+Every object handed out is a faiss.Index (its add/search/reconstruct are FAISS's numpy wrappers),
+so FAISS's wrappers (IndexIDMap, IndexShards, IndexPreTransform, IndexRefineFlat) take it.
+Errors raise RuntimeError with graft's message, as FAISS's own calls do.
+"""
+
+# FAISS first: the extension module below resolves FAISS's symbols against the _swigfaiss module
+# this import loads (one FAISS per process; adapters/python/CMakeLists.txt says how).
+import faiss
+
+from . import swiggraft as _swig
+from .swiggraft import (
+    GraftIndexFlat,
+    GraftIndexGraph,
+    GraftIndexGraphPQ,
+    SearchParametersGraftFlat,
+    SearchParametersGraftGraph,
+    SearchParametersGraftGraphPQ,
+)
+
+__all__ = [
+    "GraftIndexFlat", "GraftIndexGraph", "GraftIndexGraphPQ",
+    "SearchParametersGraftFlat", "SearchParametersGraftGraph", "SearchParametersGraftGraphPQ",
+    "index_factory", "set_param", "get_param", "write_index", "read_index", "export_hnsw",
+]
+
+
+def _search_parameters_init(the_class):
+    # FAISS's SearchParametersXX(sel=..., L=...) keyword form. Unlike FAISS 1.7.3's own wrapper
+    # (which only keeps classes alive), any object passed (a selector) is referenced by the
+    # parameters, since the C++ side does not own it.
+    original_init = the_class.__init__
+
+    def __init__(self, **kwargs):
+        original_init(self)
+        for name, value in kwargs.items():
+            if not hasattr(self, name):
+                raise AttributeError(f"{the_class.__name__} has no field {name!r}")
+            setattr(self, name, value)
+            if not isinstance(value, (bool, int, float)):
+                self.referenced_objects = getattr(self, "referenced_objects", []) + [value]
+
+    the_class.__init__ = __init__
+
+
+for _cls in (SearchParametersGraftFlat, SearchParametersGraftGraph, SearchParametersGraftGraphPQ):
+    _search_parameters_init(_cls)
+
+
+def index_factory(d, description, metric=faiss.METRIC_L2):
+    """faiss.index_factory that also knows graft's strings ("GraftFlat", "GraftGraph32,L=96",
+    "GraftGraph,PQ16", "PCA64,GraftGraph", "IDMap,GraftFlat", ...; adapters/faiss/graft_faiss_c.h
+    lists them). Other strings go to FAISS's factory unchanged. The result is owned by Python and
+    keeps its sub-indexes alive as FAISS's factory results do."""
+    return _swig.index_factory(int(d), description, int(metric))
+
+
+def set_param(index, name, value):
+    """Sets graft's named parameter (e.g. "L") on every graft index inside `index`, looking through
+    IndexIDMap, IndexPreTransform, IndexShards/IndexReplicas and IndexRefine."""
+    _swig.set_param(index, name, float(value))
+
+
+def get_param(index, name):
+    """The named parameter of the first graft index inside `index`, as a float."""
+    return _swig.get_param(index, name)
+
+
+def write_index(index, path):
+    """faiss.write_index that also knows graft indexes (and IndexIDMap over them); other indexes
+    are written by FAISS."""
+    _swig.write_index(index, str(path))
+
+
+def read_index(path, io_flags=0):
+    """Reads what write_index (graft's or FAISS's) wrote; graft records load into graft indexes."""
+    return _swig.read_index(str(path), int(io_flags))
+
+
+def export_hnsw(index):
+    """A new stock faiss.IndexHNSWFlat holding the graft graph index's vectors and graph."""
+    return _swig.export_hnsw(index)
