@@ -30,7 +30,7 @@ SRC
   $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake ninja-build pkg-config dpkg-dev \
     libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
-    dataset-fashion-mnist >/dev/null
+    dataset-fashion-mnist libhdf5-dev librsvg2-bin python3 >/dev/null
   if [ "${GRAFT_BENCH_DATA:-0}" = 1 ]; then
     # For scripts/make_dense_sift.py (the 1M-scale benchmark set); not needed to build or test.
     $SUDO apt-get install -y -qq --no-install-recommends mate-backgrounds python3-opencv python3-numpy >/dev/null
