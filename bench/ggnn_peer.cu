@@ -48,7 +48,7 @@ bool ggnn_peer_search(GgnnPeer* p, int64_t nq, const float* xq, int k, float tau
         ggnn::Dataset<float> q =
             ggnn::Dataset<float>::referenceCPUData(const_cast<float*>(xq), (uint64_t)nq, (uint32_t)p->d);
         const auto [ids, dists] = p->index.query(q, (uint32_t)k, tau_query, (uint32_t)max_iterations, measure(p));
-        for (int64_t i = 0; i < nq * k; i++) {
+        for (size_t i = 0; i < (size_t)(nq * k); i++) {
             I[i] = ids[i];
             D[i] = dists[i];
         }

@@ -9,7 +9,8 @@
 // values of the indexes that sweep KNOB) at each --batch size, and at batch 1 for the p50/p99
 // latency. Recall@k is against exact ground truth: --gt, the HDF5 file's neighbors, or computed
 // (graft's flat index on the GPU, FAISS's IndexFlat on the CPU) and cached in DIR. Records go to
-// DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart to DIR/recall-qps.svg (.png).
+// DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
+// DIR/recall-qps-<dataset>.svg and .png.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,7 +61,7 @@ struct Sweep {
 };
 
 struct Options {
-    std::string base, query, gt, name, out_dir = "graft-bench-out", commit = "unknown", run_id, device;
+    std::string base, query, gt, name, out_dir = "graft-bench-out", gt_cache, commit = "unknown", run_id, device;
     int64_t k = 10;
     std::string metric = "l2";
     std::vector<std::string> indexes;
@@ -76,8 +77,8 @@ struct Options {
 const char* kUsage =
     "usage: graft-bench --base FILE --query FILE [--gt FILE] [--k 10] [--metric l2|ip]\n"
     "                   --index DESC [--index DESC ...] [--sweep KNOB=V1,V2,...] [--batch N[,N...]]\n"
-    "                   [--out DIR] [--plot] [--name DATASET] [--latency-queries N] [--min-time S]\n"
-    "                   [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
+    "                   [--out DIR] [--plot] [--name DATASET] [--gt-cache DIR] [--latency-queries N]\n"
+    "                   [--min-time S] [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
     "  files: .fvecs .bvecs .ivecs .fbin .u8bin .ibin, IDX images (.gz), or an ann-benchmarks .hdf5\n"
     "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
     "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
@@ -122,6 +123,7 @@ bool parse(int argc, char** argv, Options* o) {
         else if (a == "--gt") o->gt = v;
         else if (a == "--name") o->name = v;
         else if (a == "--out") o->out_dir = v;
+        else if (a == "--gt-cache") o->gt_cache = v;
         else if (a == "--commit") o->commit = v;
         else if (a == "--run-id") o->run_id = v;
         else if (a == "--index") o->indexes.push_back(v);
@@ -372,7 +374,7 @@ bool ground_truth(const Options& o, Dataset& D, std::string* err) {
     char key[96];
     snprintf(key, sizeof key, "-%lldx%lld-k%lld-%s-%016llx.ibin", (long long)D.nb, (long long)D.nq, (long long)D.k,
              D.metric.c_str(), (unsigned long long)fingerprint(D));
-    const std::string cache = o.out_dir + "/gt-" + D.name + key;
+    const std::string cache = (o.gt_cache.empty() ? o.out_dir : o.gt_cache) + "/gt-" + D.name + key;
     int64_t rows = 0, cols = 0;
     std::string ignored;
     if (access(cache.c_str(), R_OK) == 0 && read_ids(cache, &D.gt, &rows, &cols, &ignored) && rows == D.nq &&
@@ -447,19 +449,19 @@ struct GgnnIndex : faiss::Index {
     float tau_build = 0.5f, tau_query = 0.5f;
     GgnnIndex(int d, faiss::MetricType m) : faiss::Index(d, m), peer(bench::ggnn_peer_new(d, m == faiss::METRIC_INNER_PRODUCT)) {}
     ~GgnnIndex() override { bench::ggnn_peer_free(peer); }
-    void add(faiss::idx_t n, const float* x) override {
-        FAISS_THROW_IF_NOT_MSG(ntotal == 0, "GGNN: one add only (it builds the graph)");
+    void add(idx_t n, const float* x) override {
+        if (ntotal != 0) throw std::runtime_error("GGNN: one add only (it builds the graph)");
         std::string err;
-        FAISS_THROW_IF_NOT_MSG(bench::ggnn_peer_build(peer, n, x, k_build, tau_build, &err), err.c_str());
+        if (!bench::ggnn_peer_build(peer, n, x, k_build, tau_build, &err)) throw std::runtime_error(err);
         ntotal = n;
     }
-    void search(faiss::idx_t n, const float* x, faiss::idx_t k, float* D, faiss::idx_t* I,
+    void search(idx_t n, const float* x, idx_t k, float* D, idx_t* I,
                 const faiss::SearchParameters* = nullptr) const override {
         std::string err;
-        FAISS_THROW_IF_NOT_MSG(bench::ggnn_peer_search(peer, n, x, (int)k, tau_query, max_iterations, D, I, &err),
-                               err.c_str());
+        if (!bench::ggnn_peer_search(peer, n, x, (int)k, tau_query, max_iterations, D, I, &err))
+            throw std::runtime_error(err);
     }
-    void reset() override { FAISS_THROW_MSG("GGNN: reset is not supported"); }
+    void reset() override { throw std::runtime_error("GGNN: reset is not supported"); }
 };
 #endif
 
@@ -811,6 +813,7 @@ int main(int argc, char** argv) {
     for (int64_t& b : o.batches) b = std::min(b, D.nq);
 
     mkdirs(o.out_dir);
+    if (!o.gt_cache.empty()) mkdirs(o.gt_cache);
     const std::string jsonl = o.out_dir + "/graft-bench.jsonl";
     FILE* f = fopen(jsonl.c_str(), "a");
     if (!f) {
@@ -894,7 +897,7 @@ int main(int argc, char** argv) {
     int rc = std::all_of(results.begin(), results.end(), [](const IndexResult& r) { return r.ok; }) ? 0 : 1;
 
     if (o.plot) {
-        const std::string svg = o.out_dir + "/recall-qps.svg", png = o.out_dir + "/recall-qps.png";
+        const std::string stem = o.out_dir + "/recall-qps-" + D.name, svg = stem + ".svg", png = stem + ".png";
         const std::string title = D.name + " (" + std::to_string(D.nb) + " x " + std::to_string(D.d) + "), batch " +
                                   std::to_string(batch) + ", " + device + ", commit " + o.commit;
         if (!bench::write_recall_qps_svg(svg, title, "recall@" + std::to_string(D.k), curves, &err)) {

@@ -57,13 +57,13 @@ for name in ("HNSW32", "GraftGraph", "GraftGraph,PQ32"):
 check(any(f.startswith("gt-sift5k-4500x500-k10-L2-") for f in os.listdir(out)), "ground truth cached")
 
 # ---- chart ---------------------------------------------------------------------------------------------
-svg = open(os.path.join(out, "recall-qps.svg")).read()
+svg = open(os.path.join(out, "recall-qps-sift5k.svg")).read()
 paths = re.findall(r"<path [^>]*>", svg)
 check(len(paths) == len(indexes), f"the SVG holds one <path> per index ({len(paths)})")
 titles = re.findall(r"<path [^>]*><title>([^<]*)</title>", svg)
 check(titles == [i.replace("&", "&amp;") for i in indexes], "paths named after the indexes, in order")
 if shutil.which("rsvg-convert"):
-    png = open(os.path.join(out, "recall-qps.png"), "rb").read(8)
+    png = open(os.path.join(out, "recall-qps-sift5k.png"), "rb").read(8)
     check(png == b"\x89PNG\r\n\x1a\n", "PNG rendered by rsvg-convert")
 
 # ---- the cached ground truth agrees with the dataset's own ------------------------------------------
