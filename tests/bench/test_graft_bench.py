@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """graft-bench on sift5k with the five CPU indexes of issue 20: the JSONL records follow DESIGN.md's
 schema and are plausible, the SVG holds one <path> per index, bad input exits 2 with a message.
-usage: test_graft_bench.py GRAFT_BENCH DATA_DIR OUT_DIR (GRAFT_DATA_DIR in the environment wins)"""
+usage: test_graft_bench.py GRAFT_BENCH DATA_DIR OUT_DIR [MAKE_ANN_HDF5] (GRAFT_DATA_DIR in the environment wins)"""
 import json, os, re, shutil, subprocess, sys
 
 exe, data, out = sys.argv[1], os.environ.get("GRAFT_DATA_DIR") or sys.argv[2], sys.argv[3]
+hdf5_writer = sys.argv[4] if len(sys.argv) > 4 else None
 base = os.path.join(data, "sift5k", "sift5k_base.fvecs")
 query = os.path.join(data, "sift5k", "sift5k_query.fvecs")
 gt = os.path.join(data, "sift5k", "sift5k_groundtruth.ivecs")
@@ -72,6 +73,22 @@ run2 = subprocess.run([exe, "--base", base, "--query", query, "--gt", gt, "--ind
                       capture_output=True, text=True)
 recs2 = [json.loads(line) for line in open(os.path.join(out + "-gt", "graft-bench.jsonl"))]
 check(run2.returncode == 0 and recs2[0]["recall"] >= 0.999, "Flat against sift5k_groundtruth.ivecs: recall >= 0.999")
+
+# ---- the ann-benchmarks HDF5 layout (where graft-bench was built with HDF5) -----------------------------
+if hdf5_writer:
+    h5 = out + "-sift5k.hdf5"
+    subprocess.run([hdf5_writer, base, query, gt, h5, "euclidean"], check=True)
+    run3 = subprocess.run([exe, "--base", h5, "--index", "Flat", "--batch", "500", "--latency-queries", "0",
+                           "--min-time", "0.01", "--out", out + "-h5"], capture_output=True, text=True)
+    print(run3.stdout[-600:], run3.stderr[-600:])
+    recs3 = [json.loads(line) for line in open(os.path.join(out + "-h5", "graft-bench.jsonl"))] if run3.returncode == 0 else []
+    check(len(recs3) == 1 and recs3[0]["n"] == 4500 and recs3[0]["nq"] == 500 and recs3[0]["recall"] >= 0.999
+          and "ground truth: " + h5 in run3.stdout, "HDF5 file: train/test read, Flat against its neighbors >= 0.999")
+    r = subprocess.run([exe, "--base", base, "--query", h5, "--index", "Flat", "--out", out + "-bad"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "an HDF5 file as --query alone (its test set)")
+else:
+    print("(no HDF5 at build time: the HDF5 checks are not run)")
 
 # ---- bad input: a message, exit 2, no crash -------------------------------------------------------
 bad = {
