@@ -19,7 +19,8 @@ def check(ok, what):
         failures.append(what)
 
 
-shutil.rmtree(out, ignore_errors=True)
+for d in (out, out + "-gt", out + "-h5", out + "-bad"):  # records append: start from empty folders
+    shutil.rmtree(d, ignore_errors=True)
 cmd = [exe, "--base", base, "--query", query, "--k", "10", "--batch", "500", "--latency-queries", "50",
        "--min-time", "0.05", "--sweep", "L=16,64", "--sweep", "efSearch=16,64", "--out", out, "--plot",
        "--commit", "test"]
