@@ -613,33 +613,6 @@ void set_knob(const IndexSpec& s, faiss::Index* index, double v) {
 
 // ---- measuring ------------------------------------------------------------------------------------
 
-// Searches all queries in calls of `batch`; seconds.
-double search_all(faiss::Index* index, const Dataset& D, int64_t batch, float* dist, int64_t* I) {
-    const double t0 = now_s();
-    for (int64_t q = 0; q < D.nq; q += batch) {
-        const int64_t m = std::min(batch, D.nq - q);
-        index->search(m, D.xq.data() + q * D.d, D.k, dist + q * D.k, I + q * D.k);
-    }
-    return now_s() - t0;
-}
-
-// Seconds for one pass over the queries: the first pass warms up (and gives the results); then
-// passes until min_time_s is spent or 3 are done, median. A first pass of 2 x min_time_s or more
-// is its own measure (a warm-up matters little there).
-double time_search(faiss::Index* index, const Dataset& D, int64_t batch, double min_time_s, float* dist, int64_t* I) {
-    const double first = search_all(index, D, batch, dist, I);
-    if (first >= 2 * min_time_s) return first;
-    std::vector<double> t;
-    std::vector<float> d2(dist, dist + D.nq * D.k);
-    std::vector<int64_t> i2(I, I + D.nq * D.k);
-    double spent = 0;
-    while (t.size() < 3 && (t.empty() || spent < min_time_s)) {
-        t.push_back(search_all(index, D, batch, d2.data(), i2.data()));
-        spent += t.back();
-    }
-    return bench::median(t);
-}
-
 // Batch 1 over the first n queries (at most 5 s): p50 and p99 per-query latency in ms, QPS and the
 // recall of those queries.
 struct Latency {
@@ -730,7 +703,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             };
             std::vector<bench::Rec> recs;
             for (int64_t batch : o.batches) {
-                const double t = time_search(index, D, batch, o.min_time_s, dist.data(), I.data());
+                const double t = bench::time_search(index, D, batch, o.min_time_s, dist.data(), I.data());
                 sample();
                 bench::Rec r = base_rec(batch);
                 r.qps = D.nq / t;
