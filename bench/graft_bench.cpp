@@ -11,6 +11,7 @@
 // (graft's flat index on the GPU, FAISS's IndexFlat on the CPU) and cached in DIR. Records go to
 // DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
 // DIR/recall-qps-<dataset>.svg and .png.
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -419,6 +420,9 @@ size_t proc_status_kb(const char* field) {
     return kb;
 }
 void reset_host_peak() {
+    // Freed heap pages (the ground truth's, the previous index's) go back to the system first:
+    // otherwise the next index reuses them without its resident set growing.
+    malloc_trim(0);
     FILE* f = fopen("/proc/self/clear_refs", "w");
     if (f) {
         fputs("5", f);
