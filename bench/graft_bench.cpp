@@ -525,6 +525,11 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
         *err = desc + ": this graft-bench has no GGNN (configure with GRAFT_GGNN_DIR, bench/CMakeLists.txt)";
         return false;
 #endif
+        // GGNN ends the process (a glog CHECK) when CUDA fails: ask first.
+        if (!graft_gpu_available()) {
+            *err = desc + ": GGNN needs a CUDA device, and none is usable here";
+            return false;
+        }
     } else if (contains(f, "Graft")) {
         s->graft = true;
         s->system = contains(f, ",cpu") || !graft_gpu_available() ? "reference" : "graft";
