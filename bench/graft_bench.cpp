@@ -33,7 +33,7 @@
 #include <faiss/AutoTune.h>
 #include <faiss/Index.h>
 #include <faiss/IndexFlat.h>
-#include <faiss/impl/FaissException.h>
+#include <faiss/IndexNSG.h>
 #ifdef GRAFT_BENCH_FAISS_GPU
 #include <faiss/gpu/GpuAutoTune.h>
 #include <faiss/gpu/GpuCloner.h>
@@ -617,6 +617,11 @@ void set_knob(const IndexSpec& s, faiss::Index* index, double v) {
         return;
     }
 #endif
+    // FAISS 1.7.3's ParameterSpace does not know NSG's search_L.
+    if (auto* nsg = dynamic_cast<faiss::IndexNSG*>(index); nsg && s.knob == "search_L") {
+        nsg->nsg.search_L = (int)v;
+        return;
+    }
     faiss::ParameterSpace().set_index_parameter(index, s.knob, v);
 }
 
