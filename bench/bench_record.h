@@ -1,8 +1,10 @@
 // What the GPU search benchmarks (bench_search, bench_bang) share: their command line, the
 // datasets and their exact ground truth, the records (DESIGN.md, "Benchmark records") with the
-// console table and end-of-run summary, the deadline, and device-memory readings. Header-only,
-// C++17; needs the CUDA runtime, graft's flat index and FAISS's IndexFlatL2 (whichever FAISS the
-// program links: the CPU libfaiss or the GPU build, bench/CMakeLists.txt).
+// console table and end-of-run summary, the deadline, and device-memory readings; graft-bench
+// shares the datasets, records and summary. Header-only, C++17; needs graft's flat index and
+// FAISS's IndexFlat (whichever FAISS the program links: the CPU libfaiss or the GPU build,
+// bench/CMakeLists.txt), and the CUDA runtime where GRAFT_BENCH_CUDA is defined (without it there
+// are no device-memory readings and no cuda_device()).
 #ifndef GRAFT_BENCH_RECORD_H
 #define GRAFT_BENCH_RECORD_H
 
@@ -15,13 +17,18 @@
 #include <utility>
 #include <vector>
 
+#ifdef GRAFT_BENCH_CUDA
 #include <cuda_runtime.h>
+#endif
 
 #include <faiss/IndexFlat.h>
+
+#include <memory>
 
 #include "bench_common.h"
 #include "graft/dataset.h"
 #include "graft/flat.h"
+#include "graft/graft.h"
 
 namespace bench {
 
@@ -108,7 +115,9 @@ struct Dataset {
     std::string name;
     std::vector<float> xb, xq;
     int64_t nb = 0, nq = 0, d = 0;
-    std::vector<int64_t> gt;  // nq x K, exact
+    int64_t k = K;                // neighbours searched and scored (graft-bench's --k)
+    std::string metric = "L2";    // the records' metric: "L2" or "IP"
+    std::vector<int64_t> gt;      // nq x k, exact
 };
 
 // Options::replicate: D.xb followed by R - 1 jittered copies (offsets from a hash of the copy,
@@ -145,23 +154,27 @@ inline bool read_matrix(const std::string& path, bool fmnist, std::vector<float>
     return true;
 }
 
-// recall@K of I (n rows) against the ground truth; rows beyond nq repeat the query set.
+// recall@k of I (n rows of D.k) against the ground truth; rows beyond nq repeat the query set.
 inline double recall_vs_gt(const Dataset& D, const int64_t* I, int64_t n) {
     double hits = 0;
     for (int64_t r = 0; r < n; r += D.nq) {
         int64_t m = std::min(D.nq, n - r);
-        hits += recall_at_k(I + r * K, D.gt.data(), m, K) * m;
+        hits += recall_at_k(I + r * D.k, D.gt.data(), m, D.k) * m;
     }
     return hits / n;
 }
 
 // ---- device memory ----------------------------------------------------------------------------------
 
-// Device memory in use on the current device (all holders), bytes.
+// Device memory in use on the current device (all holders), bytes; 0 without CUDA.
 inline size_t gpu_used_bytes() {
+#ifdef GRAFT_BENCH_CUDA
     size_t free_b = 0, total = 0;
-    cudaMemGetInfo(&free_b, &total);
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
     return total - free_b;
+#else
+    return 0;
+#endif
 }
 
 // Device memory taken since gpu_used_bytes() returned `base`.
@@ -212,6 +225,7 @@ struct Rec {
     int64_t nq, batch;   // queries searched, queries per search call
     Params params;       // "batch" is appended by Recorder::record
     double qps = -1, recall = -1, build_s = -1, latency_ms = -1;  // < 0: not measured
+    double latency_p99_ms = -1;  // graft-bench's batch-1 rows: latency_ms is then the p50
     const char* mode = nullptr;  // graft's memory mode, where it applies
     size_t gpu_bytes = 0;        // the record's gpu_peak_bytes (0: not measured)
     size_t host_bytes = 0;       // the record's host_peak_bytes (0: not measured)
@@ -258,13 +272,14 @@ class Recorder {
                 run_id_.c_str(), date_.c_str(), commit_.c_str(), device_.c_str(), bench_.c_str(), r.system,
                 r.family, r.index);
         if (r.mode) fprintf(f_, ",\"mode\":\"%s\"", r.mode);
-        fprintf(f_, ",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"L2\",\"params\":%s",
-                D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)r.nq, (long long)K,
-                r.params.json().c_str());
+        fprintf(f_, ",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"%s\",\"params\":%s",
+                D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)r.nq, (long long)D.k,
+                D.metric.c_str(), r.params.json().c_str());
         if (r.qps >= 0) fprintf(f_, ",\"qps\":%.1f", r.qps);
         if (r.recall >= 0) fprintf(f_, ",\"recall\":%.4f", r.recall);
         if (r.build_s >= 0) fprintf(f_, ",\"build_s\":%.3f", r.build_s);
         if (r.latency_ms >= 0) fprintf(f_, ",\"latency_ms\":%.4f", r.latency_ms);
+        if (r.latency_p99_ms >= 0) fprintf(f_, ",\"latency_p99_ms\":%.4f", r.latency_p99_ms);
         if (r.gpu_bytes) fprintf(f_, ",\"gpu_peak_bytes\":%zu", r.gpu_bytes);
         if (r.host_bytes) fprintf(f_, ",\"host_peak_bytes\":%zu", r.host_bytes);
         if (r.threads) fprintf(f_, ",\"threads\":%d", r.threads);
@@ -343,6 +358,7 @@ class Deadline {
 };
 
 // ---- the run ----------------------------------------------------------------------------------------
+#ifdef GRAFT_BENCH_CUDA
 
 // Device 0's properties and the records' device field (GRAFT_DEVICE_NAME when set, else the CUDA
 // name); false (said on stderr) when there is no CUDA device.
@@ -358,6 +374,7 @@ inline bool cuda_device(const Options& o, cudaDeviceProp* prop, std::string* dev
     *device = dev_env && *dev_env ? dev_env : prop->name;
     return true;
 }
+#endif
 
 // Loads the chosen datasets one at a time (Source) and hands each to run(Dataset&); stops at the
 // deadline.
@@ -433,22 +450,90 @@ inline bool ground_truth(Recorder& out, Dataset& D) {
     return true;
 }
 
+// Exact top-D.k neighbours of every query into D.gt: graft's flat index on GPU 0 when one is
+// usable, else FAISS's IndexFlat on the CPU (L2 or inner product as D.metric says). The queries
+// go in blocks of `block`; progress(done) is called after each. False (said) on failure.
+template <class P>
+bool exact_neighbours(Dataset& D, int64_t block, P&& progress) {
+    const bool ip = D.metric == "IP";
+    std::vector<float> dist((size_t)(block * D.k));
+    D.gt.assign((size_t)(D.nq * D.k), -1);
+    graft_flat* flat = nullptr;
+    std::unique_ptr<faiss::IndexFlat> cpu;
+    if (graft_gpu_available()) {
+        graft_flat_params fp;
+        graft_flat_params_defaults(&fp);
+        fp.device = 0;
+        fp.metric = ip ? GRAFT_METRIC_INNER_PRODUCT : GRAFT_METRIC_L2;
+        if (graft_flat_new(D.d, &fp, &flat) != GRAFT_OK || graft_flat_add(flat, D.nb, D.xb.data()) != GRAFT_OK) {
+            printf("graft flat index failed: %s\n", graft_last_error());
+            graft_flat_free(flat);
+            return false;
+        }
+    } else {
+        cpu.reset(new faiss::IndexFlat(D.d, ip ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2));
+        cpu->add(D.nb, D.xb.data());
+    }
+    for (int64_t q = 0; q < D.nq; q += block) {
+        const int64_t m = std::min(block, D.nq - q);
+        int64_t* I = D.gt.data() + q * D.k;
+        if (flat) {
+            if (graft_flat_search(flat, m, D.xq.data() + q * D.d, D.k, dist.data(), I) != GRAFT_OK) {
+                printf("graft flat search failed: %s\n", graft_last_error());
+                graft_flat_free(flat);
+                return false;
+            }
+        } else {
+            cpu->search(m, D.xq.data() + q * D.d, D.k, dist.data(), I);
+        }
+        progress(q + m);
+    }
+    graft_flat_free(flat);
+    return true;
+}
+
+// ---- measuring ------------------------------------------------------------------------------------
+
+// Searches all queries in calls of `batch`; seconds.
+inline double search_all(faiss::Index* index, const Dataset& D, int64_t batch, float* dist, int64_t* I) {
+    const double t0 = now_s();
+    for (int64_t q = 0; q < D.nq; q += batch) {
+        const int64_t m = std::min(batch, D.nq - q);
+        index->search(m, D.xq.data() + q * D.d, D.k, dist + q * D.k, I + q * D.k);
+    }
+    return now_s() - t0;
+}
+
+// Seconds for one pass over the queries (graft-bench's and faiss_sweep's measure): the first pass
+// warms up (and gives the results), then passes until min_time_s is spent or 3 are done, median.
+// A first pass of 2 x min_time_s or more is its own measure (a warm-up matters little there).
+inline double time_search(faiss::Index* index, const Dataset& D, int64_t batch, double min_time_s, float* dist, int64_t* I) {
+    const double first = search_all(index, D, batch, dist, I);
+    if (first >= 2 * min_time_s) return first;
+    std::vector<double> t;
+    std::vector<float> d2(dist, dist + D.nq * D.k);
+    std::vector<int64_t> i2(I, I + D.nq * D.k);
+    double spent = 0;
+    while (t.size() < 3 && (t.empty() || spent < min_time_s)) {
+        t.push_back(search_all(index, D, batch, d2.data(), i2.data()));
+        spent += t.back();
+    }
+    return median(t);
+}
+
 // ---- FAISS peers ------------------------------------------------------------------------------------
 
 // A FAISS index searched at batch nq with one parameter swept (set(value) applies it); records one
-// line per value: base plus the knob, median of 3 timed searches after a warm-up.
+// line per value: base plus the knob, median of 3 timed searches after a warm-up (time_search).
 template <class Set>
 void faiss_sweep(Recorder& out, const Deadline& deadline, const Dataset& D, faiss::Index& index, const Rec& base,
                  const char* knob, const std::vector<int>& values, Set&& set) {
-    std::vector<float> dist(D.nq * K);
-    std::vector<int64_t> I(D.nq * K);
+    std::vector<float> dist(D.nq * D.k);
+    std::vector<int64_t> I(D.nq * D.k);
     for (int v : values) {
         if (deadline.stops(std::string(base.index) + " " + knob + "=" + std::to_string(v))) return;
         set(v);
-        const double t = median_time(3, [&] {
-            index.search(D.nq, D.xq.data(), K, dist.data(), I.data());
-            return true;
-        });
+        const double t = time_search(&index, D, D.nq, 1e30, dist.data(), I.data());  // 1e30: always 3 passes
         Rec r = base;
         r.params.add(knob, v);
         r.qps = D.nq / t;

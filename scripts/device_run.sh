@@ -20,6 +20,15 @@
 #                                              #     architectures (80, 86, 89, 90 + PTX) built (timed
 #                                              #     against sm_90 alone), installed into a prefix, and
 #                                              #     tests/consumer built against it and run on the GPU
+#   bash scripts/device_run.sh --no-tests --graft-bench
+#                                              # ... graft-bench (bench/graft_bench.cpp) on the 1M dense-SIFT
+#                                              #     set: GraftFlat, GraftGraph, GraftGraph,PQ32, HNSW32 (16
+#                                              #     threads), IVF4096,Flat@gpu, IVF4096,PQ32@gpu and GGNN
+#                                              #     (implies --faiss-gpu; GGNN built from .deps/peers by
+#                                              #     scripts/device_ggnn.sh), then GraftGraph, HNSW32 and GGNN
+#                                              #     on Fashion-MNIST while time is left; into $OUT:
+#                                              #     graft-bench.log, graft-bench.jsonl, recall-qps-*.svg, the
+#                                              #     dense-sift1m chart's .png
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --faiss-gpu --bench
@@ -51,7 +60,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -66,6 +75,7 @@ for a in "$@"; do
     --bench-search-quick) bench_search=1 search_quick=1 ;;
     --bench-bang) bench_bang=1 ;;
     --bench-bang-quick) bench_bang=1 bang_quick=1 ;;
+    --graft-bench) graft_bench=1 faiss_gpu=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -84,7 +94,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -101,6 +111,12 @@ if [ $faiss_gpu = 1 ] && [ ! -f $fgpu/faiss/libfaiss.a ] && ! pgrep -f device_fa
   # Its own session, so that it outlives this command if the command's time runs out.
   setsid nohup bash scripts/device_faiss_gpu.sh $fgpu "$blas" >$faiss_log 2>&1 < /dev/null &
   stamp "FAISS GPU build started in the background"
+fi
+
+ggnn=/tmp/ggnn ggnn_log=/tmp/graft-ggnn-build.log
+if [ $graft_bench = 1 ] && [ ! -f $ggnn/build/libGGNNBase.so ] && ! pgrep -f device_ggnn.sh >/dev/null; then
+  setsid nohup bash scripts/device_ggnn.sh $ggnn >$ggnn_log 2>&1 </dev/null &
+  stamp "GGNN build started in the background"
 fi
 
 # Appends a background job's log to $OUT/setup.log (once per call) and shows its last lines.
@@ -281,6 +297,74 @@ if [ $bench_bang = 1 ]; then
     done
     stamp "graph + PQ benchmark done"
   fi
+fi
+
+if [ $graft_bench = 1 ]; then
+  link_faiss_gpu
+  stamp "waiting for the GGNN build"
+  while pgrep -f device_ggnn.sh >/dev/null; do sleep 2; done
+  setup_log "GGNN build" $ggnn_log 3
+  ggnn_lib=$ggnn/deps/usr/lib/x86_64-linux-gnu:$ggnn/build
+  ggnn_index=()
+  if [ -f $ggnn/build/libGGNNBase.so ]; then
+    cmake -S . -B build-device -DGRAFT_GGNN_DIR=$ggnn/src -DGRAFT_GGNN_BUILD=$ggnn/build >>"$OUT/build.log" 2>&1
+    ggnn_index=(--index GGNN)
+  else
+    stamp "GGNN did not build (see setup.log): graft-bench runs without it"
+  fi
+  # LD_LIBRARY_PATH: the linker finds libGGNNBase.so's glog through it (-rpath-link's search), the run too.
+  # Neither peer has been linked into graft-bench before: when the build fails, the run goes on
+  # without FAISS GPU, then without GGNN too, rather than without results.
+  gb_build() { LD_LIBRARY_PATH=$ggnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1; }
+  gb_faiss_gpu=1
+  if ! gb_build; then
+    grep -E "error|FAILED|undefined|multiple definition" "$OUT/build.log" | head -20
+    stamp "graft-bench did not build with the peers (build.log): again without FAISS GPU"
+    gb_faiss_gpu=0
+    cmake -S . -B build-device -DGRAFT_FAISS_GPU_DIR= >>"$OUT/build.log" 2>&1
+    if ! gb_build; then
+      stamp "graft-bench did not build: again without GGNN"
+      ggnn_index=()
+      cmake -S . -B build-device -DGRAFT_GGNN_DIR= >>"$OUT/build.log" 2>&1
+      gb_build || { grep -E "error|FAILED" -A3 "$OUT/build.log" | tail -40; exit 1; }
+    fi
+  fi
+  wait_dense_sift
+  # One run per dataset: records appended to one file, one chart each (the Fashion-MNIST chart as
+  # SVG only: the device tool returns at most 8 files); ground truths cached outside $OUT.
+  gb() {  # NAME SECONDS ARGS...
+    local name=$1 secs=$2; shift 2
+    stamp "graft-bench on $name (${secs}s at most)"
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=1 \
+      LD_LIBRARY_PATH=$ggnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
+      --out "$OUT" --gt-cache /tmp/graft-bench-gt --plot --commit "${GRAFT_COMMIT:-unknown}" \
+      --deadline $(( secs - 30 )) "$@" 2>&1 | tee -a "$OUT/graft-bench.log"
+  }
+  left=$(seconds_left)
+  if [ ! -f $dense/query.u8bin ]; then
+    stamp "graft-bench: no dense-SIFT set (see setup.log)"
+  elif [ $left -lt 90 ]; then
+    stamp "graft-bench skipped: ${left}s left before GRAFT_DEADLINE"
+  else
+    # The Fashion-MNIST run below gets 90 s of what is left when more than 4 min are.
+    # The first index is the one the summary's ratios are to.
+    gpu_index=(--index IVF4096,Flat@gpu --index IVF4096,PQ32@gpu)
+    [ -f $fgpu/faiss/libfaiss.a ] && [ $gb_faiss_gpu = 1 ] ||
+      { gpu_index=(); stamp "no FAISS GPU in graft-bench (setup.log, build.log): it runs without the @gpu indexes"; }
+    gb dense-sift1m $(( left > 240 ? left - 90 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
+      --index GraftGraph --index GraftFlat --index GraftGraph,PQ32 --index HNSW32 "${gpu_index[@]}" "${ggnn_index[@]}"
+  fi
+  left=$(seconds_left)
+  fm=$root/.deps/data/fashion-mnist
+  if [ $left -ge 60 ]; then
+    gb fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
+      --index GraftGraph --index HNSW32 "${ggnn_index[@]}"
+    rm -f "$OUT/recall-qps-fashion-mnist.png"
+  else
+    stamp "graft-bench on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
+  fi
+  stamp "graft-bench done"
 fi
 
 if [ $bench = 1 ]; then

@@ -5,6 +5,8 @@
 #   .deps/faiss-src/                the FAISS source package (C API sources; GPU build for benchmarks)
 #   .deps/data/sift5k/              the real test data (../shared/data does not travel)
 #   .deps/data/fashion-mnist/       Fashion-MNIST images (graph-build benchmark)
+#   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
+#                                   (graft-bench's GGNN peer; /work/shared/peers/README.md)
 # The GPU machine then gets it with the device tool's carry: [".deps"].
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,5 +32,14 @@ for rel in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     shutil.copy(os.path.join(m["IMAGES_DIR"], rel), dst)
 PY
+fi
+# GGNN (a graft-bench peer, built on the GPU machine by device_run.sh --graft-bench) and the
+# Debian .debs of glog/gflags it needs there.
+peers=${GRAFT_PEERS_DIR:-$root/../shared/peers}
+if [ -f "$peers"/ggnn-0.9.1-4f8088f.tar.gz ]; then
+  mkdir -p .deps/peers
+  cp "$peers"/ggnn-0.9.1-4f8088f.tar.gz .deps/peers/
+  (cd .deps/peers && for p in libgoogle-glog-dev libgoogle-glog0v6 libgflags-dev libgflags2.2 libunwind-dev libunwind8; do
+     ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -qq $p; done)
 fi
 du -sh .deps

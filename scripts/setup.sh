@@ -45,7 +45,7 @@ if [ "${GRAFT_SKIP_APT:-0}" != 1 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake ninja-build pkg-config dpkg-dev \
     libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
-    dataset-fashion-mnist \
+    dataset-fashion-mnist libhdf5-dev librsvg2-bin \
     swig python3-dev python3-faiss python3-numpy python3-pytest >/dev/null
   if [ "${GRAFT_BENCH_DATA:-0}" = 1 ]; then
     # For scripts/make_dense_sift.py (the 1M-scale benchmark set); not needed to build or test.

@@ -1,0 +1,899 @@
+// graft-bench: graft or FAISS (or GGNN), on your data, in one command.
+//
+//   graft-bench --base B --query Q [--gt G] [--k 10] [--metric l2|ip]
+//               --index "GraftGraph" --index "HNSW32" --index "IVF4096,Flat@gpu" ...
+//               [--sweep "L=16,32,64,128"] [--batch 10000] [--out DIR] [--plot]
+//
+// Every index is built (train + add, timed), then searched over its natural sweep (L for graft's
+// graph indexes, efSearch for HNSW, nprobe for IVF, tau for GGNN; --sweep KNOB=V,... replaces the
+// values of the indexes that sweep KNOB) at each --batch size, and at batch 1 for the p50/p99
+// latency. Recall@k is against exact ground truth: --gt, the HDF5 file's neighbors, or computed
+// (graft's flat index on the GPU, FAISS's IndexFlat on the CPU) and cached in DIR. Records go to
+// DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
+// DIR/recall-qps-<dataset>.svg and .png.
+#include <malloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <faiss/AutoTune.h>
+#include <faiss/Index.h>
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexNSG.h>
+#ifdef GRAFT_BENCH_FAISS_GPU
+#include <faiss/gpu/GpuAutoTune.h>
+#include <faiss/gpu/GpuCloner.h>
+#include <faiss/gpu/StandardGpuResources.h>
+#endif
+
+#include "bench_record.h"
+#include "graft_faiss_c.h"
+#include <faiss/c_api/error_c.h>
+#include "hdf5_dataset.h"
+#include "recall_qps_chart.h"
+#ifdef GRAFT_BENCH_GGNN
+#include "ggnn_peer.h"
+#endif
+
+namespace {
+
+using bench::Dataset;
+using bench::now_s;
+
+// ---- command line ---------------------------------------------------------------------------------
+
+struct Sweep {
+    std::string knob;
+    std::vector<double> values;
+};
+
+struct Options {
+    std::string base, query, gt, name, out_dir = "graft-bench-out", gt_cache, commit = "unknown", run_id, device;
+    int64_t k = 10;
+    std::string metric = "l2";
+    std::vector<std::string> indexes;
+    std::vector<Sweep> sweeps;          // --sweep overrides, by knob
+    std::vector<int64_t> batches = {10000};
+    int64_t latency_queries = 1000;     // batch-1 latency over this many queries (0: none)
+    double min_time_s = 0.5;            // each timed search repeats until it took this long (3 runs at most)
+    double deadline_s = 1e9;
+    int threads = 0;
+    bool plot = false;
+};
+
+const char* kUsage =
+    "usage: graft-bench --base FILE --query FILE [--gt FILE] [--k 10] [--metric l2|ip]\n"
+    "                   --index DESC [--index DESC ...] [--sweep KNOB=V1,V2,...] [--batch N[,N...]]\n"
+    "                   [--out DIR] [--plot] [--name DATASET] [--gt-cache DIR] [--latency-queries N]\n"
+    "                   [--min-time S] [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
+    "  files: .fvecs .bvecs .ivecs .fbin .u8bin .ibin, IDX images (.gz), or an ann-benchmarks .hdf5\n"
+    "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
+    "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
+    "         \"IVF4096,Flat\", ...); DESC@gpu puts a FAISS index on GPU 0; GGNN[<k_build>] is GGNN\n"
+    "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n";
+
+bool split_numbers(const std::string& s, std::vector<double>* out) {
+    size_t i = 0;
+    while (i <= s.size()) {
+        size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        const std::string t = s.substr(i, j - i);
+        char* end = nullptr;
+        const double v = strtod(t.c_str(), &end);
+        if (t.empty() || *end || !std::isfinite(v) || v < 0) return false;
+        out->push_back(v);
+        i = j + 1;
+    }
+    return !out->empty();
+}
+
+bool parse(int argc, char** argv, Options* o) {
+    auto fail = [](const std::string& msg) {
+        fprintf(stderr, "graft-bench: %s\n%s", msg.c_str(), kUsage);
+        return false;
+    };
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            printf("%s", kUsage);
+            exit(0);
+        }
+        if (a == "--plot") {
+            o->plot = true;
+            continue;
+        }
+        if (i + 1 >= argc) return fail(a + ": needs a value (or is unknown)");
+        const std::string v = argv[++i];
+        std::vector<double> nums;
+        if (a == "--base") o->base = v;
+        else if (a == "--query") o->query = v;
+        else if (a == "--gt") o->gt = v;
+        else if (a == "--name") o->name = v;
+        else if (a == "--out") o->out_dir = v;
+        else if (a == "--gt-cache") o->gt_cache = v;
+        else if (a == "--commit") o->commit = v;
+        else if (a == "--run-id") o->run_id = v;
+        else if (a == "--index") o->indexes.push_back(v);
+        else if (a == "--metric") {
+            if (v != "l2" && v != "ip") return fail("--metric: " + v + ", need l2 or ip");
+            o->metric = v;
+        } else if (a == "--k") {
+            o->k = atoll(v.c_str());
+            if (o->k < 1 || o->k > 1024) return fail("--k: " + v + ", need 1..1024");
+        } else if (a == "--sweep") {
+            const size_t eq = v.find('=');
+            Sweep s;
+            if (eq == std::string::npos || eq == 0 || !split_numbers(v.substr(eq + 1), &s.values))
+                return fail("--sweep: " + v + ", need KNOB=V1,V2,... (non-negative numbers)");
+            s.knob = v.substr(0, eq);
+            o->sweeps.push_back(s);
+        } else if (a == "--batch") {
+            if (!split_numbers(v, &nums)) return fail("--batch: " + v + ", need N[,N...]");
+            o->batches.clear();
+            for (double n : nums) {
+                if (n < 1 || n != std::floor(n)) return fail("--batch: " + v + ", need positive integers");
+                o->batches.push_back((int64_t)n);
+            }
+        } else if (a == "--latency-queries") o->latency_queries = atoll(v.c_str());
+        else if (a == "--min-time") o->min_time_s = atof(v.c_str());
+        else if (a == "--deadline") o->deadline_s = atof(v.c_str());
+        else if (a == "--threads") o->threads = atoi(v.c_str());
+        else return fail("unknown option " + a);
+    }
+    if (o->base.empty()) return fail("--base is required");
+    if (o->indexes.empty()) return fail("at least one --index is required");
+    return true;
+}
+
+// ---- progress on a terminal -----------------------------------------------------------------------
+
+// A one-line status on stderr, rewritten in place, only when stderr is a terminal: a pipe or a log
+// file gets nothing from it.
+class Status {
+   public:
+    static bool on() {
+        static const bool tty = isatty(STDERR_FILENO);
+        return tty;
+    }
+    static void show(const std::string& line) {
+        if (!on()) return;
+        std::lock_guard<std::mutex> g(mu());
+        fprintf(stderr, "\r\033[K%s", line.c_str());
+        fflush(stderr);
+    }
+    static void clear() {
+        if (!on()) return;
+        std::lock_guard<std::mutex> g(mu());
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+
+   private:
+    static std::mutex& mu() {
+        static std::mutex m;
+        return m;
+    }
+};
+
+// For a call that reports nothing while it runs (a build): after a second, the elapsed time every
+// half second, until the ticker goes out of scope.
+class Ticker {
+   public:
+    explicit Ticker(std::string what) : what_(std::move(what)), t0_(now_s()) {
+        if (Status::on()) thread_ = std::thread([this] { run(); });
+    }
+    ~Ticker() {
+        if (!thread_.joinable()) return;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+        Status::clear();
+    }
+
+   private:
+    void run() {
+        std::unique_lock<std::mutex> g(mu_);
+        while (!cv_.wait_for(g, std::chrono::milliseconds(500), [this] { return stop_; })) {
+            const double t = now_s() - t0_;
+            if (t < 1) continue;
+            char s[32];
+            snprintf(s, sizeof s, " ... %.0f s", t);
+            Status::show(what_ + s);
+        }
+    }
+    std::string what_;
+    double t0_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+// ---- data -----------------------------------------------------------------------------------------
+
+bool ends_with(const std::string& s, const char* suffix) {
+    const size_t n = strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+bool is_hdf5(const std::string& p) { return ends_with(p, ".hdf5") || ends_with(p, ".h5"); }
+
+// Fashion-MNIST / MNIST IDX images (Debian's dataset-fashion-mnist): "...-idx3-ubyte[.gz]".
+bool is_idx(const std::string& p) { return p.find("idx3-ubyte") != std::string::npos; }
+
+std::string basename_of(const std::string& p) {
+    const size_t slash = p.find_last_of('/');
+    return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+bool read_vectors(const std::string& path, std::vector<float>* x, int64_t* n, int64_t* d, std::string* err) {
+    if (is_hdf5(path)) return bench::hdf5_read_f32(path, "train", x, n, d, err);
+    float* p = nullptr;
+    const int rc = is_idx(path) ? graft_fmnist_read(path.c_str(), -1, &p, n, d)
+                                : graft_dataset_read_f32(path.c_str(), 0, -1, &p, n, d);
+    if (rc != GRAFT_OK) {
+        *err = graft_last_error();
+        return false;
+    }
+    x->assign(p, p + *n * *d);
+    free(p);
+    return true;
+}
+
+// The ground-truth ids of a file: .ivecs/.ibin (int32 rows) or HDF5 neighbors; rows x cols.
+bool read_ids(const std::string& path, std::vector<int64_t>* ids, int64_t* rows, int64_t* cols, std::string* err) {
+    if (is_hdf5(path)) return bench::hdf5_read_i64(path, "neighbors", ids, rows, cols, err);
+    graft_dataset m;
+    if (graft_dataset_read(path.c_str(), 0, -1, &m) != GRAFT_OK) {
+        *err = graft_last_error();
+        return false;
+    }
+    bool ok = m.dtype == GRAFT_DTYPE_I32;
+    if (!ok) *err = path + ": ground truth must hold int32 ids (.ivecs or .ibin)";
+    else {
+        ids->assign((const int32_t*)m.data, (const int32_t*)m.data + m.n * m.d);
+        *rows = m.n;
+        *cols = m.d;
+    }
+    graft_dataset_free(&m);
+    return ok;
+}
+
+// Keeps the first k of `cols` columns of a rows x cols id matrix.
+void keep_columns(std::vector<int64_t>* ids, int64_t rows, int64_t cols, int64_t k) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < k; j++) (*ids)[r * k + j] = (*ids)[r * cols + j];
+    ids->resize((size_t)(rows * k));
+}
+
+// A fingerprint of the vectors (every 997th row of base and queries), so that a cached ground truth
+// is never used for other data of the same name and size.
+uint64_t fingerprint(const Dataset& D) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](const std::vector<float>& x, int64_t n) {
+        for (int64_t i = 0; i < n; i += 997)
+            for (int64_t j = 0; j < D.d; j++) {
+                uint32_t u;
+                memcpy(&u, &x[i * D.d + j], 4);
+                h = (h ^ u) * 1099511628211ull;
+            }
+    };
+    mix(D.xb, D.nb);
+    mix(D.xq, D.nq);
+    return h;
+}
+
+void mkdirs(const std::string& dir) {
+    for (size_t i = 1; i <= dir.size(); i++)
+        if (i == dir.size() || dir[i] == '/') mkdir(dir.substr(0, i).c_str(), 0755);
+}
+
+bool load(const Options& o, Dataset* D, std::string* err) {
+    D->k = o.k;
+    D->metric = o.metric == "ip" ? "IP" : "L2";
+    std::string name = o.name;
+    if (name.empty()) {
+        name = basename_of(o.base);
+        for (const char* ext : {".gz", ".fvecs", ".bvecs", ".ivecs", ".fbin", ".u8bin", ".ibin", ".hdf5", ".h5"})
+            if (ends_with(name, ext)) name.resize(name.size() - strlen(ext));
+        for (const char* tail : {"_base", "-base", "_learn"})
+            if (ends_with(name, tail)) name.resize(name.size() - strlen(tail));
+    }
+    D->name = name;
+    int64_t dq = 0;
+    if (!read_vectors(o.base, &D->xb, &D->nb, &D->d, err)) return false;
+    const std::string qpath = o.query.empty() && is_hdf5(o.base) ? o.base : o.query;
+    if (qpath.empty()) {
+        *err = "--query is required (except with an HDF5 --base, whose test set is the queries)";
+        return false;
+    }
+    if (is_hdf5(qpath) ? !bench::hdf5_read_f32(qpath, "test", &D->xq, &D->nq, &dq, err)
+                       : !read_vectors(qpath, &D->xq, &D->nq, &dq, err))
+        return false;
+    if (dq != D->d) {
+        *err = "queries have d = " + std::to_string(dq) + ", the base d = " + std::to_string(D->d);
+        return false;
+    }
+    if (is_hdf5(o.base)) {
+        // ann-benchmarks: "angular" is the cosine: normalized vectors under inner product.
+        const std::string dist = bench::hdf5_attribute(o.base, "distance");
+        if (dist == "angular") {
+            for (std::vector<float>* x : {&D->xb, &D->xq})
+                for (size_t i = 0; i < x->size(); i += D->d) {
+                    double s = 0;
+                    for (int64_t j = 0; j < D->d; j++) s += (double)(*x)[i + j] * (*x)[i + j];
+                    const float inv = s > 0 ? (float)(1 / std::sqrt(s)) : 0.f;
+                    for (int64_t j = 0; j < D->d; j++) (*x)[i + j] *= inv;
+                }
+            D->metric = "IP";
+            printf("%s: distance angular, so normalized vectors under inner product\n", o.base.c_str());
+        } else if (!dist.empty() && dist != "euclidean") {
+            *err = o.base + ": distance '" + dist + "' is not supported (euclidean or angular)";
+            return false;
+        } else if (o.metric == "ip") {
+            printf("%s: distance euclidean, but --metric ip asked for: inner product it is\n", o.base.c_str());
+        }
+    }
+    return true;
+}
+
+// D.gt from --gt, the HDF5 file's neighbors, the cache in DIR, or computed (then cached).
+bool ground_truth(const Options& o, Dataset& D, std::string* err) {
+    std::string gt_path = o.gt;
+    // An HDF5 file's own queries come with their neighbours (for "angular", by the cosine: the
+    // same order as inner product on the normalized vectors).
+    if (gt_path.empty() && is_hdf5(o.base) && (o.query.empty() || o.query == o.base)) gt_path = o.base;
+    if (!gt_path.empty()) {
+        int64_t rows = 0, cols = 0;
+        if (!read_ids(gt_path, &D.gt, &rows, &cols, err)) return false;
+        if (rows < D.nq || cols < D.k) {
+            *err = gt_path + ": " + std::to_string(rows) + " x " + std::to_string(cols) + " ids, need at least " +
+                   std::to_string(D.nq) + " x " + std::to_string(D.k);
+            return false;
+        }
+        keep_columns(&D.gt, D.nq, cols, D.k);
+        printf("ground truth: %s (%lld x %lld)\n", gt_path.c_str(), (long long)rows, (long long)cols);
+        return true;
+    }
+    char key[96];
+    snprintf(key, sizeof key, "-%lldx%lld-k%lld-%s-%016llx.ibin", (long long)D.nb, (long long)D.nq, (long long)D.k,
+             D.metric.c_str(), (unsigned long long)fingerprint(D));
+    const std::string cache = (o.gt_cache.empty() ? o.out_dir : o.gt_cache) + "/gt-" + D.name + key;
+    int64_t rows = 0, cols = 0;
+    std::string ignored;
+    if (access(cache.c_str(), R_OK) == 0 && read_ids(cache, &D.gt, &rows, &cols, &ignored) && rows == D.nq &&
+        cols == D.k) {
+        printf("ground truth: cached %s\n", cache.c_str());
+        return true;
+    }
+    const bool gpu = graft_gpu_available();
+    const double t0 = now_s();
+    const bool ok = bench::exact_neighbours(D, gpu ? 10000 : 256, [&](int64_t done) {
+        char s[96];
+        snprintf(s, sizeof s, "ground truth: %lld / %lld queries, %.0f s", (long long)done, (long long)D.nq,
+                 now_s() - t0);
+        Status::show(s);
+    });
+    Status::clear();
+    if (!ok) {
+        *err = "ground truth failed";
+        return false;
+    }
+    printf("ground truth: computed by %s in %.1f s, cached as %s\n",
+           gpu ? "graft's flat index on GPU 0" : "FAISS IndexFlat on the CPU", now_s() - t0, cache.c_str());
+    std::vector<int32_t> ids(D.gt.begin(), D.gt.end());
+    if (graft_dataset_write(cache.c_str(), ids.data(), D.nq, D.k, GRAFT_DTYPE_I32) != GRAFT_OK)
+        printf("  (cache not written: %s)\n", graft_last_error());
+    return true;
+}
+
+// ---- memory readings ------------------------------------------------------------------------------
+
+// Host memory: resident set now and its peak since reset_host_peak() (VmRSS / VmHWM of
+// /proc/self/status; writing 5 to clear_refs resets the peak, Linux >= 4.0).
+size_t proc_status_kb(const char* field) {
+    FILE* f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    const size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n)) kb = strtoull(line + n + 1, nullptr, 10);
+    fclose(f);
+    return kb;
+}
+void reset_host_peak() {
+    // Freed heap pages (the ground truth's, the previous index's) go back to the system first:
+    // otherwise the next index reuses them without its resident set growing.
+    malloc_trim(0);
+    FILE* f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+std::string device_name() {
+    const char* env = getenv("GRAFT_DEVICE_NAME");
+    if (env && *env) return env;
+#ifdef GRAFT_BENCH_CUDA
+    if (graft_gpu_available()) {
+        cudaDeviceProp prop{};
+        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) return prop.name;
+    }
+#endif
+    return "cpu";
+}
+
+// ---- the indexes ----------------------------------------------------------------------------------
+
+#ifdef GRAFT_BENCH_GGNN
+// GGNN behind faiss::Index, so that it runs the same measuring path: add builds the graph,
+// search queries it with the current tau_query.
+struct GgnnIndex : faiss::Index {
+    bench::GgnnPeer* peer;
+    int k_build = 24, max_iterations = 400;
+    float tau_build = 0.5f, tau_query = 0.5f;
+    GgnnIndex(int d, faiss::MetricType m) : faiss::Index(d, m), peer(bench::ggnn_peer_new(d, m == faiss::METRIC_INNER_PRODUCT)) {}
+    ~GgnnIndex() override { bench::ggnn_peer_free(peer); }
+    void add(idx_t n, const float* x) override {
+        if (ntotal != 0) throw std::runtime_error("GGNN: one add only (it builds the graph)");
+        std::string err;
+        if (!bench::ggnn_peer_build(peer, n, x, k_build, tau_build, &err)) throw std::runtime_error(err);
+        ntotal = n;
+    }
+    void search(idx_t n, const float* x, idx_t k, float* D, idx_t* I,
+                const faiss::SearchParameters* = nullptr) const override {
+        std::string err;
+        if (!bench::ggnn_peer_search(peer, n, x, (int)k, tau_query, max_iterations, D, I, &err))
+            throw std::runtime_error(err);
+    }
+    void reset() override { throw std::runtime_error("GGNN: reset is not supported"); }
+};
+#endif
+
+// What graft-bench knows of one --index.
+struct IndexSpec {
+    std::string desc;     // as given (the records' index field)
+    std::string factory;  // desc without "@gpu"
+    const char* system = "faiss-cpu";
+    const char* family = "";
+    bool graft = false, faiss_gpu = false, ggnn = false;
+    int ggnn_k_build = 24, ggnn_iterations = 400;
+    float ggnn_tau_build = 0.5f;
+    std::string knob;  // "" when nothing is swept
+    std::vector<double> sweep;
+};
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// Fills spec from desc; false with *err for what this graft-bench cannot run.
+bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::string* err) {
+    s->desc = desc;
+    s->factory = desc;
+    if (ends_with(desc, "@gpu")) {
+        s->factory = desc.substr(0, desc.size() - 4);
+        s->faiss_gpu = true;
+        s->system = "faiss-gpu";
+        if (contains(s->factory, "Graft")) {
+            *err = desc + ": @gpu is for FAISS indexes (graft's indexes choose their device themselves)";
+            return false;
+        }
+#ifndef GRAFT_BENCH_FAISS_GPU
+        *err = desc + ": this graft-bench has no FAISS GPU (configure with GRAFT_FAISS_GPU_DIR, bench/CMakeLists.txt)";
+        return false;
+#endif
+    }
+    const std::string& f = s->factory;
+    std::vector<double> natural;
+    if (f.rfind("GGNN", 0) == 0) {
+        s->ggnn = true;
+        s->system = "ggnn";
+        s->family = "graph";
+        s->knob = "tau";
+        natural = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0};
+        // GGNN[<k_build>][,tau_build=X][,iter=N]
+        std::string rest = f.substr(4);
+        if (!rest.empty() && isdigit((unsigned char)rest[0])) s->ggnn_k_build = atoi(rest.c_str());
+        for (size_t c = rest.find(','); c != std::string::npos; c = rest.find(',', c + 1)) {
+            const std::string opt = rest.substr(c + 1, rest.find(',', c + 1) - c - 1);
+            if (opt.rfind("tau_build=", 0) == 0) s->ggnn_tau_build = (float)atof(opt.c_str() + 10);
+            else if (opt.rfind("iter=", 0) == 0) s->ggnn_iterations = atoi(opt.c_str() + 5);
+            else {
+                *err = desc + ": unknown GGNN option '" + opt + "' (GGNN[<k_build>][,tau_build=X][,iter=N])";
+                return false;
+            }
+        }
+#ifndef GRAFT_BENCH_GGNN
+        *err = desc + ": this graft-bench has no GGNN (configure with GRAFT_GGNN_DIR, bench/CMakeLists.txt)";
+        return false;
+#endif
+        // GGNN ends the process (a glog CHECK) when CUDA fails: ask first.
+        if (!graft_gpu_available()) {
+            *err = desc + ": GGNN needs a CUDA device, and none is usable here";
+            return false;
+        }
+    } else if (contains(f, "Graft")) {
+        s->graft = true;
+        s->system = contains(f, ",cpu") || !graft_gpu_available() ? "reference" : "graft";
+        if (contains(f, "GraftGraph")) {
+            s->family = "graph";
+            s->knob = "L";
+            natural = {16, 32, 64, 128, 256};
+        } else {
+            s->family = "flat";
+        }
+    } else if (contains(f, "HNSW")) {
+        s->family = "hnsw";
+        s->knob = "efSearch";
+        natural = {16, 32, 64, 128, 256, 512};
+    } else if (contains(f, "NSG")) {
+        s->family = "nsg";
+        s->knob = "search_L";
+        natural = {16, 32, 64, 128, 256};
+    } else if (contains(f, "IVF")) {
+        s->family = "ivf";
+        s->knob = "nprobe";
+        const long nlist = atol(f.c_str() + f.find("IVF") + 3);
+        for (double p : {1, 4, 16, 64, 256})
+            if (nlist <= 0 || p <= nlist) natural.push_back(p);
+    } else if (contains(f, "Flat")) {
+        s->family = "flat";
+    }
+    s->sweep = natural;
+    for (const Sweep& w : o.sweeps)
+        if (w.knob == s->knob) s->sweep = w.values;
+    return true;
+}
+
+// A built index and what it needs alive (the FAISS GPU resources outlive the index).
+struct Built {
+#ifdef GRAFT_BENCH_FAISS_GPU
+    std::unique_ptr<faiss::gpu::StandardGpuResources> res;
+#endif
+    std::unique_ptr<faiss::Index> index;
+};
+
+// A new, empty index for spec; throws (FAISS's or our message) when it cannot be made.
+Built make_index(const IndexSpec& s, int d, faiss::MetricType metric) {
+    Built b;
+#ifdef GRAFT_BENCH_GGNN
+    if (s.ggnn) {
+        auto* g = new GgnnIndex(d, metric);
+        g->k_build = s.ggnn_k_build;
+        g->tau_build = s.ggnn_tau_build;
+        g->max_iterations = s.ggnn_iterations;
+        b.index.reset(g);
+        return b;
+    }
+#endif
+    FaissIndex* p = nullptr;
+    if (faiss_graft_index_factory(&p, d, s.factory.c_str(), (FaissMetricType)metric) != 0)
+        throw std::runtime_error(faiss_get_last_error() ? faiss_get_last_error() : "index factory failed");
+    b.index.reset(reinterpret_cast<faiss::Index*>(p));
+#ifdef GRAFT_BENCH_FAISS_GPU
+    if (s.faiss_gpu) {
+        b.res.reset(new faiss::gpu::StandardGpuResources());
+        b.index.reset(faiss::gpu::index_cpu_to_gpu(b.res.get(), 0, b.index.get()));
+    }
+#endif
+    return b;
+}
+
+// Applies knob = v to the index.
+void set_knob(const IndexSpec& s, faiss::Index* index, double v) {
+    if (s.knob.empty()) return;
+#ifdef GRAFT_BENCH_GGNN
+    if (s.ggnn) {
+        static_cast<GgnnIndex*>(index)->tau_query = (float)v;
+        return;
+    }
+#endif
+    if (s.graft) {
+        if (faiss_graft_set_param(reinterpret_cast<FaissIndex*>(index), s.knob.c_str(), v) != 0)
+            throw std::runtime_error(faiss_get_last_error());
+        return;
+    }
+#ifdef GRAFT_BENCH_FAISS_GPU
+    if (s.faiss_gpu) {
+        faiss::gpu::GpuParameterSpace().set_index_parameter(index, s.knob, v);
+        return;
+    }
+#endif
+    // FAISS 1.7.3's ParameterSpace does not know NSG's search_L.
+    if (auto* nsg = dynamic_cast<faiss::IndexNSG*>(index); nsg && s.knob == "search_L") {
+        nsg->nsg.search_L = (int)v;
+        return;
+    }
+    faiss::ParameterSpace().set_index_parameter(index, s.knob, v);
+}
+
+// ---- measuring ------------------------------------------------------------------------------------
+
+// Batch 1 over the first n queries (at most 5 s): p50 and p99 per-query latency in ms, QPS and the
+// recall of those queries.
+struct Latency {
+    double p50 = -1, p99 = -1, qps = -1, recall = -1;
+    int64_t n = 0;
+};
+Latency time_batch1(faiss::Index* index, const Dataset& D, int64_t n) {
+    Latency L;
+    n = std::min(n, D.nq);
+    std::vector<double> t;
+    std::vector<float> dist(D.k);
+    std::vector<int64_t> I((size_t)(n * D.k));
+    index->search(1, D.xq.data(), D.k, dist.data(), I.data());  // warm-up
+    double total = 0;
+    for (int64_t q = 0; q < n && (q < 20 || total < 5); q++) {
+        const double t0 = now_s();
+        index->search(1, D.xq.data() + q * D.d, D.k, dist.data(), I.data() + q * D.k);
+        t.push_back(now_s() - t0);
+        total += t.back();
+    }
+    if (t.empty()) return L;
+    L.n = (int64_t)t.size();
+    L.qps = L.n / total;
+    L.recall = bench::recall_at_k(I.data(), D.gt.data(), L.n, D.k);
+    std::sort(t.begin(), t.end());
+    L.p50 = t[t.size() / 2] * 1e3;
+    L.p99 = t[std::min(t.size() - 1, (size_t)std::ceil(0.99 * t.size()) - 1)] * 1e3;
+    return L;
+}
+
+std::string number(double v) {
+    char s[32];
+    snprintf(s, sizeof s, "%g", v);
+    return s;
+}
+
+struct IndexResult {
+    double build_s = -1;
+    size_t gpu_bytes = 0, host_bytes = 0;
+    bool ok = false;
+};
+
+// Builds one index and runs its sweep; records every configuration.
+IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, bench::Recorder& out,
+                      const bench::Deadline& deadline) {
+    IndexResult res;
+    const faiss::MetricType metric = D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
+    const size_t gpu0 = bench::gpu_used_bytes();
+    size_t gpu_max = gpu0;
+    reset_host_peak();
+    const size_t host0 = proc_status_kb("VmRSS:") * 1024;
+    auto sample = [&] { gpu_max = std::max(gpu_max, bench::gpu_used_bytes()); };
+    const int threads = omp_get_max_threads();
+    const bool cpu_system = !strcmp(s.system, "faiss-cpu") || !strcmp(s.system, "reference");
+    try {
+        Built b = make_index(s, (int)D.d, metric);
+        faiss::Index* index = b.index.get();
+        {
+            Ticker tick("building " + s.desc);
+            const double t0 = now_s();
+            if (!index->is_trained) index->train(D.nb, D.xb.data());
+            index->add(D.nb, D.xb.data());
+            res.build_s = now_s() - t0;
+        }
+        sample();
+        printf("%s: built in %.2f s\n", s.desc.c_str(), res.build_s);
+        fflush(stdout);
+
+        std::vector<double> values = s.sweep;
+        if (values.empty()) values.push_back(NAN);  // one configuration, no knob
+        std::vector<float> dist((size_t)(D.nq * D.k));
+        std::vector<int64_t> I((size_t)(D.nq * D.k));
+        for (size_t i = 0; i < values.size(); i++) {
+            const double v = values[i];
+            const std::string label = s.knob.empty() ? s.desc : s.desc + " " + s.knob + "=" + number(v);
+            if (deadline.stops(label)) break;
+            Status::show(label + " (" + std::to_string(i + 1) + "/" + std::to_string(values.size()) + ")");
+            if (!std::isnan(v)) set_knob(s, index, v);
+            auto base_rec = [&](int64_t batch) {
+                bench::Rec r{s.system, s.family, s.desc.c_str(), D.nq, batch};
+                if (!std::isnan(v)) {
+                    if (v == std::floor(v)) r.params.add(s.knob.c_str(), (long long)v);
+                    else r.params.add(s.knob.c_str(), v);
+                }
+                r.build_s = res.build_s;
+                if (cpu_system) r.threads = threads;
+                return r;
+            };
+            std::vector<bench::Rec> recs;
+            for (int64_t batch : o.batches) {
+                const double t = bench::time_search(index, D, batch, o.min_time_s, dist.data(), I.data());
+                sample();
+                bench::Rec r = base_rec(batch);
+                r.qps = D.nq / t;
+                r.recall = bench::recall_vs_gt(D, I.data(), D.nq);
+                r.latency_ms = t * 1e3 / (double)((D.nq + batch - 1) / batch);
+                recs.push_back(std::move(r));
+            }
+            if (o.latency_queries > 0) {
+                const Latency L = time_batch1(index, D, o.latency_queries);
+                bench::Rec r = base_rec(1);
+                r.nq = L.n;
+                r.qps = L.qps;
+                r.recall = L.recall;
+                r.latency_ms = L.p50;
+                r.latency_p99_ms = L.p99;
+                r.params.add("latency", "p50", false);
+                r.note = "p99 " + number(std::round(L.p99 * 1000) / 1000) + " ms";
+                r.summary = false;  // the summary and chart are at the --batch sizes
+                recs.push_back(std::move(r));
+            }
+            Status::clear();
+            res.gpu_bytes = gpu_max - gpu0;
+            res.host_bytes = std::max<size_t>(proc_status_kb("VmHWM:") * 1024, host0) - host0;
+            for (bench::Rec& r : recs) {
+                r.gpu_bytes = res.gpu_bytes;
+                r.host_bytes = res.host_bytes;
+                out.record(D, std::move(r));
+            }
+        }
+        res.ok = true;
+    } catch (const std::exception& e) {
+        Status::clear();
+        printf("%s: FAILED: %s\n", s.desc.c_str(), e.what());
+    }
+    return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    if (!parse(argc, argv, &o)) return 2;
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+
+    std::vector<IndexSpec> specs;
+    for (const std::string& desc : o.indexes) {
+        IndexSpec s;
+        std::string err;
+        if (!describe(desc, o, &s, &err)) {
+            fprintf(stderr, "graft-bench: %s\n", err.c_str());
+            return 2;
+        }
+        specs.push_back(s);
+    }
+    for (const Sweep& w : o.sweeps)
+        if (std::none_of(specs.begin(), specs.end(), [&](const IndexSpec& s) { return s.knob == w.knob; })) {
+            fprintf(stderr, "graft-bench: --sweep %s=...: no index sweeps %s (L, efSearch, nprobe, tau)\n",
+                    w.knob.c_str(), w.knob.c_str());
+            return 2;
+        }
+
+    Dataset D;
+    std::string err;
+    {
+        Ticker tick("reading " + o.base);
+        if (!load(o, &D, &err)) {
+            fprintf(stderr, "graft-bench: %s\n", err.c_str());
+            return 2;
+        }
+    }
+    // Every index string is checked on the data's dimension before any long phase starts.
+    for (const IndexSpec& s : specs) {
+        try {
+            if (!s.ggnn) make_index(s, (int)D.d, D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2);
+        } catch (const std::exception& e) {
+            fprintf(stderr, "graft-bench: --index %s: %s\n", s.desc.c_str(), e.what());
+            return 2;
+        }
+    }
+    for (int64_t& b : o.batches) b = std::min(b, D.nq);
+
+    mkdirs(o.out_dir);
+    if (!o.gt_cache.empty()) mkdirs(o.gt_cache);
+    const std::string jsonl = o.out_dir + "/graft-bench.jsonl";
+    FILE* f = fopen(jsonl.c_str(), "a");
+    if (!f) {
+        fprintf(stderr, "graft-bench: cannot write %s\n", jsonl.c_str());
+        return 2;
+    }
+    const std::string date = bench::utc_date();
+    std::string run_id = o.run_id;
+    if (run_id.empty()) {
+        run_id = "graft-bench-" + date;
+        run_id.erase(std::remove_if(run_id.begin(), run_id.end(), [](char c) { return c == ':' || c == '-'; }),
+                     run_id.end());
+        run_id.insert(5, "-").insert(11, "-");  // graft-bench-YYYYMMDDTHHMMSSZ
+    }
+    const std::string device = device_name();
+
+    printf("graft-bench: device %s, %d CPU threads, commit %s, run %s\n", device.c_str(), omp_get_max_threads(),
+           o.commit.c_str(), run_id.c_str());
+    printf("data: %s: base %lld x %lld, %lld queries, k = %lld, metric %s\n", D.name.c_str(), (long long)D.nb,
+           (long long)D.d, (long long)D.nq, (long long)D.k, D.metric.c_str());
+    std::string batches;
+    for (int64_t b : o.batches) batches += (batches.empty() ? "" : ",") + std::to_string(b);
+    printf("batch sizes %s%s; records: %s\n", batches.c_str(),
+           o.latency_queries > 0 ? (", latency at batch 1 over " + std::to_string(std::min(o.latency_queries, D.nq)) +
+                                    " queries").c_str()
+                                 : "",
+           jsonl.c_str());
+    fflush(stdout);
+    if (!ground_truth(o, D, &err)) {
+        fprintf(stderr, "graft-bench: %s\n", err.c_str());
+        return 2;
+    }
+
+    bench::Recorder out(f, "graft-bench", run_id, date, o.commit, device);
+    int index_w = 13;
+    for (const IndexSpec& s : specs) index_w = std::max(index_w, (int)s.desc.size());
+    out.set_widths(index_w, 24, index_w + 8);
+    bench::Deadline deadline(o.deadline_s);
+    std::vector<IndexResult> results;
+    printf("\n");
+    out.header();
+    for (const IndexSpec& s : specs) {
+        if (deadline.stops(s.desc)) break;
+        results.push_back(run_index(o, s, D, out, deadline));
+    }
+    fclose(f);
+
+    // Summary at the largest batch: build, memory, best QPS at each recall bar, ratio to the first index.
+    const int64_t batch = *std::max_element(o.batches.begin(), o.batches.end());
+    printf("\n== summary: %s, batch %lld: best QPS at recall@%lld >= each bar (its configuration; x = ratio to %s)\n",
+           D.name.c_str(), (long long)batch, (long long)D.k, specs[0].desc.c_str());
+    printf("%-*s %8s %9s %9s", index_w, "index", "build s", "GPU MiB", "host MiB");
+    for (double bar : bench::kRecallBars) printf("   %-26s", (">= " + number(bar)).c_str());
+    printf("\n");
+    std::vector<bench::Curve> curves;
+    for (size_t i = 0; i < results.size(); i++) {
+        const IndexSpec& s = specs[i];
+        const IndexResult& r = results[i];
+        auto match = [&](const IndexSpec& x) {
+            return [&](const bench::Point& p) { return p.index == x.desc && p.batch == batch; };
+        };
+        printf("%-*s %8.2f %9.0f %9.0f", index_w, s.desc.c_str(), r.build_s, r.gpu_bytes / 1048576.0,
+               r.host_bytes / 1048576.0);
+        for (double bar : bench::kRecallBars) {
+            const bench::Point* b = out.best(D.name, bar, match(s));
+            const bench::Point* first = out.best(D.name, bar, match(specs[0]));
+            char cell[64] = "-";
+            if (b) {
+                const std::string lab = b->label.empty() ? "" : " (" + b->label + ")";
+                if (first && i > 0) snprintf(cell, sizeof cell, "%.0f%s %.2fx", b->qps, lab.c_str(), b->qps / first->qps);
+                else snprintf(cell, sizeof cell, "%.0f%s", b->qps, lab.c_str());
+            }
+            printf("   %-26s", cell);
+        }
+        printf("\n");
+        bench::Curve c{s.desc, {}};
+        for (const bench::Point& p : out.points())
+            if (p.index == s.desc && p.batch == batch) c.pts.push_back({p.recall, p.qps});
+        curves.push_back(c);
+    }
+    int rc = std::all_of(results.begin(), results.end(), [](const IndexResult& r) { return r.ok; }) ? 0 : 1;
+
+    if (o.plot) {
+        const std::string stem = o.out_dir + "/recall-qps-" + D.name, svg = stem + ".svg", png = stem + ".png";
+        const std::string title = D.name + " (" + std::to_string(D.nb) + " x " + std::to_string(D.d) + "), batch " +
+                                  std::to_string(batch) + ", " + device + ", commit " + o.commit;
+        if (!bench::write_recall_qps_svg(svg, title, "recall@" + std::to_string(D.k), curves, &err)) {
+            fprintf(stderr, "graft-bench: %s\n", err.c_str());
+            rc = 1;
+        } else {
+            printf("\nchart: %s%s\n", svg.c_str(),
+                   bench::svg_to_png(svg, png) ? (" and " + png).c_str() : " (no rsvg-convert on PATH: no PNG)");
+        }
+    }
+    return rc;
+}
