@@ -102,4 +102,8 @@ if(GRAFT_HAVE_CUDA)
       "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}; CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}, architectures ${_archs_summary}")
 endif()
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${_deb_deps}")
+if(GRAFT_PYTHON_BUILT)
+  # The Python package (adapters/python) imports Debian's FAISS module of the same version.
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-faiss (>= ${_fv}), python3-faiss (<< ${_fv_mm}.${_fv_next}), python3-numpy")
+endif()
 include(CPack)

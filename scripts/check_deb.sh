@@ -20,7 +20,7 @@ dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$'
 # machines), dpkg does not know it: a local stand-in package says those libraries are present.
 shim=""
 for dep in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | grep -oE '(cuda-cudart|libcublas)-[0-9-]+'); do
-  dpkg -s "$dep" >/dev/null 2>&1 || apt-cache show "$dep" >/dev/null 2>&1 || shim="$shim${shim:+, }$dep"
+  apt-get install -s -qq "$dep" >/dev/null 2>&1 || shim="$shim${shim:+, }$dep"
 done
 if [ -n "$shim" ]; then
   [ -e /usr/local/cuda/lib64/libcublas.so ] || { echo "no CUDA libraries for: $shim"; exit 1; }
