@@ -377,7 +377,7 @@ if [ $bench = 1 ]; then
     wait_dense_sift
     [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
   fi
-  OMP_NUM_THREADS=$(nproc) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
+  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
   PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
     --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) 2>&1 | tee "$OUT/torch_exact.log"
