@@ -377,12 +377,20 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     }
     // The k-NN graph (exclude_self) keeps the FP32 path: its rows' exclusions are not contiguous
     // once failed rows are gathered.
-    const bool certify = ctx->certified_tf32 && !ctx->allow_tf32 && a->xb_norms && a->exclude_self < 0;
+    bool certify = ctx->certified_tf32 && !ctx->allow_tf32 && a->xb_norms && a->exclude_self < 0;
+    // After a call on data whose certificates mostly failed, the next 7 calls go to FP32 directly
+    // and the 8th tries TF32 again: at most 1/8 of one tile's TF32 work lost on such data.
+    if (certify && ctx->fp32_calls_left > 0) {
+        ctx->fp32_calls_left--;
+        ctx->last_fallbacks = a->nq;
+        return knn_rows(ctx, a, false, nullptr);
+    }
     std::vector<int64_t> failed;
     int64_t switched = 0;  // queries past the point where the path went over to FP32 (knn_rows)
     GRAFT_GPU_TRY(knn_rows(ctx, a, certify, &failed, &switched));
     if (!failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, failed));
     ctx->last_fallbacks = (int64_t)failed.size() + switched;
+    if (certify && ctx->last_fallbacks > 0.4 * (double)a->nq) ctx->fp32_calls_left = 7;
     return GRAFT_OK;
 }
 

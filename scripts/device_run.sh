@@ -335,7 +335,8 @@ if [ $graft_bench = 1 ]; then
   gb() {  # NAME SECONDS ARGS...
     local name=$1 secs=$2; shift 2
     stamp "graft-bench on $name (${secs}s at most)"
-    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=1 \
+    # GLOG_minloglevel=1: GGNN logs every query at INFO through glog.
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=1 GLOG_minloglevel=1 \
       LD_LIBRARY_PATH=$ggnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
       timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
       --out "$OUT" --gt-cache /tmp/graft-bench-gt --plot --commit "${GRAFT_COMMIT:-unknown}" \
