@@ -40,6 +40,7 @@ void graft_flat_params_defaults(graft_flat_params* p) {
     p->memory_budget = 0; /* auto, see GRAFT_MAX_DEFAULT_BUDGET */
     p->allow_tf32 = 0;
     p->exact_path = GRAFT_EXACT_AUTO;
+    p->cpu_knn = NULL;
 }
 
 static int gpu_status(int rc) { return graft_fail(rc, "%s", graft_gpu_last_error()); }
@@ -247,8 +248,9 @@ int graft_flat_search(const graft_flat* cf, int64_t nq, const float* xq, int64_t
     if (nq == 0) return GRAFT_OK;
     GRAFT_TRY(graft_check_finite(xq, nq, f->d, "graft_flat_search: queries"));
     pthread_mutex_lock(&f->lock);
-    int rc = f->ctx ? gpu_search_locked(f, nq, xq, k, D, I)
-                    : graft_knn_cpu(f->xb, f->ntotal, xq, nq, f->d, k, f->p.metric, -1, D, I);
+    int rc = f->ctx         ? gpu_search_locked(f, nq, xq, k, D, I)
+             : f->p.cpu_knn ? f->p.cpu_knn(f->xb, f->ntotal, xq, nq, f->d, k, f->p.metric, D, I)
+                            : graft_knn_cpu(f->xb, f->ntotal, xq, nq, f->d, k, f->p.metric, -1, D, I);
     pthread_mutex_unlock(&f->lock);
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <faiss/impl/FaissAssert.h>
 #include <faiss/impl/IDSelector.h>
 
+#include "graft_faiss_c.h"
+
 namespace graft {
 
 GraftIndexFlat::GraftIndexFlat(idx_t d, faiss::MetricType metric, const graft_flat_params* params)
@@ -17,6 +19,7 @@ GraftIndexFlat::GraftIndexFlat(idx_t d, faiss::MetricType metric, const graft_fl
     graft_flat_params_defaults(&p);
     if (params) p = *params;
     p.metric = to_graft_metric(metric);
+    if (!p.cpu_knn) p.cpu_knn = graft_faiss_knn;  // on the CPU: FAISS's IndexFlat search itself
     throw_if_error(graft_flat_new(d, &p, &flat), "GraftIndexFlat");
     flat_params = p;
     is_trained = true;

@@ -10,6 +10,7 @@
 #include <faiss/Clustering.h>
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
+#include <faiss/utils/distances.h>
 #include <faiss/c_api/macros_impl.h>
 #include <faiss/impl/FaissAssert.h>
 #include <faiss/impl/FaissException.h>
@@ -93,6 +94,25 @@ int faiss_GraftIndexGraphPQ_new(FaissIndex** p_index, int d, FaissMetricType met
 FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index) {
     auto* g = dynamic_cast<graft::GraftIndexGraphPQ*>(from_c(index));
     return g ? to_c(g) : nullptr;
+}
+
+int graft_faiss_knn(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
+                    graft_metric metric, float* D, int64_t* I) {
+    try {
+        // FAISS's heaps start at (+-FLT_MAX, -1), so k > nb leaves IndexFlat's padding.
+        if (metric == GRAFT_METRIC_L2) {
+            faiss::float_maxheap_array_t res = {(size_t)nq, (size_t)k, I, D};
+            faiss::knn_L2sqr(xq, xb, (size_t)d, (size_t)nq, (size_t)nb, &res);
+        } else {
+            faiss::float_minheap_array_t res = {(size_t)nq, (size_t)k, I, D};
+            faiss::knn_inner_product(xq, xb, (size_t)d, (size_t)nq, (size_t)nb, &res);
+        }
+        return GRAFT_OK;
+    } catch (const std::bad_alloc&) {
+        return graft_fail(GRAFT_ENOMEM, "graft_faiss_knn: out of host memory");
+    } catch (const std::exception& e) {
+        return graft_fail(GRAFT_EINTERNAL, "graft_faiss_knn: %s", e.what());
+    }
 }
 
 int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "graft/graft.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,6 +58,13 @@ FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index);
  * pass it as graft_pq_params.kmeans; the graft FAISS indexes use it themselves. */
 int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* x,
                        float* centroids);
+
+/* FAISS's brute-force k-NN (faiss::knn_L2sqr / knn_inner_product, what IndexFlat::search runs),
+ * with graft_flat_params.cpu_knn's signature: graft's flat index searches with it on the CPU
+ * (GraftIndexFlat sets it).
+ * Returns 0 or a negative graft status with the message in graft_last_error(). */
+int graft_faiss_knn(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
+                    graft_metric metric, float* D, int64_t* I);
 
 /* A new single-level FAISS IndexHNSWFlat (owned by the caller, faiss_Index_free) holding the same
  * vectors and graph as the graft graph index: M = ceil(R / 2), level 0 rows = our rows padded

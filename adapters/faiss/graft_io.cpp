@@ -120,6 +120,7 @@ using FlatPtr = std::unique_ptr<graft_flat, void (*)(graft_flat*)>;
 // Reads a GRFTFLAT record onto `device`; *p: the parameters it was loaded with.
 FlatPtr load_flat(FILE* f, int device, graft_flat_params* p) {
     graft_flat_params_defaults(p);
+    p->cpu_knn = graft_faiss_knn;
     if (device != kAutoDevice) p->device = device;
     graft_flat* loaded = nullptr;
     graft::throw_if_error(graft_flat_read(f, p, &loaded), "faiss_graft_read_index");

@@ -25,6 +25,12 @@ typedef struct graft_flat_params {
                               more queries share one GEMM. */
     int allow_tf32;        /* 1 lets the GEMM use TF32 tensor cores (faster, ~1e-3 relative error
                               in distances, not exact); default 0 */
+    /* The CPU search when the index has no GPU (and for none of the GPU paths): NULL (default)
+     * is graft_knn_cpu, the double-precision reference; the FAISS adapter passes FAISS's own
+     * brute force (graft_faiss_knn in graft_faiss_c.h), so that a CPU GraftFlat is FAISS's
+     * IndexFlat in speed and results. Same contract as graft_knn_cpu without exclude_self. */
+    int (*cpu_knn)(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
+                   graft_metric metric, float* D, int64_t* I);
     int exact_path;        /* GPU path of the exact search (still exact): GRAFT_EXACT_AUTO (0,
                               default), GRAFT_EXACT_FP32 (1: FP32 GEMM), GRAFT_EXACT_TF32_CERTIFIED
                               (2: TF32 tensor-core candidates with a certified error bound, FP32
