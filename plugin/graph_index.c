@@ -195,11 +195,7 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
      * max(efSearch, k) the same way. */
     if (p.L < k) p.L = (int)k;
     GRAFT_TRY(graft_check_search_params(&p, k, g->ctx != NULL, fn));
-    /* A filter made for fewer ids than the index holds now (an add ran between the caller's
-     * look at ntotal and this search) would be read past its end. */
-    if (p.allowed && p.allowed_n > 0 && p.allowed_n < g->ntotal)
-        return graft_fail(GRAFT_ESTATE, "%s: the filter covers %lld ids, the index holds %lld",
-                          fn, (long long)p.allowed_n, (long long)g->ntotal);
+    GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
     /* The searches check the queries for NaN/Inf themselves (once: a second pass over a batch

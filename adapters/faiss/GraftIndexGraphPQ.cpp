@@ -69,23 +69,13 @@ void GraftIndexGraphPQ::search(idx_t n, const float* x, idx_t k, float* distance
         if (gp->max_expand != -1) p.max_expand = gp->max_expand;
     }
     static_assert(sizeof(idx_t) == sizeof(int64_t), "FAISS idx_t must be 64-bit");
-    for (int attempt = 0;; attempt++) {
-        std::vector<uint8_t> allowed;
-        if (params && params->sel) {
-            // The filter covers the ids of now; the search refuses it (GRAFT_ESTATE) when an add
-            // in another thread grew the index meanwhile, and it is made again. At least one bit,
-            // so that an empty index's filter is not NULL (= no filter).
-            int64_t bits = std::max<int64_t>(graft_bindex_ntotal(bindex), 1);
-            allowed = selector_bitmap(*params->sel, bits);
-            p.allowed = allowed.data();
-            p.allowed_n = bits;
-        }
-        int rc = graft_bindex_search(bindex, n, x, k, &p, distances, reinterpret_cast<int64_t*>(labels),
-                                    nullptr);
-        if (rc == GRAFT_ESTATE && p.allowed && attempt < 16) continue;
-        throw_if_error(rc, "GraftIndexGraphPQ::search");
-        return;
-    }
+    search_filtered(
+            params ? params->sel : nullptr, p, [&] { return graft_bindex_ntotal(bindex); },
+            [&](const auto& q) {
+                return graft_bindex_search(bindex, n, x, k, &q, distances,
+                                        reinterpret_cast<int64_t*>(labels), nullptr);
+            },
+            "GraftIndexGraphPQ::search");
 }
 
 void GraftIndexGraphPQ::reset() {
