@@ -18,6 +18,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_strin
 export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export OPENBLAS_NUM_THREADS=1
+# Instrumented code is slower between barriers: threads that spin waiting there take the cores
+# the working ones need (clang's libomp: KMP_BLOCKTIME).
+export OMP_WAIT_POLICY=PASSIVE KMP_BLOCKTIME=0
 
 case $1 in
 suite)
