@@ -84,6 +84,12 @@ int row_norms(const float* x, int64_t n, int64_t d, float* out, cudaStream_t str
 // other context call).
 int ctx_cublas(graft_gpu_ctx* ctx);
 
+// The only allocation calls of gpu/ (device_alloc.cu): cudaMalloc, cudaHostAlloc, cublasCreate,
+// seen by the test-only fault injector (graft_gpu_fault_inject).
+cudaError_t dev_malloc(void** p, size_t bytes);
+cudaError_t pinned_alloc(void** p, size_t bytes, unsigned flags);
+cublasStatus_t cublas_create(cublasHandle_t* h);
+
 // Returns a device scratch buffer of at least `bytes` (grown within the budget).
 int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out);
 

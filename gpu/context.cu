@@ -49,7 +49,7 @@ int ctx_scratch(graft_gpu_ctx* ctx, size_t bytes, void** out) {
         ctx->scratch_bytes = 0;
         size_t want = bytes + bytes / 8;  // a little headroom so a slightly larger batch fits
         if (want > ctx->scratch_budget) want = ctx->scratch_budget;
-        GRAFT_CUDA_TRY(cudaMalloc(&ctx->scratch, want));
+        GRAFT_CUDA_TRY(dev_malloc(&ctx->scratch, want));
         ctx->scratch_bytes = want;
         if (want > ctx->scratch_peak) ctx->scratch_peak = want;
     }
@@ -81,7 +81,7 @@ int row_norms(const float* x, int64_t n, int64_t d, float* out, cudaStream_t str
 int ctx_cublas(graft_gpu_ctx* ctx) {
     if (ctx->cublas) return GRAFT_OK;
     cublasHandle_t h = nullptr;
-    GRAFT_CUBLAS_TRY(cublasCreate(&h));
+    GRAFT_CUBLAS_TRY(cublas_create(&h));
     ctx->cublas = h;  // owned by the context from here on, destroyed with it
     GRAFT_CUBLAS_TRY(cublasSetStream(h, ctx->stream));
     // Default math is exact FP32 SGEMM; TF32 only when the caller opts in (graft_gpu_ctx_set_tf32).
@@ -166,7 +166,7 @@ int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes) {
     GRAFT_GPU_TRY(ctx_enter(ctx));
     *dptr = nullptr;
     if (bytes == 0) return GRAFT_OK;
-    GRAFT_CUDA_TRY(cudaMalloc(dptr, bytes));
+    GRAFT_CUDA_TRY(dev_malloc(dptr, bytes));
     return GRAFT_OK;
 }
 

@@ -330,10 +330,10 @@ struct DeviceBuffer {
 int fp32_again(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const std::vector<int64_t>& rows) {
     const int64_t nf = (int64_t)rows.size(), k = a->k, d = a->d;
     DeviceBuffer idx, xq, D, I;
-    GRAFT_CUDA_TRY(cudaMalloc(&idx.p, nf * sizeof(int64_t)));
-    GRAFT_CUDA_TRY(cudaMalloc(&xq.p, nf * d * sizeof(float)));
-    GRAFT_CUDA_TRY(cudaMalloc(&D.p, nf * k * sizeof(float)));
-    GRAFT_CUDA_TRY(cudaMalloc(&I.p, nf * k * sizeof(int64_t)));
+    GRAFT_CUDA_TRY(dev_malloc(&idx.p, nf * sizeof(int64_t)));
+    GRAFT_CUDA_TRY(dev_malloc(&xq.p, nf * d * sizeof(float)));
+    GRAFT_CUDA_TRY(dev_malloc(&D.p, nf * k * sizeof(float)));
+    GRAFT_CUDA_TRY(dev_malloc(&I.p, nf * k * sizeof(int64_t)));
     GRAFT_CUDA_TRY(cudaMemcpyAsync(idx.p, rows.data(), nf * sizeof(int64_t), cudaMemcpyHostToDevice, ctx->stream));
     auto* ids = static_cast<const int64_t*>(idx.p);
     gather_rows_kernel<float><<<(unsigned)ceil_div(nf * d, 256), 256, 0, ctx->stream>>>(

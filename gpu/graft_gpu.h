@@ -45,6 +45,14 @@ int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);
 
 /* Device buffers, owned by the caller, made on the context's device. */
+/* Tests only: the allocation fault injector. Every cudaMalloc, cudaHostAlloc and cublasCreate
+ * (the handle's workspace) of gpu/ is counted from the last call; the nth (1-based) fails as
+ * out of memory, 0 fails none. Process-wide. graft_gpu_fault_count: allocations counted since.
+ * graft_gpu_mem_free: cudaMemGetInfo's free bytes on `device`, after a device synchronize. */
+void graft_gpu_fault_inject(long long nth);
+long long graft_gpu_fault_count(void);
+int graft_gpu_mem_free(int device, size_t* free_bytes);
+
 int graft_gpu_malloc(graft_gpu_ctx* ctx, void** dptr, size_t bytes);
 void graft_gpu_free(graft_gpu_ctx* ctx, void* dptr);
 /* Copies on the context's stream; they return when the copy is done. */

@@ -669,7 +669,7 @@ struct Profile {
     explicit Profile(cudaStream_t s, int64_t nv) : on(getenv("GRAFT_GRNND_PROFILE") != nullptr), st(s), n(nv) {
         if (on && (cudaEventCreate(&last) != cudaSuccess || cudaEventRecord(last, st) != cudaSuccess))
             on = false;
-        if (on && cudaMalloc(&counters, 4 * sizeof(unsigned long long)) != cudaSuccess) counters = nullptr;
+        if (on && dev_malloc((void**)&counters, 4 * sizeof(unsigned long long)) != cudaSuccess) counters = nullptr;
         if (counters) cudaMemsetAsync(counters, 0, 4 * sizeof(unsigned long long), st);
     }
     // After a sorted round: prints per-vertex means of list size, pair distances computed,

@@ -90,7 +90,7 @@ int graft_gpu_host_alloc(graft_gpu_ctx* ctx, void** out, size_t bytes) {
     *out = nullptr;
     if (bytes == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
-    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
+    cudaError_t e = pinned_alloc(out, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *out = nullptr;

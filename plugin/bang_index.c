@@ -371,12 +371,9 @@ int graft_bindex_set_data(graft_bindex* g, int64_t n, const float* x, const graf
     return adopt_data(g, n, xc, codes, &gc, "graft_bindex_set_data: ");
 }
 
-int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int64_t k,
-                        const graft_bang_params* params, float* D, int64_t* I,
-                        graft_bang_report* report) {
-    const char* fn = "graft_bindex_search";
-    graft_bindex* g = (graft_bindex*)cg; /* the lock and the device buffers are the mutable part */
-    GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
+static int search_locked(graft_bindex* g, int64_t nq, const float* xq, int64_t k,
+                         const graft_bang_params* params, float* D, int64_t* I,
+                         graft_bang_report* report, const char* fn) {
     graft_bang_params p = params ? *params : g->p.search;
     p.device = g->p.device; /* the index's device decides */
     if (p.L < k) { /* the worklist holds the candidates: at least k wide, and so many expansions */
@@ -384,9 +381,9 @@ int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int
         if (p.max_expand && p.max_expand < p.L) p.max_expand = p.L;
     }
     GRAFT_TRY(graft_bang_check_params(&p, k, g->ctx != NULL, fn));
+    GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
-    pthread_mutex_lock(&g->lock);
     int rc;
     if (g->ntotal == 0) {
         rc = graft_check_finite(xq, nq, g->d, "graft_bindex_search: queries");
@@ -398,6 +395,19 @@ int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int
     else
         rc = graft_bang_search_cpu(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric, xq, nq, k,
                                    &p, D, I);
+    return rc;
+}
+
+int graft_bindex_search(const graft_bindex* cg, int64_t nq, const float* xq, int64_t k,
+                        const graft_bang_params* params, float* D, int64_t* I,
+                        graft_bang_report* report) {
+    const char* fn = "graft_bindex_search";
+    graft_bindex* g = (graft_bindex*)cg; /* the lock and the device buffers are the mutable part */
+    GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
+    /* Everything under the lock, the default parameters included: set_search_params and add may
+     * run in other threads (the contract in graft/bang_index.h). */
+    pthread_mutex_lock(&g->lock);
+    int rc = search_locked(g, nq, xq, k, params, D, I, report, fn);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
@@ -432,10 +442,16 @@ size_t graft_bindex_gpu_bytes(const graft_bindex* g) {
                                          g->dev_mode == GRAFT_BANG_IN_MEMORY);
 }
 
-graft_bindex_params graft_bindex_get_params(const graft_bindex* g) {
+graft_bindex_params graft_bindex_get_params(const graft_bindex* cg) {
     graft_bindex_params p;
-    if (g) return g->p;
-    graft_bindex_params_defaults(&p);
+    graft_bindex* g = (graft_bindex*)cg;
+    if (!g) {
+        graft_bindex_params_defaults(&p);
+        return p;
+    }
+    pthread_mutex_lock(&g->lock); /* a consistent copy while set_*_params may run */
+    p = g->p;
+    pthread_mutex_unlock(&g->lock);
     return p;
 }
 
@@ -445,19 +461,23 @@ int graft_bindex_set_search_params(graft_bindex* g, const graft_bang_params* par
     graft_bang_params s = *params;
     s.device = g->p.device;
     GRAFT_TRY(check_default_search(&s, fn));
+    pthread_mutex_lock(&g->lock);
     g->p.search = s;
+    pthread_mutex_unlock(&g->lock);
     return GRAFT_OK;
 }
 
 int graft_bindex_set_build_params(graft_bindex* g, const graft_grnnd_params* params) {
     const char* fn = "graft_bindex_set_build_params";
     if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    pthread_mutex_lock(&g->lock);
     graft_bindex_params p = g->p;
     p.build = *params;
     tie_params(&p);
-    GRAFT_TRY(graft_check_build_params(&p.build, g->ctx != NULL, fn));
-    g->p = p;
-    return GRAFT_OK;
+    int rc = graft_check_build_params(&p.build, g->ctx != NULL, fn);
+    if (rc == GRAFT_OK) g->p = p;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
 }
 
 int graft_bindex_set_mode(graft_bindex* g, graft_bang_mode mode, size_t budget) {

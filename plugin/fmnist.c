@@ -72,13 +72,27 @@ static int fmnist_load(gzFile g, const char* path, int64_t max_rows, float** out
     if (graft_mul_overflow(nd, sizeof(float), &bytes))
         return graft_fail(GRAFT_ENOMEM, "%s: %lld x %lld floats overflow size_t", path,
                           (long long)n, (long long)d);
-    float* x = malloc(bytes ? bytes : 1);
-    if (!x)
-        return graft_fail(GRAFT_ENOMEM, "%s: cannot allocate %zu bytes", path, bytes);
-    /* Read the bytes into the front of the float buffer and widen from the end: float i covers
-     * bytes 4i..4i+3, all at index >= i, which are already converted when it is written. */
-    unsigned char* raw = (unsigned char*)x;
-    int rc = gz_read_exact(g, path, raw, nd, 16, "the pixel data");
+    /* The header's counts are not trusted with memory: the pixels are read into a buffer that
+     * grows as they arrive (doubling from 1 MiB), so a 20-byte file claiming 2^31 images fails
+     * as truncated instead of asking for terabytes. Found by tests/fuzz/fuzz_fmnist. */
+    size_t cap = nd < ((size_t)1 << 20) ? nd : ((size_t)1 << 20), done = 0;
+    unsigned char* raw = malloc(cap ? cap : 1);
+    if (!raw)
+        return graft_fail(GRAFT_ENOMEM, "%s: cannot allocate %zu bytes", path, cap);
+    int rc = GRAFT_OK;
+    while (rc == GRAFT_OK && done < nd) {
+        if (done == cap) {
+            size_t grown = cap > nd / 2 ? nd : 2 * cap;
+            unsigned char* r = realloc(raw, grown);
+            if (!r) {
+                rc = graft_fail(GRAFT_ENOMEM, "%s: cannot allocate %zu bytes", path, grown);
+                break;
+            }
+            raw = r, cap = grown;
+        }
+        rc = gz_read_exact(g, path, raw + done, cap - done, 16 + (int64_t)done, "the pixel data");
+        done = cap;
+    }
     /* Reading one byte past the pixels makes zlib check the gzip trailer's CRC and length, and
      * catches trailing garbage, as the .fbin reader does. */
     unsigned char extra;
@@ -96,10 +110,16 @@ static int fmnist_load(gzFile g, const char* path, int64_t max_rows, float** out
             rc = graft_fail(GRAFT_EFORMAT, "%s: gzip stream truncated after offset %lld: %s",
                             path, (long long)(16 + nd), msg);
     }
+    /* Widened in place: float i covers bytes 4i..4i+3, all at index >= i, which are already
+     * converted when it is written. */
+    float* x = NULL;
+    if (rc == GRAFT_OK && !(x = realloc(raw, bytes ? bytes : 1)))
+        rc = graft_fail(GRAFT_ENOMEM, "%s: cannot allocate %zu bytes", path, bytes);
     if (rc != GRAFT_OK) {
-        free(x);
+        free(raw);
         return rc;
     }
+    raw = (unsigned char*)x;
     for (size_t i = nd; i-- > 0;) {
         float f = (float)raw[i];
         memcpy(raw + 4 * i, &f, sizeof f);

@@ -113,3 +113,6 @@ int graft_gpu_bang_rerank(graft_gpu_ctx* c, const graft_gpu_bang_args* a,
     (void)c; (void)a; (void)r; (void)s;
     return GRAFT_ENODEVICE;
 }
+void graft_gpu_fault_inject(long long nth) { (void)nth; }
+long long graft_gpu_fault_count(void) { return 0; }
+int graft_gpu_mem_free(int device, size_t* free_bytes) { (void)device; (void)free_bytes; return GRAFT_ENODEVICE; }

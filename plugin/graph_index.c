@@ -186,31 +186,39 @@ int graft_gindex_reset(graft_gindex* g) {
     return GRAFT_OK;
 }
 
-int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int64_t k,
-                        const graft_search_params* params, float* D, int64_t* I,
-                        graft_search_report* report) {
-    const char* fn = "graft_gindex_search";
-    graft_gindex* g = (graft_gindex*)cg; /* the lock and the device buffers are the mutable part */
-    GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
+static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k,
+                         const graft_search_params* params, float* D, int64_t* I,
+                         graft_search_report* report, const char* fn) {
     graft_search_params p = params ? *params : g->p.search;
     p.device = g->p.device; /* the index's device decides, whatever the caller's struct says */
     /* The worklist holds the results, so it is at least k wide: FAISS's HNSW searches with
      * max(efSearch, k) the same way. */
     if (p.L < k) p.L = (int)k;
     GRAFT_TRY(graft_check_search_params(&p, k, g->ctx != NULL, fn));
+    GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
-    pthread_mutex_lock(&g->lock);
-    int rc = GRAFT_OK;
     /* The searches check the queries for NaN/Inf themselves (once: a second pass over a batch
      * costs an OpenMP region and a read of every query); an empty index checks them here. */
     if (g->ntotal == 0) {
-        rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
+        int rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
-    } else if (g->ctx)
-        rc = graft_graph_dev_search(&g->dev, g->p.metric, xq, nq, k, &p, D, I, report);
-    else
-        rc = graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, xq, nq, k, &p, D, I);
+        return rc;
+    }
+    if (g->ctx) return graft_graph_dev_search(&g->dev, g->p.metric, xq, nq, k, &p, D, I, report);
+    return graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, xq, nq, k, &p, D, I);
+}
+
+int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int64_t k,
+                        const graft_search_params* params, float* D, int64_t* I,
+                        graft_search_report* report) {
+    const char* fn = "graft_gindex_search";
+    graft_gindex* g = (graft_gindex*)cg; /* the lock and the device buffers are the mutable part */
+    GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
+    /* Everything under the lock, the default parameters included: set_search_params and add may
+     * run in other threads (the contract in graft/graph_index.h). */
+    pthread_mutex_lock(&g->lock);
+    int rc = search_locked(g, nq, xq, k, params, D, I, report, fn);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
@@ -226,10 +234,16 @@ const graft_graph* graft_gindex_graph(const graft_gindex* g) {
 double graft_gindex_build_seconds(const graft_gindex* g) { return g ? g->build_seconds : 0.0; }
 int graft_gindex_build_pieces(const graft_gindex* g) { return g ? g->build_pieces : -1; }
 
-graft_gindex_params graft_gindex_get_params(const graft_gindex* g) {
+graft_gindex_params graft_gindex_get_params(const graft_gindex* cg) {
     graft_gindex_params p;
-    if (g) return g->p;
-    graft_gindex_params_defaults(&p);
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g) {
+        graft_gindex_params_defaults(&p);
+        return p;
+    }
+    pthread_mutex_lock(&g->lock); /* a consistent copy while set_*_params may run */
+    p = g->p;
+    pthread_mutex_unlock(&g->lock);
     return p;
 }
 
@@ -239,19 +253,23 @@ int graft_gindex_set_search_params(graft_gindex* g, const graft_search_params* p
     graft_search_params s = *params;
     s.device = g->p.device;
     GRAFT_TRY(check_default_search(&s, fn));
+    pthread_mutex_lock(&g->lock);
     g->p.search = s;
+    pthread_mutex_unlock(&g->lock);
     return GRAFT_OK;
 }
 
 int graft_gindex_set_build_params(graft_gindex* g, const graft_grnnd_params* params) {
     const char* fn = "graft_gindex_set_build_params";
     if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    pthread_mutex_lock(&g->lock);
     graft_gindex_params p = g->p;
     p.build = *params;
     tie_params(&p);
-    GRAFT_TRY(graft_check_build_params(&p.build, g->ctx != NULL, fn));
-    g->p = p;
-    return GRAFT_OK;
+    int rc = graft_check_build_params(&p.build, g->ctx != NULL, fn);
+    if (rc == GRAFT_OK) g->p = p;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
 }
 
 /* Replaces the contents with x (malloc'd n x d, taken) and graph (taken); both are freed on

@@ -94,6 +94,14 @@ int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t
     return GRAFT_OK;
 }
 
+int graft_check_filter_len(const uint8_t* allowed, int64_t allowed_n, int64_t ntotal,
+                           const char* fn) {
+    if (allowed && allowed_n > 0 && allowed_n < ntotal)
+        return graft_fail(GRAFT_ESTATE, "%s: the filter covers %lld ids, the index holds %lld", fn,
+                          (long long)allowed_n, (long long)ntotal);
+    return GRAFT_OK;
+}
+
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
                             graft_graph* out, double* seconds, graft_pieces_report* rep) {
     const double t0 = graft_now_s();

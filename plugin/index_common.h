@@ -38,6 +38,12 @@ int graft_check_add_args(int have_index, int64_t n, const float* x, int64_t d, c
 int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t k, const float* D,
                             const int64_t* I, const char* fn);
 
+/* GRAFT_ESTATE when a search filter of allowed_n bits (0: unchecked) is shorter than the index's
+ * ntotal ids: an add ran between building it and the search, which would read past its end.
+ * Called under the index's lock. */
+int graft_check_filter_len(const uint8_t* allowed, int64_t allowed_n, int64_t ntotal,
+                           const char* fn);
+
 /* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu; when GRNND's device
  * pools do not fit (GRAFT_EGPU_NOMEM: the device or b->memory_budget), GRNND in pieces that fit
  * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,

@@ -191,7 +191,8 @@ if [ $tests = 1 ]; then
   # -V keeps every test's own output (the numbers quoted in issue notes), passed or not.
   # Four tests at a time, each with a quarter of the cores: OpenMP teams of nproc threads in four
   # processes at once spin against each other (tests/CMakeLists.txt also sets passive waits).
-  OMP_NUM_THREADS=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 )) \
+  # The soak (label soak) compares every GPU result with the CPU reference for 5 minutes here.
+  OMP_NUM_THREADS=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 )) GRAFT_SOAK_SECONDS=${GRAFT_SOAK_SECONDS:-300} \
     ctest --test-dir build-device --output-on-failure -V -j4 >"$OUT/ctest.log" 2>&1
   grep -E "Test +#|tests passed|Skipped|Failed" "$OUT/ctest.log" | head -40
   passed=$(grep -c " Passed " "$OUT/ctest.log")
@@ -208,8 +209,11 @@ fi
 
 if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
-  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang}; do
-    if [ ! -x ./build-device/tests/gpu/$t ]; then
+  # test_concurrency: 16 host threads on one GPU index of each type (2 s of mixing per index);
+  # test_gpu_oom: every allocation failed once, with memcheck's leak check on the device.
+  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang test_concurrency test_gpu_oom}; do
+    bin=$(find ./build-device/tests -name "$t" -type f -perm -u+x | head -n1)
+    if [ -z "$bin" ]; then
       echo "=== $t: not built" >>"$OUT/sanitize.log"
       stamp "compute-sanitizer $t: not built"
       continue
@@ -220,8 +224,9 @@ if [ $sanitize = 1 ]; then
         stamp "compute-sanitizer $tool $t: skipped, ${left}s left before GRAFT_DEADLINE"
         continue
       fi
-      GRAFT_TEST_QUICK=1 timeout $left compute-sanitizer --tool $tool --error-exitcode 9 \
-        ./build-device/tests/gpu/$t >/tmp/sanitize.log 2>&1
+      leak=$([ $tool = memcheck ] && [ $t = test_gpu_oom ] && echo --leak-check=full)
+      GRAFT_TEST_QUICK=1 GRAFT_STRESS_SECONDS=2 OPENBLAS_NUM_THREADS=1 timeout $left \
+        compute-sanitizer --tool $tool $leak --error-exitcode 9 "$bin" >/tmp/sanitize.log 2>&1
       rc=$?
       { echo "=== $tool $t: exit $rc"; cat /tmp/sanitize.log; } >>"$OUT/sanitize.log"
       stamp "compute-sanitizer $tool $t: exit $rc ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" /tmp/sanitize.log | tail -n1))"

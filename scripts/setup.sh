@@ -9,6 +9,7 @@
 #   GRAFT_CUDA_ARCH="80;90" bash scripts/setup.sh   # explicit CUDA architectures
 #   GRAFT_SKIP_BUILD=1 bash scripts/setup.sh # dependencies only
 #   GRAFT_BENCH_DATA=1 bash scripts/setup.sh # also what scripts/make_dense_sift.py needs
+#   GRAFT_SANITIZE=0 bash scripts/setup.sh   # skip the ASan/UBSan + fuzz tree (build-sanitize/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -47,6 +48,10 @@ if [ "${GRAFT_SKIP_APT:-0}" != 1 ]; then
     libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
     dataset-fashion-mnist libhdf5-dev librsvg2-bin \
     swig python3-dev python3-faiss python3-numpy python3-pytest >/dev/null
+  # The sanitizer + fuzz tree (build-sanitize/): clang with its ASan/UBSan/libFuzzer runtimes.
+  if [ "${GRAFT_SANITIZE:-1}" != 0 ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev libomp-14-dev >/dev/null
+  fi
   if [ "${GRAFT_BENCH_DATA:-0}" = 1 ]; then
     # For scripts/make_dense_sift.py (the 1M-scale benchmark set); not needed to build or test.
     $SUDO apt-get install -y -qq --no-install-recommends mate-backgrounds python3-opencv python3-numpy >/dev/null
@@ -72,3 +77,13 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${GRAFT_BUILD_TYPE:-Release} \
   -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
 cmake --build build -j"$(nproc)"
 echo "graft: built in $root/build"
+
+# build-sanitize/: the CPU paths (unit + faiss suites) and the fuzz targets under clang-14 with
+# ASan + UBSan, static libraries; the main tree's `asan` and `fuzz` tests run it (tests/sanitize/).
+if [ "${GRAFT_SANITIZE:-1}" != 0 ] && command -v clang-14 >/dev/null; then
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGRAFT_CUDA=OFF -DGRAFT_SANITIZE=ON -DGRAFT_FUZZ=ON -DBUILD_SHARED_LIBS=OFF -DGRAFT_PYTHON=OFF \
+    -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src" >/dev/null
+  cmake --build build-sanitize -j"$(nproc)"
+  echo "graft: sanitizer tree built in $root/build-sanitize"
+fi

@@ -28,6 +28,7 @@ GraftIndexFlat::GraftIndexFlat(idx_t d, faiss::MetricType metric, const graft_fl
 GraftIndexFlat::~GraftIndexFlat() { graft_flat_free(flat); }
 
 void GraftIndexFlat::add(idx_t n, const float* x) {
+    std::lock_guard<std::mutex> hold(swap_lock);
     throw_if_error(graft_flat_add(flat, n, x), "GraftIndexFlat::add");
     ntotal = graft_flat_ntotal(flat);
 }
@@ -39,6 +40,7 @@ static void search_cpu(const GraftIndexFlat* index, faiss::Index::idx_t n, const
 
 void GraftIndexFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                             const faiss::SearchParameters* params) const {
+    std::lock_guard<std::mutex> hold(swap_lock);
     if (params && (params->sel || is_cpu_reference(params))) {
         search_cpu(this, n, x, k, distances, labels, params->sel);
         return;
@@ -49,11 +51,13 @@ void GraftIndexFlat::search(idx_t n, const float* x, idx_t k, float* distances, 
 }
 
 void GraftIndexFlat::reset() {
+    std::lock_guard<std::mutex> hold(swap_lock);
     throw_if_error(graft_flat_reset(flat), "GraftIndexFlat::reset");
     ntotal = 0;
 }
 
 void GraftIndexFlat::reconstruct(idx_t key, float* recons) const {
+    std::lock_guard<std::mutex> hold(swap_lock);
     throw_if_error(graft_flat_reconstruct(flat, key, recons), "GraftIndexFlat::reconstruct");
 }
 
@@ -137,6 +141,7 @@ void GraftIndexFlat::set_param(const char* name, double value) {
                 "device_budget_mb; readable: device, fp32_fallbacks)",
                 name);
     }
+    std::lock_guard<std::mutex> hold(swap_lock);
     if (graft_flat_device(flat) >= 0 &&
         (p.allow_tf32 != flat_params.allow_tf32 || p.memory_budget != flat_params.memory_budget ||
          p.exact_path != flat_params.exact_path)) {
@@ -156,6 +161,7 @@ void GraftIndexFlat::set_param(const char* name, double value) {
 
 double GraftIndexFlat::get_param(const char* name) const {
     FAISS_THROW_IF_NOT_MSG(name, "GraftIndexFlat::get_param: name is NULL");
+    std::lock_guard<std::mutex> hold(swap_lock);
     const std::string n = name;
     if (n == "allow_tf32") return flat_params.allow_tf32;
     if (n == "device_budget_mb") return (double)flat_params.memory_budget / 1048576.0;

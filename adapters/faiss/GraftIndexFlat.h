@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #include <faiss/Index.h>
 
@@ -24,14 +25,19 @@ struct GraftIndexFlat : faiss::Index, NamedParameters {
     void reconstruct(idx_t key, float* recons) const override;
 
     graft_flat* flat = nullptr;
+    // Held by search, reconstruct, add, reset and set_param: set_param replaces `flat`, and the
+    // CPU-reference / IDSelector search reads the host vectors that an add reallocates. So any of
+    // them may run while other threads search. Not a reader/writer lock: the plugin serializes
+    // an index's searches anyway, and glibc's rwlock would starve add and set_param under load.
+    mutable std::mutex swap_lock;
 
     // ---- composition with FAISS (factory, parameters, selectors) ----
     // The parameters the plugin object was created with (device, memory_budget, allow_tf32).
     graft_flat_params flat_params{};
     // Index-level defaults by name: "allow_tf32" (0/1) and "device_budget_mb" (0 = auto). Both
     // take effect on the next add/search: a GPU index re-creates its plugin object with the new
-    // values and re-uploads the vectors (on the CPU they are only recorded). Not safe while
-    // another thread searches this index. Unknown names throw, listing the known ones.
+    // values and re-uploads the vectors (on the CPU they are only recorded), waiting for the
+    // searches in other threads to finish (swap_lock). Unknown names throw, listing the known ones.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
     // graft's flat index is append-only: throws a FaissException saying so.

@@ -51,15 +51,14 @@ void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances,
         if (gp->visited != -1) p.visited = gp->visited;
         if (gp->merge != -1) p.merge = gp->merge;
     }
-    std::vector<uint8_t> allowed;
-    if (params && params->sel) {
-        allowed = selector_bitmap(*params->sel, graft_gindex_ntotal(gindex));
-        p.allowed = allowed.data();
-    }
     static_assert(sizeof(idx_t) == sizeof(int64_t), "FAISS idx_t must be 64-bit");
-    throw_if_error(graft_gindex_search(gindex, n, x, k, &p, distances,
-                                       reinterpret_cast<int64_t*>(labels), nullptr),
-                   "GraftIndexGraph::search");
+    search_filtered(
+            params ? params->sel : nullptr, p, [&] { return graft_gindex_ntotal(gindex); },
+            [&](const auto& q) {
+                return graft_gindex_search(gindex, n, x, k, &q, distances,
+                                        reinterpret_cast<int64_t*>(labels), nullptr);
+            },
+            "GraftIndexGraph::search");
 }
 
 void GraftIndexGraph::reset() {

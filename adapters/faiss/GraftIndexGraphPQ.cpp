@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "GraftIndexGraphPQ.h"
 
 #include <cmath>
@@ -67,15 +68,14 @@ void GraftIndexGraphPQ::search(idx_t n, const float* x, idx_t k, float* distance
         if (gp->rerank != -1) p.rerank = gp->rerank;
         if (gp->max_expand != -1) p.max_expand = gp->max_expand;
     }
-    std::vector<uint8_t> allowed;
-    if (params && params->sel) {
-        allowed = selector_bitmap(*params->sel, graft_bindex_ntotal(bindex));
-        p.allowed = allowed.data();
-    }
     static_assert(sizeof(idx_t) == sizeof(int64_t), "FAISS idx_t must be 64-bit");
-    throw_if_error(graft_bindex_search(bindex, n, x, k, &p, distances,
-                                       reinterpret_cast<int64_t*>(labels), nullptr),
-                   "GraftIndexGraphPQ::search");
+    search_filtered(
+            params ? params->sel : nullptr, p, [&] { return graft_bindex_ntotal(bindex); },
+            [&](const auto& q) {
+                return graft_bindex_search(bindex, n, x, k, &q, distances,
+                                        reinterpret_cast<int64_t*>(labels), nullptr);
+            },
+            "GraftIndexGraphPQ::search");
 }
 
 void GraftIndexGraphPQ::reset() {

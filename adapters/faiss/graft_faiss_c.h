@@ -111,9 +111,9 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *   "device_budget_mb"  GPU scratch budget in MiB, 0 = auto (a quarter of the device, <= 8 GiB)
  *   "device"            read-only: the CUDA device, -1 for the CPU (fixed at creation)
  * on a flat index: a new value takes effect on the next add/search: a GPU index re-creates its
- * device state and re-uploads its vectors (do not set while other threads search it); a CPU
+ * device state and re-uploads its vectors (waiting for searches in other threads); a CPU
  * index only records it. On a graph index (checked as graft_gindex_set_search_params /
- * set_build_params check them; do not set while other threads search it):
+ * set_build_params check them; safe while other threads search it):
  *   "L", "probes", "visited", "merge", "bloom_log2"   default search parameters (graft/graph.h)
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
  *   "device", "build_seconds", "build_pieces"          read-only (wall time of the last build; how

@@ -33,6 +33,28 @@ graft_metric to_graft_metric(faiss::MetricType metric);
 // and bitmaps are converted without calling is_member per id.
 std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n);
 
+// search(p) with p's filter (allowed, allowed_n) made from `sel` (none when NULL) over the
+// index's ntotal() ids of now, made again when the search finds it stale (GRAFT_ESTATE: an add in
+// another thread grew the index meanwhile). At least one bit, so that an empty index's filter is
+// not NULL (= no filter). Throws on any other failure.
+template <class Params, class NTotal, class Search>
+void search_filtered(const faiss::IDSelector* sel, Params& p, NTotal ntotal, Search search,
+                     const char* where) {
+    for (int attempt = 0;; attempt++) {
+        std::vector<uint8_t> allowed;
+        if (sel) {
+            int64_t bits = ntotal() > 1 ? ntotal() : 1;
+            allowed = selector_bitmap(*sel, bits);
+            p.allowed = allowed.data();
+            p.allowed_n = bits;
+        }
+        int rc = search(p);
+        if (rc == GRAFT_ESTATE && sel && attempt < 16) continue;
+        throw_if_error(rc, where);
+        return;
+    }
+}
+
 // `value` of the integer parameter `name` of class `cls` (set_param's double); throws naming
 // both unless it is an integer of magnitude below 1e9.
 int param_as_int(const char* cls, const char* name, double value);

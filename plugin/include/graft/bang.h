@@ -52,6 +52,9 @@ typedef struct graft_bang_params {
                         queueing calls and an event wait fewer (the tail of a batch, when few
                         queries still search). 0 = 1 MiB; 1 = always their own stream;
                         SIZE_MAX = never. Results do not depend on it */
+    int64_t allowed_n; /* bits of `allowed` (ids it covers); 0 = as many as the index holds. An
+                        index search refuses a shorter filter (GRAFT_ESTATE): an add between
+                        building it and the search made it stale */
 } graft_bang_params;
 
 /* Defaults as documented in the struct. */

@@ -74,7 +74,9 @@ int graft_bindex_set_data(graft_bindex* index, int64_t n, const float* x, const 
 
 /* k nearest of each query, FAISS layout (graft_bang_search_cpu's results). params NULL = the
  * index's defaults; L is widened to k. k in [1, 1024]. An empty index gives -1 labels.
- * Thread-safe (GPU work of one index is serialized). report may be NULL. */
+ * Thread-safe: searches, add, reset, set_mode and set_*_params of one index may run in different
+ * threads at once; the index's lock serializes them (tests/stress/test_concurrency). A filter
+ * (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. report may be NULL. */
 int graft_bindex_search(const graft_bindex* index, int64_t nq, const float* xq, int64_t k,
                         const graft_bang_params* params, float* D, int64_t* I,
                         graft_bang_report* report);

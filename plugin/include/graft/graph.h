@@ -206,6 +206,9 @@ typedef struct graft_search_params {
     int device;      /* CUDA device for graft_graph_search_gpu (default 0) */
     size_t memory_budget; /* GPU bytes for one batch's queries, results and Bloom filters;
                         0 = 1 GiB. Larger batches are split */
+    int64_t allowed_n; /* bits of `allowed` (ids it covers); 0 = as many as the index holds. An
+                        index search refuses a shorter filter (GRAFT_ESTATE): an add between
+                        building it and the search made it stale */
 } graft_search_params;
 
 /* Defaults as documented in the struct (L 64, probes 1, hash, sort-merge, 2^17-bit Bloom, no

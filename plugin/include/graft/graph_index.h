@@ -46,7 +46,9 @@ int graft_gindex_add(graft_gindex* index, int64_t n, const float* x);
 int graft_gindex_reset(graft_gindex* index);
 
 /* k nearest of each query, FAISS layout (graft_graph_search_cpu_ex's results). params NULL = the
- * index's defaults. Thread-safe (GPU work of one index is serialized). */
+ * index's defaults. Thread-safe: searches, add, reset and set_*_params of one index may run in
+ * different threads at once; the index's lock serializes them (tests/stress/test_concurrency).
+ * A filter (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. */
 int graft_gindex_search(const graft_gindex* index, int64_t nq, const float* xq, int64_t k,
                         const graft_search_params* params, float* D, int64_t* I,
                         graft_search_report* report);

@@ -48,6 +48,11 @@ int graft_flat_read(FILE* f, const graft_flat_params* params, graft_flat** out);
  * GRAFT_IO_CHECKSUM_INIT. */
 #define GRAFT_IO_CHECKSUM_INIT 0xcbf29ce484222325ull
 uint64_t graft_io_checksum(uint64_t h, const void* p, size_t n);
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+/* Fuzz builds only (tests/fuzz): non-zero makes every record reader accept a wrong checksum, so
+ * that mutated records reach the checks behind it (a hostile file can carry a valid checksum). */
+extern int graft_fuzzing_ignore_checksums;
+#endif
 
 #ifdef __cplusplus
 }
