@@ -69,7 +69,6 @@ int graft_gpu_event_elapsed_ms(graft_gpu_ctx* c, graft_gpu_event a, graft_gpu_ev
 int graft_gpu_host_alloc(graft_gpu_ctx* c, void** out, size_t n) { (void)c; (void)out; (void)n; return GRAFT_ENODEVICE; }
 int graft_gpu_host_device_ptr(graft_gpu_ctx* c, void* h, void** out) { (void)c; (void)h; (void)out; return GRAFT_ENODEVICE; }
 void graft_gpu_host_free(graft_gpu_ctx* c, void* p) { (void)c; (void)p; }
-int graft_gpu_host_device_ptr(graft_gpu_ctx* c, void* h, void** out) { (void)c; (void)h; (void)out; return GRAFT_ENODEVICE; }
 int graft_gpu_copy_async(graft_gpu_ctx* c, void* d, const void* s, size_t n, graft_gpu_stream st) {
     (void)c; (void)d; (void)s; (void)n; (void)st;
     return GRAFT_ENODEVICE;
