@@ -2,6 +2,7 @@
 #include "graft_faiss_c.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -99,7 +100,15 @@ FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index) {
 int graft_faiss_knn(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
                     graft_metric metric, float* D, int64_t* I) {
     try {
-        // FAISS's heaps start at (+-FLT_MAX, -1), so k > nb leaves IndexFlat's padding.
+        // FAISS's heaps start at (+-FLT_MAX, -1), so k > nb leaves IndexFlat's padding. With
+        // nb == 0 and nq >= 20 (its BLAS path) FAISS returns before it sets them up: the
+        // padding is written here (tests/stress/test_concurrency saw the last call's results).
+        if (nb == 0) {
+            const float empty = metric == GRAFT_METRIC_L2 ? FLT_MAX : -FLT_MAX;
+            std::fill(D, D + nq * k, empty);
+            std::fill(I, I + nq * k, int64_t(-1));
+            return GRAFT_OK;
+        }
         if (metric == GRAFT_METRIC_L2) {
             faiss::float_maxheap_array_t res = {(size_t)nq, (size_t)k, I, D};
             faiss::knn_L2sqr(xq, xb, (size_t)d, (size_t)nq, (size_t)nb, &res);

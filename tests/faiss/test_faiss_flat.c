@@ -117,6 +117,14 @@ static void test_index_api(void) {
     CHECK(I[0] == s.gt[0], "search after errors");
     FAISS_OK(faiss_Index_reset(gi));
     CHECK(faiss_Index_ntotal(gi) == 0, "reset");
+    /* Empty: FAISS's padding in every slot, also for 20+ queries (FAISS's BLAS path leaves its
+     * output untouched there). */
+    float De[20 * 10];
+    idx_t Ie[20 * 10];
+    memset(De, 0, sizeof De), memset(Ie, 0, sizeof Ie);
+    FAISS_OK(faiss_Index_search(gi, 20, s.xq, 10, De, Ie));
+    for (int i = 0; i < 20 * 10; i++)
+        CHECK(Ie[i] == -1 && De[i] == FLT_MAX, "empty index, slot %d: %lld %g", i, (long long)Ie[i], De[i]);
     faiss_Index_free(gi);
 
     /* IndexIDMap over a graft index: user ids come back. */
