@@ -161,7 +161,7 @@ cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTU
 cmake -S . -B build-device "${cfg[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 jobs=$([ $faiss_gpu = 1 ] && echo 6 || nproc)
 # What a package ships (libraries and programs), timed alone: the single-architecture figure.
-shipped=(graft_core graft_faiss faiss_c faiss_swap graph_build)
+shipped=(graft_core graft_faiss faiss_c faiss_swap graph_build graft-bench)
 if [ $install_check = 1 ]; then
   s0=$(date +%s.%N)
   ninja -C build-device -j$jobs "${shipped[@]}" >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
