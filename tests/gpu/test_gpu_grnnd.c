@@ -97,7 +97,9 @@ static void test_sift5k(const graft_test_sift* s) {
 
     /* Same seed twice. The initial graph repeats exactly; concurrent inserts into one pool land
      * in a different order between runs, so edges differ (the share of identical slots is
-     * printed), but the quality must not: both valid, fully reachable, recall within 0.005. */
+     * printed), but the quality must not: both valid, fully reachable, recalls within 3 standard
+     * deviations of their sampling noise (nq x 10 hits each; 0.009 at 0.975 on sift5k). The former
+     * fixed 0.005 was under 2 sigma: the H100 saw 0.9784 vs 0.9730 under ctest -j4 at 79d8f20. */
     graft_graph a = {0}, b = {0};
     CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &a, NULL));
     CHECK_OK(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &gp, &b, NULL));
@@ -109,8 +111,9 @@ static void test_sift5k(const graft_test_sift* s) {
         double rb = search_recall(&b, s->xb, s->d, GRAFT_METRIC_L2, s->xq, s->nq, s->gt, s->gt_k, 32);
         printf("repeat build: %.4f of slots identical; recall@10 at L=32 %.4f and %.4f\n",
                (double)same / (double)(s->nb * gp.base.R), ra, rb);
-        CHECK(fabs(ra - rb) <= 0.005 && graft_test_reachable(&a) == 1.0 && graft_test_reachable(&b) == 1.0,
-              "repeat builds differ in quality: recall %.4f vs %.4f", ra, rb);
+        const double noise = 3 * sqrt((ra * (1 - ra) + rb * (1 - rb)) / (double)(s->nq * 10));
+        CHECK(fabs(ra - rb) <= noise && graft_test_reachable(&a) == 1.0 && graft_test_reachable(&b) == 1.0,
+              "repeat builds differ in quality: recall %.4f vs %.4f (noise bound %.4f)", ra, rb, noise);
     }
     graft_graph_free(&a);
     graft_graph_free(&b);

@@ -48,7 +48,7 @@ typedef struct soak_case {
 } soak_case;
 
 static int failures_before;
-static double min_recall = 1.0;
+static double min_recall = 1.0, min_coarse_recall = 1.0; /* held to 0.7 / printed only */
 static long n_cases, n_gpu_cases, n_roundtrips, n_results;
 
 static idx_t id_of(const soak_case* c, int64_t row) { return c->idmap ? 10 * row + 7 : row; }
@@ -245,12 +245,19 @@ static void run_case(uint64_t seed, int gpu) {
     if (idx && search(&c, idx, D, I) == 0) {
         double rec = check(&c, D, I, gpu ? "GPU" : "CPU");
         /* A narrow selector may hold rows the walk never meets; a beam of under 2k candidates
-         * ranked by coarse PQ codes misses some legitimately (GraftGraph16,PQ4 at d = 32, k = 18,
-         * L = 28: recall 0.656 on the CPU reference and the GPU alike). */
-        if (c.kind > 0 && !c.sel && (c.kind == 1 || c.L >= 2 * c.k)) {
+         * ranked by PQ codes misses some legitimately (GraftGraph16,PQ4 at d = 32, k = 18,
+         * L = 28: recall 0.656 on the CPU reference and the GPU alike). The floor holds graph +
+         * PQ to it for codes as fine as the index's default (M >= d / 4, 2 bits a dimension);
+         * at 1 bit a dimension (M = d / 8) the CPU reference itself falls to 0.65-0.69 at
+         * L = 2-5 k on inner product (seeds 1795594917, 1795595269), so those cases are held to
+         * every other check (form, true distances, I/O, GPU = CPU) with their recall printed. */
+        const int fine_codes = c.kind == 2 && 4 * M >= c.d;
+        if (c.kind > 0 && !c.sel && (c.kind == 1 || (fine_codes && c.L >= 2 * c.k))) {
             CHECK(rec >= 0.7, "seed %llu %s L=%d: recall@%d %.3f < 0.7", (unsigned long long)seed, c.desc,
                   c.L, c.k, rec);
             if (rec < min_recall) min_recall = rec;
+        } else if (c.kind == 2 && !c.sel && c.L >= 2 * c.k && rec < min_coarse_recall) {
+            min_coarse_recall = rec;
         }
         /* Reloaded on the same device: bit for bit. */
         FaissIndex* back = roundtrip(&c, idx, gpu ? 0 : -1);
@@ -292,8 +299,9 @@ int main(void) {
         run_case(seed++, gpu);
     } while (now() < end && graft_test_failures < 20);
     printf("soak: %ld cases (%ld on the GPU), %ld results checked, %ld I/O round trips, lowest "
-           "graph recall %.3f, %d failures\n",
-           n_cases, n_gpu_cases, n_results, n_roundtrips, min_recall, graft_test_failures);
+           "graph recall %.3f (graph + PQ at 1 bit a dimension: %.3f), %d failures\n",
+           n_cases, n_gpu_cases, n_results, n_roundtrips, min_recall, min_coarse_recall,
+           graft_test_failures);
     graft_test_free_sift(&S);
     return graft_test_finish("test_soak");
 }
