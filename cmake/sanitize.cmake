@@ -18,6 +18,6 @@ if(GRAFT_FUZZ)
   endif()
   # Coverage instrumentation everywhere; the fuzz targets alone link libFuzzer's main.
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>")
-  # Fuzzing-only switches (the libFuzzer convention): see graft_fuzzing in plugin/io_stream.c.
+  # Fuzzing-only switches (the libFuzzer convention): see graft_fuzzing in plugin/io/io_stream.c.
   add_compile_definitions(FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
 endif()

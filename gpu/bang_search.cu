@@ -1,7 +1,7 @@
 // BANG search on the GPU (../shared/papers/bang-billion-scale-single-gpu.txt, Algorithm 2 and
 // sections 4.2-4.9): best-first graph search on PQ (asymmetric) distances, then exact
 // re-ranking. The semantics are graft/bang.h's, which the CPU reference graft_bang_search_cpu
-// (plugin/bang.c) runs; the host driver is plugin/bang_gpu.c.
+// (plugin/graph/bang.c) runs; the host driver is plugin/graph/bang_gpu.c.
 //
 // Kernels, in the paper's split (4.1: "separate GPU kernels for" each step):
 //   bang_init_kernel     PQ distance tables (4.2, one block per query, thread j = centroid j,
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kWarps * 32) bang_step_b_kernel(Dev P, Step S,
     }
 }
 
-// Exact distance by a group of 8 lanes in graft_vec_dist's order (plugin/vec_dist.h): lane t
+// Exact distance by a group of 8 lanes in graft_vec_dist's order (plugin/core/vec_dist.h): lane t
 // sums dimensions t, t + 8, ... below the last multiple of 8, lane 0 the tail, then
 // ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7)). Squared L2, or minus the dot product.
 // Every lane of the warp calls it; inactive groups pass active = false.

@@ -147,7 +147,7 @@ size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);
 int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* args, float* gpu_ms);
 
 /* ---- streams, events, page-locked host memory (gpu/streams.cu) ------------------------------
- * C handles for the host pipelines that overlap host work with device work (plugin/bang_gpu.c).
+ * C handles for the host pipelines that overlap host work with device work (plugin/graph/bang_gpu.c).
  * A NULL stream is the context's own stream (the one graft_gpu_upload & co. use). Each call
  * makes the context's device current on the calling thread. */
 typedef struct graft_gpu_stream_handle* graft_gpu_stream; /* a cudaStream_t */
@@ -189,7 +189,7 @@ int graft_gpu_memset_async(graft_gpu_ctx* ctx, void* dst, int value, size_t byte
  * 4.2-4.9: best-first search on PQ (asymmetric) distances, one warp per query, the per-query
  * state (PQ table, worklist, Bloom filter, candidates, re-rank store) in a device scratch buffer
  * that lives across launches, then exact re-ranking. The semantics are graft/bang.h's. The host
- * drives the iterations (plugin/bang_gpu.c):
+ * drives the iterations (plugin/graph/bang_gpu.c):
  *
  *   graft_gpu_bang_init                       PQ tables, Bloom filters, worklists = {entry},
  *                                             the entry expanded (slot 0)

@@ -12,7 +12,7 @@
 //      merge path) or inserted one by one (SONG); with a filter, allowed candidates also enter a
 //      separate top-k of allowed ids.
 // The search ends when every worklist entry is expanded, exactly like the CPU reference
-// (graft_graph_search_cpu_ex in plugin/graph.c), whose results it reproduces up to float rounding
+// (graft_graph_search_cpu_ex in plugin/graph/graph.c), whose results it reproduces up to float rounding
 // of the distances (and, with the Bloom filter, up to its false positives).
 //
 // Visited sets: (0) an open-addressing hash in shared memory rebuilt from the worklist after each

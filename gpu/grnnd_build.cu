@@ -32,7 +32,7 @@
 //    1M dense SIFT is a few tens per vertex against 150-650 for all pairs. The plugin's default
 //    takes 0 for the sorted order and 1 for the random order, the faster of each (measured in
 //    bench/RESULTS.md).
-//  - Give-back (as in the CPU reference, plugin/rnnd.c): a redirected candidate that the closer
+//  - Give-back (as in the CPU reference, plugin/graph/rnnd.c): a redirected candidate that the closer
 //    vertex's full pool refuses stays in v's list instead of being lost. Without it an outlier
 //    can lose its last in-edge and become unreachable.
 //

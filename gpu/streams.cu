@@ -1,5 +1,5 @@
 // Streams, events, page-locked host memory and asynchronous copies, as C functions: the plugin's
-// host pipelines (plugin/bang_gpu.c) overlap host work with device work through these and never
+// host pipelines (plugin/graph/bang_gpu.c) overlap host work with device work through these and never
 // include a CUDA header. A NULL stream is the context's own stream, so these mix with the
 // synchronous helpers of context.cu (graft_gpu_upload, ...) in one order.
 #include "common.cuh"

@@ -20,7 +20,7 @@
 #include "GraftIndexGraph.h"
 #include "GraftIndexGraphPQ.h"
 // graft_fail: a k-means callback reports its failure as graft's last error (graft/pq.h).
-#include "error.h"
+#include "core/error.h"
 
 namespace {
 

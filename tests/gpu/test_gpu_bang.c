@@ -1,4 +1,4 @@
-/* The BANG search on the GPU (gpu/bang_search.cu, plugin/bang_gpu.c) against its CPU reference
+/* The BANG search on the GPU (gpu/bang_search.cu, plugin/graph/bang_gpu.c) against its CPU reference
  * graft_bang_search_cpu (label gpu). One graph per data set (the CPU RNN-Descent reference's,
  * deterministic) and PQ codebooks trained by FAISS's k-means (M = 32 on sift5k, d = 128).
  *  - both modes (in-memory, out-of-core), L in {16, 32, 64, 128}: GPU recall@10 within 0.01 of

@@ -1,4 +1,4 @@
-/* Product quantization (plugin/pq.c) and the BANG search's CPU reference (plugin/bang.c) on real
+/* Product quantization (plugin/storage/pq.c) and the BANG search's CPU reference (plugin/graph/bang.c) on real
  * data: codebooks trained by FAISS's k-means (graft_faiss_kmeans), PQ + re-rank recall on sift5k
  * and Fashion-MNIST, re-rank depth, expansion cap, filter, inner product, edges, bad input.
  * The printed recall sweep is the one quoted in bench/RESULTS.md and the issue notes. */
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "error.h" /* plugin/error.h: graft_fail */
+#include "core/error.h" /* plugin/core/error.h: graft_fail */
 #include "graft/bang.h"
 #include "graft_faiss_c.h"
 #include "testutil.h"

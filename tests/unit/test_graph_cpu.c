@@ -1,5 +1,5 @@
-/* CPU reference for graph construction (RNN-Descent, plugin/rnnd.c) and graph search
- * (plugin/graph.c): sift5k quality, determinism, degenerate inputs, bad input.
+/* CPU reference for graph construction (RNN-Descent, plugin/graph/rnnd.c) and graph search
+ * (plugin/graph/graph.c): sift5k quality, determinism, degenerate inputs, bad input.
  * The printed build time, L sweep and k-NN graph recall are the numbers quoted in the issue notes. */
 #include <float.h>
 #include <math.h>

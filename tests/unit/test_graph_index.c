@@ -1,4 +1,4 @@
-/* The graph index object (plugin/graph_index.c) on the CPU references (device -1): add = rebuild,
+/* The graph index object (plugin/graph/graph_index.c) on the CPU references (device -1): add = rebuild,
  * search, FAISS's conventions for empty indexes and k > ntotal, state kept across failed calls,
  * set_data, and the GRFTGRPH record (round trip, truncation, corruption). Real data: sift5k.
  * Where a GPU is visible, the same object on the GPU: GRNND build, kernel search against the CPU

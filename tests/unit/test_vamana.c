@@ -1,4 +1,4 @@
-/* DiskANN Vamana graph files (plugin/vamana.c): a graph built by RNN-Descent on sift5k written and
+/* DiskANN Vamana graph files (plugin/io/vamana.c): a graph built by RNN-Descent on sift5k written and
  * read back (same rows, same search results), a hand-made file with frozen points (ids >= n
  * dropped, the start vertex remapped), broken files (truncated, counts above the max degree, file
  * sizes that do not match, too few or too many rows, missing), bad arguments; and a graph that

@@ -106,7 +106,7 @@ void graft_graph_free(graft_graph* graph);
  * a round refines every pool in parallel against the previous round's pools (GRNND's double
  * buffer, 3.5) and then inserts the RNG redirections into their target pools in vertex order.
  * A redirection that a full pool has no room for stays with its source (Ono & Matsui's pools are
- * unbounded, so no candidate is lost there); see plugin/rnnd.c for why.
+ * unbounded, so no candidate is lost there); see plugin/graph/rnnd.c for why.
  * Work: about (n R^2 / 2) distances per round at first, far fewer once entries turn old; memory
  * about 32 n R bytes besides x.
  *
@@ -134,7 +134,7 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
  * memory. 0 without a device. */
 int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* params);
 
-/* A graph built in pieces, for data whose GRNND pools do not fit the GPU (plugin/pieces.c, the
+/* A graph built in pieces, for data whose GRNND pools do not fit the GPU (plugin/graph/pieces.c, the
  * overlapping-shard build of DiskANN): a k-means of a sample splits the vectors into P pieces of
  * at most piece_max, each vector in the pieces of its two nearest centroids (P about
  * 2.5 n / piece_max); each piece's graph is built alone (gpu: GRNND with params, one piece on the

@@ -1,8 +1,8 @@
-#include "validate.h"
+#include "core/validate.h"
 
 #include <math.h>
 
-#include "error.h"
+#include "core/error.h"
 
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
     int64_t bad = n;

@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/graph.h"
-#include "io_stream.h"
-#include "validate.h"
+#include "io/io_stream.h"
+#include "core/validate.h"
 
 #define VAMANA_HEADER 24
 

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "graph_gpu.h"
-#include "validate.h"
+#include "core/error.h"
+#include "graph/graph_gpu.h"
+#include "core/validate.h"
 
 #define GRAFT_SEARCH_DEFAULT_BUDGET ((size_t)1 << 30)
 

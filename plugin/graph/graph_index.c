@@ -1,6 +1,6 @@
 /* The graph index (graft/graph_index.h): a host copy of the vectors and of the graph (reconstruct,
  * I/O, CPU search) and, when it lives on a GPU, both kept on the device between searches
- * (plugin/graph_gpu.h). Also its GRFTGRPH record, through the shared helpers of io_stream.h. */
+ * (plugin/graph/graph_gpu.h). Also its GRFTGRPH record, through the shared helpers of io_stream.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "graft/graph_index.h"
 
@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "graph_gpu.h"
-#include "index_common.h"
-#include "io_stream.h"
-#include "validate.h"
+#include "core/error.h"
+#include "graph/graph_gpu.h"
+#include "core/index_common.h"
+#include "io/io_stream.h"
+#include "core/validate.h"
 
 #define HEADER_V1 64u        /* bytes of the version-1 record header, magic included */
 

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/io.h"
-#include "io_stream.h"
+#include "io/io_stream.h"
 
 #define HEADER_V1 36u /* bytes of the version-1 header, magic included */
 

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bang_gpu.h"
-#include "error.h"
-#include "validate.h"
-#include "vec_dist.h"
-#include "worklist.h"
+#include "graph/bang_gpu.h"
+#include "core/error.h"
+#include "core/validate.h"
+#include "core/vec_dist.h"
+#include "graph/worklist.h"
 
 #define MAX_EXPAND_CAP 8192
 

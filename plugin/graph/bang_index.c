@@ -1,6 +1,6 @@
 /* The graph + PQ index (graft/bang_index.h): host copies of the vectors, codes and graph (I/O,
  * reconstruct, CPU search, out-of-core gathering) and, on a GPU, the device data of the chosen
- * mode (plugin/bang_gpu.h). Also its GRFTBANG record. */
+ * mode (plugin/graph/bang_gpu.h). Also its GRFTBANG record. */
 #define _POSIX_C_SOURCE 200809L
 #include "graft/bang_index.h"
 
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bang_gpu.h"
-#include "error.h"
-#include "index_common.h"
-#include "io_stream.h"
-#include "validate.h"
+#include "graph/bang_gpu.h"
+#include "core/error.h"
+#include "core/index_common.h"
+#include "io/io_stream.h"
+#include "core/validate.h"
 
 #define HEADER_V1 88u /* bytes of the version-1 record header, magic included */
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* Far above any real embedding; catches garbage headers before they become huge allocations. */
 #define GRAFT_MAX_DIM (1 << 20)

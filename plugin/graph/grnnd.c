@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/graph.h"
 #include "graft_gpu.h"
-#include "index_common.h"
-#include "validate.h"
+#include "core/index_common.h"
+#include "core/validate.h"
 
 void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     if (!p) return;

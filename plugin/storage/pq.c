@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "rng.h"
-#include "validate.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/validate.h"
 
 void graft_pq_params_defaults(graft_pq_params* p) {
     if (!p) return;

@@ -27,11 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/graph.h"
-#include "rng.h"
-#include "validate.h"
-#include "vec_dist.h"
+#include "core/rng.h"
+#include "core/validate.h"
+#include "core/vec_dist.h"
 
 typedef struct {
     float d;       /* distance to the pool's vertex (squared L2, or -dot) */

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/graph.h"
-#include "graph_gpu.h"
-#include "validate.h"
-#include "vec_dist.h"
-#include "worklist.h"
+#include "graph/graph_gpu.h"
+#include "core/validate.h"
+#include "core/vec_dist.h"
+#include "graph/worklist.h"
 
 void graft_graph_free(graft_graph* g) {
     if (!g) return;

@@ -2,14 +2,14 @@
  * little-endian by hand; 32-bit payloads are written as they sit in memory on little-endian
  * hosts and byte-swapped on the others. */
 #define _POSIX_C_SOURCE 200809L /* ftello, fseeko */
-#include "io_stream.h"
+#include "io/io_stream.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/io.h"
 
 #define HEADER_MAX 4096u        /* larger header sizes are taken as corruption */

@@ -1,15 +1,15 @@
 /* Shared parts of the index objects (index_common.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "index_common.h"
+#include "core/index_common.h"
 
 #include <float.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft_gpu.h"
-#include "validate.h"
+#include "core/validate.h"
 
 double graft_now_s(void) {
     struct timespec t;

@@ -3,7 +3,7 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/flat.h"
 
 typedef struct {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/dataset.h"
 
 #define IDX_MAGIC_U8_3D 0x00000803u

@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/graph.h"
-#include "index_common.h"
-#include "rng.h"
-#include "validate.h"
-#include "vec_dist.h"
+#include "core/index_common.h"
+#include "core/rng.h"
+#include "core/validate.h"
+#include "core/vec_dist.h"
 
 #define KMEANS_ITERS 10
 #define SAMPLE_PER_PIECE 256

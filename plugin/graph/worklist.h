@@ -1,4 +1,4 @@
-/* Internal: the sorted candidate lists of the CPU graph searches (plugin/graph.c, plugin/bang.c). */
+/* Internal: the sorted candidate lists of the CPU graph searches (plugin/graph/graph.c, plugin/graph/bang.c). */
 #ifndef GRAFT_WORKLIST_H
 #define GRAFT_WORKLIST_H
 #include <stdint.h>

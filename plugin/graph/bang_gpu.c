@@ -1,4 +1,4 @@
-/* BANG search on the GPU, host side (plugin/bang_gpu.h): device copies of the codebooks, codes
+/* BANG search on the GPU, host side (plugin/graph/bang_gpu.h): device copies of the codebooks, codes
  * and (in-memory) graph and vectors; batches under the memory budget; the iteration loop of
  * Algorithm 2 (../shared/papers/bang-billion-scale-single-gpu.txt) over the kernels of
  * gpu/bang_search.cu; the one-shot graft_bang_search_gpu.
@@ -40,7 +40,7 @@
  * results are those of out-of-core mode bit for bit. The host only queues iterations and polls
  * a device counter of live queries every BANG_POLL iterations.
  */
-#include "bang_gpu.h"
+#include "graph/bang_gpu.h"
 
 #include <float.h>
 #include <omp.h>
@@ -48,8 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "validate.h"
+#include "core/error.h"
+#include "core/validate.h"
 
 #define BANG_DEFAULT_BUDGET ((size_t)1 << 30)
 /* In-memory mode learns that a batch has finished from a 4-byte copy of the live counter, a

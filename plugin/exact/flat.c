@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "graft/flat.h"
 #include "graft_gpu.h"
-#include "validate.h"
+#include "core/validate.h"
 
 /* Default scratch budget: a quarter of the device's memory, at most 8 GiB. Larger tiles let
  * more queries share one GEMM (cuBLAS reaches 42.7 TFLOP/s at 2048 x 1M x 128 on an H100 and
