@@ -68,6 +68,7 @@ struct graft_gpu_ctx {
     int certified_tf32;     // exact k-NN: TF32 distances, certified, re-ranked (exact_knn.cu)
     int64_t last_fallbacks; // queries the last certified search sent back to FP32
     int fp32_calls_left;    // calls that skip certification after one whose certificates failed
+    int64_t cert_margin;    // candidates kept beyond k by the certified path (0: the default)
 };
 
 namespace graft {

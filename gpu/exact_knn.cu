@@ -9,7 +9,8 @@
 // a second selection over the concatenated winners.
 //
 // Certified TF32 (ctx->certified_tf32): the GEMM runs on TF32 tensor cores (about 8x FP32 SIMT on
-// an H100), the selection keeps k' = k + max(32, k/2) candidates per query, and a rigorous bound E
+// an H100), the selection keeps k' = k + max(margin, k/2) candidates per query (margin 32, raised
+// per index while over 1% of queries fail, up to 1024), and a rigorous bound E
 // on every approximate distance's error (input rounding to TF32 and FP32 accumulation, below)
 // decides whether those hold the exact k nearest: with t the k-th smallest approximate value and
 // m the k'-th, every true top-k vector has an approximate value <= t + 2E, so m > t + 2E proves
@@ -152,8 +153,13 @@ int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTi
 // ---- certified TF32 ---------------------------------------------------------------------------
 
 // Candidates kept per query beyond k: enough that the certificate holds for most queries on real
-// data (a few extra neighbours fall within the bound), few enough that selection stays cheap.
-int64_t certified_ksel(int64_t k, int64_t nb) { return std::min(nb, k + std::max<int64_t>(32, k / 2)); }
+// data (a few extra neighbours fall within the bound), few enough that selection stays cheap. The
+// margin starts at 32 and adapts per index (graft_gpu_exact_knn): data whose distances crowd
+// within the bound (uniform random vectors) certify once more candidates are kept.
+constexpr int64_t kCertMargin = 32, kCertMarginMax = 1024;
+int64_t certified_ksel(int64_t k, int64_t nb, int64_t margin) {
+    return std::min(nb, k + std::max<int64_t>(margin > 0 ? margin : kCertMargin, k / 2));
+}
 
 // *out = max of x[0..n) (non-negative floats: their bits order as unsigned ints).
 __global__ void max_nonneg_kernel(const float* __restrict__ x, int64_t n, float* out) {
@@ -243,7 +249,8 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool certify, std:
     const bool certified_candidates = certify;
     const bool l2 = a->metric == GRAFT_METRIC_L2;
     const int mode = l2 ? kDecodeL2 : kDecodeIP;
-    const int64_t ksel = certified_candidates ? certified_ksel(a->k, a->nb) : std::max<int64_t>(1, std::min(a->k, a->nb));
+    const int64_t ksel = certified_candidates ? certified_ksel(a->k, a->nb, ctx->cert_margin)
+                                               : std::max<int64_t>(1, std::min(a->k, a->nb));
     KnnTiles t;
     GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t));
     void* scratch = nullptr;
@@ -390,7 +397,14 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     GRAFT_GPU_TRY(knn_rows(ctx, a, certify, &failed, &switched));
     if (!failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, failed));
     ctx->last_fallbacks = (int64_t)failed.size() + switched;
-    if (certify && ctx->last_fallbacks > 0.4 * (double)a->nq) ctx->fp32_calls_left = 7;
+    if (certify && ctx->last_fallbacks > 0.01 * (double)a->nq) {
+        // Over 1% of the queries failed: the next call keeps 4x the margin of candidates beyond
+        // k (their k'-th distance then lies further out, past the bound), up to 1024; only at
+        // that cap does a mostly failed call send the next 7 to FP32.
+        const int64_t margin = std::max(ctx->cert_margin > 0 ? ctx->cert_margin : kCertMargin, a->k / 2);
+        if (margin < kCertMarginMax) ctx->cert_margin = std::min(kCertMarginMax, 4 * margin);
+        else if (ctx->last_fallbacks > 0.4 * (double)a->nq) ctx->fp32_calls_left = 7;
+    }
     return GRAFT_OK;
 }
 
