@@ -25,6 +25,10 @@
 #define CPU_EXACT_COST 2.5
 /* Device bytes of one batch of queries and their results on the exact path. */
 #define EXACT_IO_BYTES ((size_t)64 << 20)
+/* Bytes of passing vectors gathered at once: more pass in chunks whose top k are merged, so that
+ * an out-of-core index (or a forced exact search over most of a large index) never copies them
+ * all to the GPU, nor doubles them in host memory. */
+#define EXACT_CHUNK_BYTES ((size_t)256 << 20)
 
 int64_t graft_filter_count(const uint8_t* allowed, int64_t n) {
     if (!allowed || n <= 0) return 0;
@@ -150,14 +154,10 @@ static int exact_gpu(const graft_filter_data* dt, const int32_t* ids, int64_t np
     return rc == GRAFT_OK ? GRAFT_OK : gpu_status(rc, fn);
 }
 
-/* Exact k-NN of nq queries among the np passing ids (ascending, so that ties still go to the
- * smaller index id), results in FAISS layout with index ids. */
-static int exact_search(const graft_filter_data* dt, const int32_t* ids, int64_t np, const float* xq,
-                        int64_t nq, int64_t k, float* D, int64_t* I, const char* fn) {
-    if (np == 0) {
-        graft_fill_empty(nq, k, dt->metric, D, I);
-        return GRAFT_OK;
-    }
+/* Exact k-NN of nq queries among the np passing ids ids[0..np) (one chunk), results in FAISS
+ * layout with index ids. */
+static int exact_chunk(const graft_filter_data* dt, const int32_t* ids, int64_t np, const float* xq,
+                       int64_t nq, int64_t k, float* D, int64_t* I, const char* fn) {
     int rc;
     if (dt->ctx) {
         rc = exact_gpu(dt, ids, np, xq, nq, k, D, I, fn);
@@ -174,6 +174,51 @@ static int exact_search(const graft_filter_data* dt, const int32_t* ids, int64_t
     for (int64_t i = 0; i < total; i++)
         if (I[i] >= 0) I[i] = ids[I[i]];
     return GRAFT_OK;
+}
+
+/* Row by row, the k best of (D, I) and (D2, I2), both in FAISS order, into (D, I). A tie goes to
+ * (D, I), whose ids come from earlier chunks and so are smaller: FAISS's tie order is kept. */
+static void merge_rows(int64_t nq, int64_t k, int l2, float* D, int64_t* I, const float* D2,
+                       const int64_t* I2, float* tD, int64_t* tI) {
+    for (int64_t q = 0; q < nq; q++) {
+        const float *a = D + q * k, *b = D2 + q * k;
+        const int64_t *ia = I + q * k, *ib = I2 + q * k;
+        int64_t x = 0, y = 0;
+        for (int64_t j = 0; j < k; j++) {
+            const int take_a = ib[y] < 0 || (ia[x] >= 0 && (l2 ? a[x] <= b[y] : a[x] >= b[y]));
+            if (take_a) tD[j] = a[x], tI[j] = ia[x], x++;
+            else tD[j] = b[y], tI[j] = ib[y], y++;
+        }
+        memcpy(D + q * k, tD, (size_t)k * sizeof(float));
+        memcpy(I + q * k, tI, (size_t)k * sizeof(int64_t));
+    }
+}
+
+/* Exact k-NN of nq queries among the np passing ids (ascending, so that ties still go to the
+ * smaller index id), results in FAISS layout with index ids; in chunks of EXACT_CHUNK_BYTES of
+ * vectors. */
+static int exact_search(const graft_filter_data* dt, const int32_t* ids, int64_t np, const float* xq,
+                        int64_t nq, int64_t k, float* D, int64_t* I, const char* fn) {
+    if (np == 0) {
+        graft_fill_empty(nq, k, dt->metric, D, I);
+        return GRAFT_OK;
+    }
+    int64_t chunk = (int64_t)(EXACT_CHUNK_BYTES / ((size_t)dt->d * sizeof(float)));
+    if (chunk < k) chunk = k;
+    if (chunk >= np) return exact_chunk(dt, ids, np, xq, nq, k, D, I, fn);
+    GRAFT_TRY(exact_chunk(dt, ids, chunk, xq, nq, k, D, I, fn));
+    float* D2 = malloc((size_t)(nq * k) * sizeof(float));
+    int64_t* I2 = malloc((size_t)(nq * k) * sizeof(int64_t));
+    float* tD = malloc((size_t)k * sizeof(float));
+    int64_t* tI = malloc((size_t)k * sizeof(int64_t));
+    int rc = D2 && I2 && tD && tI ? GRAFT_OK : graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    for (int64_t c0 = chunk; c0 < np && rc == GRAFT_OK; c0 += chunk) {
+        const int64_t nc = np - c0 < chunk ? np - c0 : chunk;
+        rc = exact_chunk(dt, ids + c0, nc, xq, nq, k, D2, I2, fn);
+        if (rc == GRAFT_OK) merge_rows(nq, k, dt->metric == GRAFT_METRIC_L2, D, I, D2, I2, tD, tI);
+    }
+    free(D2), free(I2), free(tD), free(tI);
+    return rc;
 }
 
 /* The queries whose row holds fewer than `need` results, searched again exactly. */
