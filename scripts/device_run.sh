@@ -221,7 +221,7 @@ if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
   # test_concurrency: 16 host threads on one GPU index of each type (2 s of mixing per index);
   # test_gpu_oom: every allocation failed once, with memcheck's leak check on the device.
-  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang test_concurrency test_gpu_oom}; do
+  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang test_gpu_filter test_concurrency test_gpu_oom}; do
     bin=$(find ./build-device/tests -name "$t" -type f -perm -u+x | head -n1)
     if [ -z "$bin" ]; then
       echo "=== $t: not built" >>"$OUT/sanitize.log"

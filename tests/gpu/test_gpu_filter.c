@@ -4,7 +4,8 @@
  * (exact forced, walk forced, the cost model's choice). Both give min(k, passing) results of
  * passing ids only; the exact path's ids equal the CPU's (ties at float rounding aside) with
  * distances within float rounding; the walk's agree as the unfiltered GPU searches do
- * (test_gpu_search, test_gpu_bang) and recall as well against the exact filtered answer. */
+ * (test_gpu_search, test_gpu_bang) and recall as well against the exact filtered answer.
+ * GRAFT_TEST_QUICK=1: 50 queries (for compute-sanitizer). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -158,6 +159,7 @@ int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    if (getenv("GRAFT_TEST_QUICK")) s.nq = 50; /* compute-sanitizer's run (device_run.sh --sanitize) */
 
     printf("GraftGraph\n");
     graft_gindex_params gp;
