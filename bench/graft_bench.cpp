@@ -3,6 +3,7 @@
 //   graft-bench --base B --query Q [--gt G] [--k 10] [--metric l2|ip]
 //               --index "GraftGraph" --index "HNSW32" --index "IVF4096,Flat@gpu" ...
 //               [--sweep "L=16,32,64,128"] [--batch 10000] [--out DIR] [--plot]
+//               [--selectivity 0.5,0.1,0.01,0.001,0.0001 [--filter-modes auto,walk,exact]]
 //
 // Every index is built (train + add, timed), then searched over its natural sweep (L for graft's
 // graph indexes, efSearch for HNSW, nprobe for IVF, tau for GGNN; --sweep KNOB=V,... replaces the
@@ -11,6 +12,15 @@
 // (graft's flat index on the GPU, FAISS's IndexFlat on the CPU) and cached in DIR. Records go to
 // DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
 // DIR/recall-qps-<dataset>.svg and .png.
+//
+// --selectivity S1,S2,...: after each configuration's unfiltered search, the same search with a
+// random faiss::IDSelectorBatch of round(S n) ids (at least one) for each S, scored against the
+// exact filtered ground truth (the exact k-NN among the passing vectors); records carry
+// params.selectivity (1 for the unfiltered baseline). FAISS CPU indexes get the selector through
+// SearchParameters (SearchParametersIVF for IVF); FAISS GPU 1.7.3, HNSW and NSG take none and are
+// searched unfiltered only. graft's graph indexes are searched once per --filter-modes entry:
+// auto (the cost model's choice), walk (filter_exact_below = 0), exact (= 1); their records say
+// which path the search took (params.path) and the walk's beam.
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,7 +43,9 @@
 #include <faiss/AutoTune.h>
 #include <faiss/Index.h>
 #include <faiss/IndexFlat.h>
+#include <faiss/IndexIVF.h>
 #include <faiss/IndexNSG.h>
+#include <faiss/impl/IDSelector.h>
 #ifdef GRAFT_BENCH_FAISS_GPU
 #include <faiss/gpu/GpuAutoTune.h>
 #include <faiss/gpu/GpuCloner.h>
@@ -41,6 +53,7 @@
 #endif
 
 #include "bench_record.h"
+#include "graft/graph.h"
 #include "graft_faiss_c.h"
 #include <faiss/c_api/error_c.h>
 #include "hdf5_dataset.h"
@@ -73,6 +86,8 @@ struct Options {
     double deadline_s = 1e9;
     int threads = 0;
     bool plot = false;
+    std::vector<double> selectivities;            // --selectivity: filtered searches (empty: none)
+    std::vector<std::string> filter_modes = {"auto"};  // graft's paths under a filter
 };
 
 const char* kUsage =
@@ -80,6 +95,7 @@ const char* kUsage =
     "                   --index DESC [--index DESC ...] [--sweep KNOB=V1,V2,...] [--batch N[,N...]]\n"
     "                   [--out DIR] [--plot] [--name DATASET] [--gt-cache DIR] [--latency-queries N]\n"
     "                   [--min-time S] [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
+    "                   [--selectivity S1,S2,... [--filter-modes auto,walk,exact]]\n"
     "  files: .fvecs .bvecs .ivecs .fbin .u8bin .ibin, IDX images (.gz), or an ann-benchmarks .hdf5\n"
     "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
     "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
@@ -152,7 +168,22 @@ bool parse(int argc, char** argv, Options* o) {
         else if (a == "--min-time") o->min_time_s = atof(v.c_str());
         else if (a == "--deadline") o->deadline_s = atof(v.c_str());
         else if (a == "--threads") o->threads = atoi(v.c_str());
-        else return fail("unknown option " + a);
+        else if (a == "--selectivity") {
+            if (!split_numbers(v, &o->selectivities) ||
+                std::any_of(o->selectivities.begin(), o->selectivities.end(), [](double x) { return x <= 0 || x > 1; }))
+                return fail("--selectivity: " + v + ", need fractions in (0, 1]");
+        } else if (a == "--filter-modes") {
+            o->filter_modes.clear();
+            for (size_t i = 0; i <= v.size();) {
+                size_t j = v.find(',', i);
+                if (j == std::string::npos) j = v.size();
+                const std::string m = v.substr(i, j - i);
+                if (m != "auto" && m != "walk" && m != "exact")
+                    return fail("--filter-modes: " + v + ", need auto, walk and/or exact");
+                o->filter_modes.push_back(m);
+                i = j + 1;
+            }
+        } else return fail("unknown option " + a);
     }
     if (o->base.empty()) return fail("--base is required");
     if (o->indexes.empty()) return fail("at least one --index is required");
@@ -625,6 +656,92 @@ void set_knob(const IndexSpec& s, faiss::Index* index, double v) {
     faiss::ParameterSpace().set_index_parameter(index, s.knob, v);
 }
 
+// ---- filters (--selectivity) ----------------------------------------------------------------------
+
+// One --selectivity value: the selector and the exact filtered ground truth (nq x k, -1 where
+// fewer than k ids pass).
+struct Filter {
+    double frac;
+    std::vector<faiss::Index::idx_t> ids;
+    std::unique_ptr<faiss::IDSelectorBatch> sel;
+    std::vector<int64_t> gt;
+};
+
+// round(frac n) random ids (at least one), ascending; the same for a seed on every run.
+std::vector<faiss::Index::idx_t> random_ids(int64_t n, double frac, uint64_t seed) {
+    const int64_t m = std::max<int64_t>(1, std::llround(frac * (double)n));
+    std::vector<faiss::Index::idx_t> ids;
+    if (2 * m > n) {  // a partial Fisher-Yates over all ids
+        std::vector<faiss::Index::idx_t> all(n);
+        for (int64_t i = 0; i < n; i++) all[i] = i;
+        for (int64_t i = 0; i < m; i++) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            std::swap(all[i], all[i + (int64_t)(seed % (uint64_t)(n - i))]);
+        }
+        ids.assign(all.begin(), all.begin() + m);
+    } else {  // rejection: few ids
+        std::vector<uint8_t> taken(n, 0);
+        while ((int64_t)ids.size() < m) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            const int64_t i = (int64_t)(seed % (uint64_t)n);
+            if (!taken[i]) taken[i] = 1, ids.push_back(i);
+        }
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+// The exact k nearest among the passing vectors (gathered), as exact_neighbours finds them for
+// the whole set, mapped back to base ids.
+bool filtered_ground_truth(const Dataset& D, Filter* f) {
+    Dataset sub;
+    sub.name = D.name;
+    sub.d = D.d;
+    sub.k = D.k;
+    sub.metric = D.metric;
+    sub.nb = (int64_t)f->ids.size();
+    sub.xb.resize((size_t)(sub.nb * D.d));
+    for (int64_t i = 0; i < sub.nb; i++)
+        std::copy_n(D.xb.data() + f->ids[i] * D.d, D.d, sub.xb.data() + i * D.d);
+    sub.xq = D.xq;
+    sub.nq = D.nq;
+    if (!bench::exact_neighbours(sub, graft_gpu_available() ? 10000 : 256, [](int64_t) {})) return false;
+    f->gt = std::move(sub.gt);
+    for (int64_t& id : f->gt)
+        if (id >= 0) id = f->ids[id];
+    return true;
+}
+
+// recall@k against a filtered ground truth: of each query's true neighbours (k, or fewer when
+// fewer ids pass), the fraction found.
+double filtered_recall(const int64_t* I, const std::vector<int64_t>& gt, int64_t nq, int64_t k) {
+    int64_t hit = 0, want = 0;
+    for (int64_t q = 0; q < nq; q++)
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t t = gt[q * k + j];
+            if (t < 0) continue;
+            want++;
+            for (int64_t i = 0; i < k; i++) hit += I[q * k + i] == t;
+        }
+    return want ? (double)hit / (double)want : 1.0;
+}
+
+// An index searched with fixed SearchParameters (the selector), for the measuring functions.
+struct WithParams : faiss::Index {
+    const faiss::Index* inner;
+    const faiss::SearchParameters* params;
+    WithParams(const faiss::Index* in, const faiss::SearchParameters* p)
+        : faiss::Index(in->d, in->metric_type), inner(in), params(p) {
+        ntotal = in->ntotal;
+    }
+    void add(idx_t, const float*) override { throw std::runtime_error("WithParams: add"); }
+    void reset() override { throw std::runtime_error("WithParams: reset"); }
+    void search(idx_t n, const float* x, idx_t k, float* D, idx_t* I,
+                const faiss::SearchParameters* = nullptr) const override {
+        inner->search(n, x, k, D, I, params);
+    }
+};
+
 // ---- measuring ------------------------------------------------------------------------------------
 
 // Batch 1 over the first n queries (at most 5 s): p50 and p99 per-query latency in ms, QPS and the
@@ -671,7 +788,7 @@ struct IndexResult {
 
 // Builds one index and runs its sweep; records every configuration.
 IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, bench::Recorder& out,
-                      const bench::Deadline& deadline) {
+                      const bench::Deadline& deadline, const std::vector<Filter>& filters) {
     IndexResult res;
     const faiss::MetricType metric = D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
     const size_t gpu0 = bench::gpu_used_bytes();
@@ -713,6 +830,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
                 r.build_s = res.build_s;
                 if (cpu_system) r.threads = threads;
+                if (!filters.empty()) r.params.add("selectivity", 1.0);
                 return r;
             };
             std::vector<bench::Rec> recs;
@@ -737,6 +855,59 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 r.note = "p99 " + number(std::round(L.p99 * 1000) / 1000) + " ms";
                 r.summary = false;  // the summary and chart are at the --batch sizes
                 recs.push_back(std::move(r));
+            }
+            // The filtered searches of this configuration (--selectivity).
+            const bool takes_sel = s.graft || (!s.faiss_gpu && !s.ggnn && (!strcmp(s.family, "flat") ||
+                                                                            !strcmp(s.family, "ivf")));
+            if (!filters.empty() && !takes_sel && i == 0)
+                printf("%s: no selector support (FAISS GPU 1.7.3, HNSW, NSG, GGNN): searched unfiltered only\n",
+                       s.desc.c_str());
+            for (const Filter& f : filters) {
+                if (!takes_sel) break;
+                faiss::SearchParameters plain;
+                faiss::SearchParametersIVF ivf;
+                faiss::SearchParameters* sp = &plain;
+                if (!strcmp(s.family, "ivf") && !s.graft) {
+                    ivf.nprobe = (size_t)v;
+                    sp = &ivf;
+                }
+                sp->sel = f.sel.get();
+                WithParams filtered(index, sp);
+                const std::vector<std::string> modes =
+                        s.graft && !strcmp(s.family, "graph") ? o.filter_modes : std::vector<std::string>{"-"};
+                for (const std::string& mode : modes) {
+                    char flabel[96];
+                    snprintf(flabel, sizeof flabel, "%s s=%g %s", label.c_str(), f.frac, mode.c_str());
+                    if (deadline.stops(flabel)) break;
+                    auto* fi = reinterpret_cast<FaissIndex*>(index);
+                    if (mode != "-")
+                        faiss_graft_set_param(fi, "filter_exact_below", mode == "auto" ? -1.0 : mode == "walk" ? 0.0 : 1.0);
+                    for (int64_t batch : o.batches) {
+                        const double t = bench::time_search(&filtered, D, batch, o.min_time_s, dist.data(), I.data());
+                        sample();
+                        bench::Rec r = base_rec(batch);
+                        r.params = bench::Params();
+                        if (!std::isnan(v)) {
+                            if (v == std::floor(v)) r.params.add(s.knob.c_str(), (long long)v);
+                            else r.params.add(s.knob.c_str(), v);
+                        }
+                        r.params.add("selectivity", f.frac);
+                        if (mode != "-") {
+                            double path = 0, beam = 0;
+                            faiss_graft_get_param(fi, "filter_path", &path);
+                            faiss_graft_get_param(fi, "filter_L", &beam);
+                            r.params.add("filter", mode.c_str());
+                            r.params.add("path", path == GRAFT_FILTER_EXACT ? "exact" : "walk");
+                            if (path == GRAFT_FILTER_WALK) r.params.add("beam", (long long)beam);
+                        }
+                        r.qps = D.nq / t;
+                        r.recall = filtered_recall(I.data(), f.gt, D.nq, D.k);
+                        r.latency_ms = t * 1e3 / (double)((D.nq + batch - 1) / batch);
+                        r.summary = false;  // the summary and chart are the unfiltered searches'
+                        recs.push_back(std::move(r));
+                    }
+                    if (mode != "-") faiss_graft_set_param(fi, "filter_exact_below", -1.0);
+                }
             }
             Status::clear();
             res.gpu_bytes = gpu_max - gpu0;
@@ -834,6 +1005,23 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    // The selectors and their exact filtered ground truths (--selectivity).
+    std::vector<Filter> filters;
+    for (size_t i = 0; i < o.selectivities.size(); i++) {
+        Filter fl;
+        fl.frac = o.selectivities[i];
+        fl.ids = random_ids(D.nb, fl.frac, 0x9E3779B97F4A7C15ull + i);
+        fl.sel.reset(new faiss::IDSelectorBatch(fl.ids.size(), fl.ids.data()));
+        const double t0 = now_s();
+        if (!filtered_ground_truth(D, &fl)) {
+            fprintf(stderr, "graft-bench: filtered ground truth failed\n");
+            return 2;
+        }
+        printf("selectivity %g: %zu ids pass (IDSelectorBatch); filtered ground truth in %.1f s\n", fl.frac,
+               fl.ids.size(), now_s() - t0);
+        filters.push_back(std::move(fl));
+    }
+
     bench::Recorder out(f, "graft-bench", run_id, date, o.commit, device);
     int index_w = 13;
     for (const IndexSpec& s : specs) index_w = std::max(index_w, (int)s.desc.size());
@@ -844,7 +1032,7 @@ int main(int argc, char** argv) {
     out.header();
     for (const IndexSpec& s : specs) {
         if (deadline.stops(s.desc)) break;
-        results.push_back(run_index(o, s, D, out, deadline));
+        results.push_back(run_index(o, s, D, out, deadline, filters));
     }
     fclose(f);
 

@@ -89,6 +89,17 @@ int ctx_cublas(graft_gpu_ctx* ctx) {
     return GRAFT_OK;
 }
 
+// dst row i = src row idx[i], rows of d floats: one block per row (rows of the filtered search's
+// passing ids, d in the hundreds: a block's threads read one row coalesced).
+__global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t* __restrict__ idx,
+                                   int64_t n, int64_t d, float* __restrict__ dst) {
+    for (int64_t row = blockIdx.x; row < n; row += gridDim.x) {
+        const float* s = src + (int64_t)idx[row] * d;
+        float* t = dst + row * d;
+        for (int64_t j = threadIdx.x; j < d; j += blockDim.x) t[j] = s[j];
+    }
+}
+
 }  // namespace graft
 
 using namespace graft;
@@ -198,6 +209,18 @@ int graft_gpu_copy_d2d(graft_gpu_ctx* ctx, void* dst, const void* src, size_t by
 int graft_gpu_row_norms(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float* out) {
     GRAFT_GPU_TRY(ctx_enter(ctx));
     return row_norms(x, n, d, out, ctx->stream);
+}
+
+int graft_gpu_gather_rows(graft_gpu_ctx* ctx, const float* src, const int32_t* idx, int64_t n,
+                          int64_t d, float* dst) {
+    if (!ctx || (n > 0 && (!src || !idx || !dst)) || n < 0 || d < 1)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_gather_rows: bad arguments");
+    if (n == 0) return GRAFT_OK;
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    const unsigned blocks = (unsigned)std::min<int64_t>(n, 65535);
+    gather_rows_kernel<<<blocks, 128, 0, ctx->stream>>>(src, idx, n, d, dst);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
 }
 
 }  // extern "C"

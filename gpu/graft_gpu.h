@@ -63,6 +63,11 @@ int graft_gpu_copy_d2d(graft_gpu_ctx* ctx, void* dst, const void* src, size_t by
 /* out[i] = ||x_i||^2 for n rows of d floats (device pointers). */
 int graft_gpu_row_norms(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float* out);
 
+/* dst row i = src row idx[i] for i < n, rows of d floats (device pointers; idx in src's rows).
+ * Queued on the context's stream: later copies and launches on it see the rows. */
+int graft_gpu_gather_rows(graft_gpu_ctx* ctx, const float* src, const int32_t* idx, int64_t n,
+                          int64_t d, float* dst);
+
 /* Exact k-NN: for each of the nq queries, the k nearest of the nb base vectors.
  * metric: 1 = L2 (squared distances, ascending; needs xb_norms), 0 = inner product (descending).
  * Distances come from a cuBLAS GEMM, selection from the quick multi-select (qms_select.cu).

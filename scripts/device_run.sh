@@ -20,6 +20,13 @@
 #                                              #     architectures (80, 86, 89, 90 + PTX) built (timed
 #                                              #     against sm_90 alone), installed into a prefix, and
 #                                              #     tests/consumer built against it and run on the GPU
+#   bash scripts/device_run.sh --no-tests --filter-bench
+#                                              # ... filtered search (graft-bench --selectivity): GraftGraph,
+#                                              #     GraftGraph,PQ32, FAISS CPU Flat and IVF4096,Flat with a
+#                                              #     random IDSelectorBatch of 50% .. 0.01% of the ids, on
+#                                              #     the 1M dense-SIFT set, then Fashion-MNIST (records in
+#                                              #     filter-bench.jsonl, log filter-bench.log);
+#                                              #     --filter-bench-quick: sift5k and Fashion-MNIST only
 #   bash scripts/device_run.sh --no-tests --graft-bench
 #                                              # ... graft-bench (bench/graft_bench.cpp) on the 1M dense-SIFT
 #                                              #     set: GraftFlat, GraftGraph, GraftGraph,PQ32, HNSW32 (16
@@ -51,6 +58,7 @@
 # of the GPU machine, so a change is judged within one call.
 # GRAFT_BANG_ONLY=NAME: --bench-bang runs that dataset alone (bench_bang --only); GRAFT_BANG_REPEAT=N
 # (without GRAFT_BANG_AB): the benchmark N times in a row, to see the host's run-to-run noise.
+# GRAFT_TESTS=REGEX runs only the tests whose names match (ctest -R), e.g. a change's own tests.
 # GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
 # PQ benchmarks S seconds after the script started (records already written are kept), so that a
 # call ends inside the device tool's limit; with both --bench-search and --bench-bang, the search
@@ -60,7 +68,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 filter_bench=0 filter_quick=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -76,6 +84,8 @@ for a in "$@"; do
     --bench-bang) bench_bang=1 ;;
     --bench-bang-quick) bench_bang=1 bang_quick=1 ;;
     --graft-bench) graft_bench=1 faiss_gpu=1 ;;
+    --filter-bench) filter_bench=1 ;;
+    --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -94,7 +104,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -193,7 +203,7 @@ if [ $tests = 1 ]; then
   # processes at once spin against each other (tests/CMakeLists.txt also sets passive waits).
   # The soak (label soak) compares every GPU result with the CPU reference for 5 minutes here.
   OMP_NUM_THREADS=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 )) GRAFT_SOAK_SECONDS=${GRAFT_SOAK_SECONDS:-300} \
-    ctest --test-dir build-device --output-on-failure -V -j4 >"$OUT/ctest.log" 2>&1
+    ctest --test-dir build-device --output-on-failure -V -j4 ${GRAFT_TESTS:+-R "$GRAFT_TESTS"} >"$OUT/ctest.log" 2>&1
   grep -E "Test +#|tests passed|Skipped|Failed" "$OUT/ctest.log" | head -40
   passed=$(grep -c " Passed " "$OUT/ctest.log")
   failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run" "$OUT/ctest.log")
@@ -211,7 +221,7 @@ if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
   # test_concurrency: 16 host threads on one GPU index of each type (2 s of mixing per index);
   # test_gpu_oom: every allocation failed once, with memcheck's leak check on the device.
-  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang test_concurrency test_gpu_oom}; do
+  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang test_gpu_filter test_concurrency test_gpu_oom}; do
     bin=$(find ./build-device/tests -name "$t" -type f -perm -u+x | head -n1)
     if [ -z "$bin" ]; then
       echo "=== $t: not built" >>"$OUT/sanitize.log"
@@ -371,6 +381,46 @@ if [ $graft_bench = 1 ]; then
     stamp "graft-bench on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
   fi
   stamp "graft-bench done"
+fi
+
+if [ $filter_bench = 1 ]; then
+  # Filtered search (graft-bench --selectivity): graft's paths (auto, walk and exact forced) and
+  # FAISS's CPU indexes with the same selector; FAISS GPU 1.7.3 takes no selector.
+  fb() {  # NAME SECONDS ARGS...
+    local name=$1 secs=$2; shift 2
+    stamp "filtered graft-bench on $name (${secs}s at most)"
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
+      timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 0 \
+      --selectivity 0.5,0.1,0.01,0.001,0.0001 --filter-modes auto,walk,exact --min-time 0.2 \
+      --out "$OUT/filter-bench" --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" \
+      --deadline $(( secs - 20 )) "$@" 2>&1 | tee -a "$OUT/filter-bench.log"
+  }
+  fm=$root/.deps/data/fashion-mnist
+  if [ $filter_quick = 1 ]; then
+    s5=$root/.deps/data/sift5k
+    fb sift5k 90 --base $s5/sift5k_base.fvecs --query $s5/sift5k_query.fvecs --sweep L=32,64 --sweep nprobe=8,32 \
+      --index GraftGraph --index GraftGraph,PQ32 --index Flat --index IVF64,Flat
+  else
+    wait_dense_sift
+    left=$(seconds_left)
+    if [ -f $dense/query.u8bin ] && [ $left -ge 120 ]; then
+      fb dense-sift1m $(( left > 300 ? left - 120 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
+        --sweep L=32,64,128 --sweep nprobe=16,64,256 \
+        --index GraftGraph --index GraftGraph,PQ32 --index Flat --index IVF4096,Flat
+    else
+      stamp "filtered graft-bench on dense-sift1m skipped (no set, or ${left}s left)"
+    fi
+  fi
+  left=$(seconds_left)
+  if [ $left -ge 60 ]; then
+    fb fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
+      --sweep L=32,64 --sweep nprobe=16,64 --index GraftGraph --index GraftGraph,PQ16 --index Flat --index IVF1024,Flat
+  else
+    stamp "filtered graft-bench on fashion-mnist skipped: ${left}s left"
+  fi
+  [ -f "$OUT/filter-bench/graft-bench.jsonl" ] && mv "$OUT/filter-bench/graft-bench.jsonl" "$OUT/filter-bench.jsonl"
+  rm -rf "$OUT/filter-bench"
+  stamp "filtered graft-bench done"
 fi
 
 if [ $bench = 1 ]; then

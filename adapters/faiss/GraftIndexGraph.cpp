@@ -83,8 +83,10 @@ size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& /*sel*/) {
 namespace {
 
 const char* const kKnown =
-        "search: L, probes, visited, merge, bloom_log2; build (next add): R, S, T1, T2, rho; "
-        "read-only: device, build_seconds, build_pieces";
+        "search: L, probes, visited, merge, bloom_log2; filtered search: filter_exact_below; build "
+        "(next add): R, S, T1, T2, rho; "
+        "read-only: device, build_seconds, build_pieces, and the last search's filter_path, "
+        "filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
 
 int* search_field(graft_search_params& s, const std::string& name) {
     if (name == "L") return &s.L;
@@ -106,6 +108,13 @@ void GraftIndexGraph::set_param(const char* name, double value) {
         throw_if_error(graft_gindex_set_search_params(gindex, &p.search), "GraftIndexGraph::set_param");
         return;
     }
+    if (n == "filter_exact_below") {
+        p.search.filter_exact_below = filter_threshold_value("GraftIndexGraph", value);
+        throw_if_error(graft_gindex_set_search_params(gindex, &p.search), "GraftIndexGraph::set_param");
+        return;
+    }
+    GRAFT_REQUIRE(!is_filter_report_param(n), "GraftIndexGraph: '%s' is read-only (what the last search did)",
+                  name);
     int* f = build_field(p.build.base, n);
     if (f || n == "rho") {
         if (f)
@@ -130,6 +139,14 @@ double GraftIndexGraph::get_param(const char* name) const {
     if (int* f = search_field(p.search, n)) return *f;
     if (int* f = build_field(p.build.base, n)) return *f;
     if (n == "rho") return p.build.base.rho;
+    if (n == "filter_exact_below") return p.search.filter_exact_below;
+    if (is_filter_report_param(n)) {
+        graft_filter_report r;
+        throw_if_error(graft_gindex_last_filter(gindex, &r), "GraftIndexGraph::get_param");
+        double v = 0;
+        filter_report_param(r, n, &v);
+        return v;
+    }
     if (n == "device") return graft_gindex_device(gindex);
     if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);

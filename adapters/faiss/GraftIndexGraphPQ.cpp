@@ -101,7 +101,9 @@ namespace {
 
 const char* const kKnown =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph build): "
-        "R, S, T1, T2, rho; read-only: M, device, active_mode, build_seconds, build_pieces, gpu_bytes";
+        "R, S, T1, T2, rho; filtered search: filter_exact_below; read-only: M, device, active_mode, build_seconds, build_pieces, gpu_bytes, and the last "
+        "search's filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, "
+        "filter_redone";
 
 int* search_field(graft_bang_params& s, const std::string& name) {
     if (name == "L") return &s.L;
@@ -123,6 +125,13 @@ void GraftIndexGraphPQ::set_param(const char* name, double value) {
         throw_if_error(graft_bindex_set_search_params(bindex, &p.search), fn);
         return;
     }
+    if (n == "filter_exact_below") {
+        p.search.filter_exact_below = filter_threshold_value("GraftIndexGraphPQ", value);
+        throw_if_error(graft_bindex_set_search_params(bindex, &p.search), fn);
+        return;
+    }
+    GRAFT_REQUIRE(!is_filter_report_param(n), "GraftIndexGraphPQ: '%s' is read-only (what the last search did)",
+                  name);
     int* f = build_field(p.build.base, n);
     if (f || n == "rho") {
         if (f)
@@ -165,6 +174,14 @@ double GraftIndexGraphPQ::get_param(const char* name) const {
     if (int* f = search_field(p.search, n)) return *f;
     if (int* f = build_field(p.build.base, n)) return *f;
     if (n == "rho") return p.build.base.rho;
+    if (n == "filter_exact_below") return p.search.filter_exact_below;
+    if (is_filter_report_param(n)) {
+        graft_filter_report r;
+        throw_if_error(graft_bindex_last_filter(bindex, &r), "GraftIndexGraphPQ::get_param");
+        double v = 0;
+        filter_report_param(r, n, &v);
+        return v;
+    }
     if (n == "mode") return p.mode;
     if (n == "gpu_budget") return (double)p.gpu_budget;
     if (n == "M") {

@@ -119,6 +119,14 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *   "device", "build_seconds", "build_pieces"          read-only (wall time of the last build; how
  *                                                      it was built: 1 GRNND, P > 1 GRNND in P
  *                                                      pieces, 0 on the CPU, -1 none)
+ *   "filter_exact_below"                              filtered search (graft/graph.h, "Filtered
+ *                                                      search"): exact over the passing ids below
+ *                                                      this selectivity in [0, 1]; negative
+ *                                                      (default): the cost model decides
+ *   "filter_path", "filter_passing", "filter_selectivity", "filter_threshold", "filter_L",
+ *   "filter_redone"                                    read-only: what the last search did (path
+ *                                                      0 none, 1 exact, 2 walk; the threshold
+ *                                                      applied; the walk's beam; queries redone)
  * On a graph + PQ index (the same checks; graft/bang_index.h):
  *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
  *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)
@@ -127,6 +135,7 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *   "M", "device", "active_mode", "build_seconds", "build_pieces", "gpu_bytes"
  *                                                      read-only (active_mode: the mode searches
  *                                                      use now, 1 or 2; 0 on the CPU)
+ *   "filter_exact_below" and the "filter_*" read-outs  as on a graph index
  * Every name applies to every graft index found; one that an index does not know fails. Unknown names, bad values and an index without a graft index inside fail with a message.
  * FAISS's own faiss_ParameterSpace_set_index_parameter does not know these names: on a graft
  * index it fails ("could not set parameter ..."), except for "verbose"; use these instead. */
@@ -136,8 +145,8 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
 /* index->search restricted to the ids `sel` accepts (faiss::SearchParameters::sel; FAISS 1.7.3's
  * C API has no SearchParameters). sel == NULL: a plain search. Works on graft flat indexes (exact,
  * equal to IndexFlat with the same selector; searched with the CPU reference even on a GPU), on
- * graft graph and graph + PQ indexes (on their device; the walk passes through every vertex,
- * only selected ids are returned, fewer than k where the beam met fewer), on IndexPreTransform
+ * graft graph and graph + PQ indexes (on their device; k results whenever at least k ids pass:
+ * exact over the passing ids or a walk with a widened beam, graft/graph.h), on IndexPreTransform
  * over them, and on every FAISS index whose search takes a selector (IndexFlat, IndexIVF*);
  * FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
 int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const float* x, idx_t k,

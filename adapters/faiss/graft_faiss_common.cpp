@@ -24,6 +24,14 @@ graft_metric to_graft_metric(faiss::MetricType m) {
     FAISS_THROW_FMT("graft supports METRIC_L2 and METRIC_INNER_PRODUCT, not metric %d", (int)m);
 }
 
+namespace {
+
+void set_bit(std::vector<uint8_t>& bits, int64_t i, int64_t n) {
+    if (i >= 0 && i < n) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+}  // namespace
+
 std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
     std::vector<uint8_t> bits((size_t)(n + 7) / 8, 0);
     if (auto* r = dynamic_cast<const faiss::IDSelectorRange*>(&sel)) {
@@ -31,11 +39,45 @@ std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
             bits[i >> 3] |= (uint8_t)(1u << (i & 7));
     } else if (auto* b = dynamic_cast<const faiss::IDSelectorBitmap*>(&sel)) {
         std::memcpy(bits.data(), b->bitmap, std::min(bits.size(), b->n));
+        if (n & 7 && b->n >= bits.size()) bits.back() &= (uint8_t)((1u << (n & 7)) - 1u);
+    } else if (auto* bt = dynamic_cast<const faiss::IDSelectorBatch*>(&sel)) {
+        for (faiss::IDSelector::idx_t id : bt->set) set_bit(bits, id, n);
+    } else if (auto* a = dynamic_cast<const faiss::IDSelectorArray*>(&sel)) {
+        for (size_t j = 0; j < a->n; j++) set_bit(bits, a->ids[j], n);
+    } else if (auto* no = dynamic_cast<const faiss::IDSelectorNot*>(&sel)) {
+        bits = selector_bitmap(*no->sel, n);
+        for (auto& byte : bits) byte = (uint8_t)~byte;
+        if (n & 7) bits.back() &= (uint8_t)((1u << (n & 7)) - 1u); /* no ids past n */
+    } else if (dynamic_cast<const faiss::IDSelectorAll*>(&sel)) {
+        std::fill(bits.begin(), bits.end(), (uint8_t)0xff);
+        if (n & 7) bits.back() &= (uint8_t)((1u << (n & 7)) - 1u);
     } else {
         for (int64_t i = 0; i < n; i++)
             if (sel.is_member(i)) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
     }
     return bits;
+}
+
+bool is_filter_report_param(const std::string& name) {
+    return name == "filter_path" || name == "filter_passing" || name == "filter_selectivity" ||
+           name == "filter_threshold" || name == "filter_L" || name == "filter_redone";
+}
+
+bool filter_report_param(const graft_filter_report& r, const std::string& name, double* out) {
+    if (name == "filter_path") *out = r.path;
+    else if (name == "filter_passing") *out = (double)r.passing;
+    else if (name == "filter_selectivity") *out = r.selectivity;
+    else if (name == "filter_threshold") *out = r.exact_below;
+    else if (name == "filter_L") *out = r.L;
+    else if (name == "filter_redone") *out = (double)r.redone;
+    else return false;
+    return true;
+}
+
+double filter_threshold_value(const char* cls, double value) {
+    GRAFT_REQUIRE(value <= 1.0, "%s: filter_exact_below takes a selectivity in [0, 1] (exact "
+                  "search below it) or a negative value (the cost model decides), got %g", cls, value);
+    return value;
 }
 
 int param_as_int(const char* cls, const char* name, double value) {

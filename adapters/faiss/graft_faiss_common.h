@@ -29,9 +29,22 @@ void throw_if_error(int rc, const char* where);
 graft_metric to_graft_metric(faiss::MetricType metric);
 
 // The ids `sel` accepts among [0, n), as graft's search filter (graft_search_params.allowed,
-// graft_bang_params.allowed: FAISS's IDSelectorBitmap layout, bit i & 7 of byte i >> 3). Ranges
-// and bitmaps are converted without calling is_member per id.
+// graft_bang_params.allowed: FAISS's IDSelectorBitmap layout, bit i & 7 of byte i >> 3), built
+// once per search call. FAISS 1.7.3's IDSelectorRange, Bitmap, Batch, Array, Not and All are
+// converted without calling is_member per id (Batch and Array cost their own size, not n); any
+// other selector (a user's, IDSelectorTranslated of an IDMap) is asked id by id.
 std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n);
+
+// The filtered search's read-only parameters of the last search (graft_filter_report):
+// "filter_path" (0 none, 1 exact, 2 walk), "filter_passing", "filter_selectivity",
+// "filter_threshold" (the selectivity below which the search went exact), "filter_L" (the walk's
+// beam), "filter_redone" (queries redone exactly). False for other names.
+bool filter_report_param(const graft_filter_report& r, const std::string& name, double* out);
+bool is_filter_report_param(const std::string& name);
+
+// "filter_exact_below": < 0 the cost model, [0, 1] a fixed selectivity threshold; throws
+// otherwise, naming cls.
+double filter_threshold_value(const char* cls, double value);
 
 // search(p) with p's filter (allowed, allowed_n) made from `sel` (none when NULL) over the
 // index's ntotal() ids of now, made again when the search finds it stale (GRAFT_ESTATE: an add in

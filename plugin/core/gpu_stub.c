@@ -26,6 +26,11 @@ int graft_gpu_row_norms(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d, 
     (void)c; (void)x; (void)n; (void)d; (void)o;
     return GRAFT_ENODEVICE;
 }
+int graft_gpu_gather_rows(graft_gpu_ctx* c, const float* s, const int32_t* idx, int64_t n, int64_t d,
+                          float* t) {
+    (void)c; (void)s; (void)idx; (void)n; (void)d; (void)t;
+    return GRAFT_ENODEVICE;
+}
 int graft_gpu_exact_knn(graft_gpu_ctx* c, const graft_gpu_knn_args* a) { (void)c; (void)a; return GRAFT_ENODEVICE; }
 int graft_gpu_select_k(graft_gpu_ctx* c, const float* v, int64_t r, int64_t cols, int64_t ld, int64_t k,
                        float* ov, int64_t* oi) {

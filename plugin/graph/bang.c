@@ -27,6 +27,7 @@ void graft_bang_params_defaults(graft_bang_params* p) {
     p->memory_budget = 0;
     p->threads = 0;
     p->vector_stream_bytes = 0;
+    p->filter_exact_below = -1.0;
 }
 
 int graft_bang_max_expand(const graft_bang_params* p) {
@@ -46,6 +47,9 @@ int graft_bang_check_params(const graft_bang_params* p, int64_t k, int gpu, cons
         return graft_fail(GRAFT_EINVAL, "%s: max_expand=%d must be 0 (2 L + 64) or in [L, %d] (L=%d)",
                           fn, p->max_expand, MAX_EXPAND_CAP, p->L);
     if (p->threads < 0) return graft_fail(GRAFT_EINVAL, "%s: threads=%d < 0", fn, p->threads);
+    if (!(p->filter_exact_below <= 1.0)) /* NaN included */
+        return graft_fail(GRAFT_EINVAL, "%s: filter_exact_below=%g must be < 0 (cost model) or in "
+                          "[0, 1]", fn, p->filter_exact_below);
     if (gpu && (p->bloom_log2 < 10 || p->bloom_log2 > 24))
         return graft_fail(GRAFT_EINVAL, "%s: bloom_log2=%d must be in 10..24", fn, p->bloom_log2);
     return GRAFT_OK;

@@ -13,6 +13,7 @@
 #include "core/index_common.h"
 #include "io/io_stream.h"
 #include "core/validate.h"
+#include "graph/filtered_search.h"
 
 #define HEADER_V1 88u /* bytes of the version-1 record header, magic included */
 
@@ -31,6 +32,8 @@ struct graft_bindex {
     graft_bang_dev dev;
     int on_device;         /* dev holds the current contents */
     graft_bang_mode dev_mode;
+    graft_filter_dev fdev;           /* the filtered search's exact path (device buffers) */
+    graft_filter_report last_filter; /* of the last successful search */
 };
 
 static void tie_params(graft_bindex_params* p) {
@@ -118,6 +121,7 @@ void graft_bindex_free(graft_bindex* g) {
     drop_device(g);
     graft_graph_free(&g->graph);
     graft_pq_free(&g->pq);
+    graft_filter_dev_release(g->ctx, &g->fdev);
     if (g->ctx) graft_gpu_ctx_destroy(g->ctx);
     pthread_mutex_destroy(&g->lock);
     free(g->xb);
@@ -371,6 +375,27 @@ int graft_bindex_set_data(graft_bindex* g, int64_t n, const float* x, const graf
     return adopt_data(g, n, xc, codes, &gc, "graft_bindex_set_data: ");
 }
 
+/* The graph search of a filtered search (graft_filter_walk_fn) with beam L: at least L
+ * expansions, so that a widened beam is walked. */
+typedef struct walk_arg {
+    graft_bindex* g;
+    const float* xq;
+    int64_t nq, k;
+    const graft_bang_params* p;
+    graft_bang_report* report;
+} walk_arg;
+
+static int walk(void* arg, int L, float* D, int64_t* I) {
+    const walk_arg* w = arg;
+    graft_bindex* g = w->g;
+    graft_bang_params p = *w->p;
+    p.L = L;
+    if (p.max_expand && p.max_expand < L) p.max_expand = L;
+    if (g->ctx) return graft_bang_dev_search(&g->dev, g->graph.nbrs, g->xb, w->xq, w->nq, w->k, &p, D, I, w->report);
+    return graft_bang_search_cpu(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric, w->xq, w->nq, w->k,
+                                 &p, D, I);
+}
+
 static int search_locked(graft_bindex* g, int64_t nq, const float* xq, int64_t k,
                          const graft_bang_params* params, float* D, int64_t* I,
                          graft_bang_report* report, const char* fn) {
@@ -390,11 +415,18 @@ static int search_locked(graft_bindex* g, int64_t nq, const float* xq, int64_t k
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
     } else if ((rc = make_ready(g, "graft_bindex_search: ")) != GRAFT_OK) {
         /* the build or upload failed: its message says which */
-    } else if (g->ctx)
-        rc = graft_bang_dev_search(&g->dev, g->graph.nbrs, g->xb, xq, nq, k, &p, D, I, report);
-    else
-        rc = graft_bang_search_cpu(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric, xq, nq, k,
-                                   &p, D, I);
+    } else {
+        const graft_filter_data dt = {g->p.metric, g->ntotal, g->d, g->graph.R, g->xb,
+                                      g->ctx && g->dev.in_memory ? g->dev.x : NULL, g->ctx, &g->fdev};
+        walk_arg w = {g, xq, nq, k, &p, report};
+        graft_filter_report fr;
+        rc = graft_filtered_search(&dt, p.allowed, p.L, p.filter_exact_below, xq, nq, k, D, I, walk,
+                                   &w, &fr, fn);
+        if (rc == GRAFT_OK) {
+            g->last_filter = fr;
+            if (report) report->filter = fr;
+        }
+    }
     return rc;
 }
 
@@ -424,6 +456,15 @@ const graft_graph* graft_bindex_graph(const graft_bindex* g) {
 }
 double graft_bindex_build_seconds(const graft_bindex* g) { return g ? g->build_seconds : 0.0; }
 int graft_bindex_build_pieces(const graft_bindex* g) { return g ? g->build_rep.pieces : -1; }
+int graft_bindex_last_filter(const graft_bindex* cg, graft_filter_report* out) {
+    graft_bindex* g = (graft_bindex*)cg;
+    if (!g || !out) return graft_fail(GRAFT_EINVAL, "graft_bindex_last_filter: NULL argument");
+    pthread_mutex_lock(&g->lock);
+    *out = g->last_filter;
+    pthread_mutex_unlock(&g->lock);
+    return GRAFT_OK;
+}
+
 int graft_bindex_build_report(const graft_bindex* g, graft_pieces_report* rep) {
     if (!g || !rep) return graft_fail(GRAFT_EINVAL, "graft_bindex_build_report: NULL argument");
     *rep = g->build_rep;

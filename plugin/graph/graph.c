@@ -114,6 +114,7 @@ void graft_search_params_defaults(graft_search_params* p) {
     p->allowed = NULL;
     p->device = 0;
     p->memory_budget = 0;
+    p->filter_exact_below = -1.0;
 }
 
 int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn) {
@@ -131,6 +132,9 @@ int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, 
                           "GRAFT_MERGE_INSERT)", fn, p->merge);
     if (gpu && (p->bloom_log2 < 10 || p->bloom_log2 > 24))
         return graft_fail(GRAFT_EINVAL, "%s: bloom_log2=%d must be in 10..24", fn, p->bloom_log2);
+    if (!(p->filter_exact_below <= 1.0)) /* NaN included */
+        return graft_fail(GRAFT_EINVAL, "%s: filter_exact_below=%g must be < 0 (cost model) or in "
+                          "[0, 1]", fn, p->filter_exact_below);
     return GRAFT_OK;
 }
 

@@ -14,6 +14,7 @@
 #include "core/index_common.h"
 #include "io/io_stream.h"
 #include "core/validate.h"
+#include "graph/filtered_search.h"
 
 #define HEADER_V1 64u        /* bytes of the version-1 record header, magic included */
 
@@ -30,6 +31,8 @@ struct graft_gindex {
     graft_gpu_ctx* ctx;
     graft_graph_dev dev;
     int on_device; /* dev holds the current graph and vectors */
+    graft_filter_dev fdev;           /* the filtered search's exact path (device buffers) */
+    graft_filter_report last_filter; /* of the last successful search */
 };
 
 static void tie_params(graft_gindex_params* p) {
@@ -102,6 +105,7 @@ static void drop_graph(graft_gindex* g) {
 void graft_gindex_free(graft_gindex* g) {
     if (!g) return;
     drop_graph(g);
+    graft_filter_dev_release(g->ctx, &g->fdev);
     if (g->ctx) graft_gpu_ctx_destroy(g->ctx);
     pthread_mutex_destroy(&g->lock);
     free(g->xb);
@@ -186,6 +190,24 @@ int graft_gindex_reset(graft_gindex* g) {
     return GRAFT_OK;
 }
 
+/* The graph search of a filtered search (graft_filter_walk_fn) with beam L. */
+typedef struct walk_arg {
+    graft_gindex* g;
+    const float* xq;
+    int64_t nq, k;
+    const graft_search_params* p;
+    graft_search_report* report;
+} walk_arg;
+
+static int walk(void* arg, int L, float* D, int64_t* I) {
+    const walk_arg* w = arg;
+    graft_gindex* g = w->g;
+    graft_search_params p = *w->p;
+    p.L = L;
+    if (g->ctx) return graft_graph_dev_search(&g->dev, g->p.metric, w->xq, w->nq, w->k, &p, D, I, w->report);
+    return graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, w->xq, w->nq, w->k, &p, D, I);
+}
+
 static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k,
                          const graft_search_params* params, float* D, int64_t* I,
                          graft_search_report* report, const char* fn) {
@@ -205,8 +227,16 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
         return rc;
     }
-    if (g->ctx) return graft_graph_dev_search(&g->dev, g->p.metric, xq, nq, k, &p, D, I, report);
-    return graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, xq, nq, k, &p, D, I);
+    const graft_filter_data dt = {g->p.metric, g->ntotal, g->d, g->graph.R, g->xb,
+                                  g->on_device ? g->dev.x : NULL, g->ctx, &g->fdev};
+    walk_arg w = {g, xq, nq, k, &p, report};
+    graft_filter_report fr;
+    int rc = graft_filtered_search(&dt, p.allowed, p.L, p.filter_exact_below, xq, nq, k, D, I, walk,
+                                   &w, &fr, fn);
+    if (rc != GRAFT_OK) return rc;
+    g->last_filter = fr;
+    if (report) report->filter = fr;
+    return GRAFT_OK;
 }
 
 int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int64_t k,
@@ -233,6 +263,15 @@ const graft_graph* graft_gindex_graph(const graft_gindex* g) {
 }
 double graft_gindex_build_seconds(const graft_gindex* g) { return g ? g->build_seconds : 0.0; }
 int graft_gindex_build_pieces(const graft_gindex* g) { return g ? g->build_pieces : -1; }
+
+int graft_gindex_last_filter(const graft_gindex* cg, graft_filter_report* out) {
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g || !out) return graft_fail(GRAFT_EINVAL, "graft_gindex_last_filter: NULL argument");
+    pthread_mutex_lock(&g->lock);
+    *out = g->last_filter;
+    pthread_mutex_unlock(&g->lock);
+    return GRAFT_OK;
+}
 
 graft_gindex_params graft_gindex_get_params(const graft_gindex* cg) {
     graft_gindex_params p;

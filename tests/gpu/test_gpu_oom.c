@@ -1,19 +1,21 @@
 /* GPU out of memory: the allocation fault injector (graft_gpu_fault_inject, gpu/device_alloc.cu)
  * fails the Nth cudaMalloc / cudaHostAlloc / cublasCreate of an operation, for every N the
- * operation makes, for add, build and search of each index type (GraftFlat, GraftGraph,
+ * operation makes, for add, build, search and filtered search (a selector of 10% of the ids: the
+ * filtered search's exact path, graft/graph.h) of each index type (GraftFlat, GraftGraph,
  * GraftGraph,PQ in-memory and out-of-core, whose pinned host buffers are cudaHostAlloc'd). Each
  * failure must be a clean error naming the shortage; afterwards the index still holds and finds
  * its previous contents (ntotal unchanged, searches equal to those before, bit for bit), and once
  * it is freed the device's free memory (cudaMemGetInfo) is what it was before it was made. */
 #include <faiss/c_api/Index_c.h>
+#include <faiss/c_api/impl/AuxIndexStructures_c.h>
 
 #include "faiss_testutil.h"
 #include "graft_faiss_c.h"
 #include "graft_gpu.h"
 
-enum { NA = 2000, NB = 1000, NQ = 50, K = 10, OP_ADD = 0, OP_BUILD = 1, OP_SEARCH = 2 };
+enum { NA = 2000, NB = 1000, NQ = 50, K = 10, OP_ADD = 0, OP_BUILD = 1, OP_SEARCH = 2, OP_FILTERED = 3 };
 static graft_test_sift S;
-static const char* const kOp[] = {"add", "build", "search"};
+static const char* const kOp[] = {"add", "build", "search", "filtered search"};
 static long points, tolerated;
 
 static FaissIndex* prepare(const char* desc, float* D, idx_t* I, int op) {
@@ -29,6 +31,13 @@ static FaissIndex* prepare(const char* desc, float* D, idx_t* I, int op) {
 
 static int run_op(FaissIndex* idx, int op, float* D, idx_t* I) {
     if (op == OP_ADD) return faiss_Index_add(idx, NB, S.xb + (size_t)NA * S.d);
+    if (op == OP_FILTERED) {
+        FaissIDSelectorRange* r = NULL;
+        FAISS_OK(faiss_IDSelectorRange_new(&r, 100, 100 + NA / 10));
+        int rc = faiss_graft_search_with_selector(idx, NQ, S.xq, K, (const FaissIDSelector*)r, D, I);
+        faiss_IDSelector_free((FaissIDSelector*)r);
+        return rc;
+    }
     return faiss_Index_search(idx, NQ, S.xq, K, D, I); /* OP_BUILD: the search builds first */
 }
 
@@ -86,8 +95,10 @@ int main(void) {
     static const char* const idx[] = {"GraftFlat,gpu=0", "GraftGraph32,gpu=0",
                                       "GraftGraph32,PQ16,gpu=0,inmem", "GraftGraph32,PQ16,gpu=0,ooc"};
     for (int i = 0; i < 4; i++)
-        for (int op = 0; op < 3; op++)
-            if (op != OP_BUILD || strstr(idx[i], "PQ")) walk(idx[i], op); /* others build in add */
+        for (int op = 0; op < 4; op++)
+            if ((op != OP_BUILD || strstr(idx[i], "PQ")) && /* others build in add */
+                (op != OP_FILTERED || strstr(idx[i], "Graph")))
+                walk(idx[i], op);
     printf("%ld allocation failures injected (%ld tolerated without an error)\n", points, tolerated);
     graft_test_free_sift(&S);
     return graft_test_finish("test_gpu_oom");

@@ -140,6 +140,39 @@ def test_selectors(sift, flat, graph):
     assert hits / Itrue.size >= 0.95
 
 
+@pytest.mark.parametrize("desc", ["GraftGraph", "GraftGraph,PQ16"])
+def test_filtered_search_keeps_its_promise(sift, desc):
+    """k results whenever k ids pass (graft/graph.h, "Filtered search"): an IDSelectorBatch of
+    50% .. 0.01% of the ids, recall@10 >= 0.95 against FAISS IndexFlat with the same selector,
+    only passing ids, and the search says which path it took."""
+    idx = graft.index_factory(sift.d, desc)
+    if not idx.is_trained:
+        idx.train(sift.xb)
+    idx.add(sift.xb)
+    ref = faiss.IndexFlatL2(sift.d)
+    ref.add(sift.xb)
+    rng = np.random.default_rng(7)
+    n = len(sift.xb)
+    for frac in (0.5, 0.1, 0.01, 0.001, 0.0001):
+        ids = np.sort(rng.choice(n, max(1, round(frac * n)), replace=False))
+        sel = faiss.IDSelectorBatch(ids)
+        _, Itrue = ref.search(sift.xq, K, params=faiss.SearchParameters(sel=sel))
+        _, I = idx.search(sift.xq, K, params=faiss.SearchParameters(sel=sel))
+        need = min(K, len(ids))
+        assert ((I >= 0).sum(axis=1) == need).all(), (frac, "fewer than min(k, passing) results")
+        assert np.isin(I[I >= 0], ids).all()
+        hits = sum(len(set(I[q]) & set(Itrue[q][Itrue[q] >= 0])) for q in range(len(I)))
+        assert hits / (Itrue >= 0).sum() >= 0.95, frac
+        assert graft.get_param(idx, "filter_path") in (1, 2)
+        assert graft.get_param(idx, "filter_selectivity") == pytest.approx(len(ids) / n)
+    graft.set_param(idx, "filter_exact_below", 1.0)  # always exact
+    idx.search(sift.xq, K, params=faiss.SearchParameters(sel=faiss.IDSelectorRange(0, n // 2)))
+    assert graft.get_param(idx, "filter_path") == 1
+    with pytest.raises(RuntimeError, match="filter_exact_below"):
+        graft.set_param(idx, "filter_exact_below", 2.0)
+    assert graft.get_param(idx, "filter_exact_below") == 1.0
+
+
 def test_composition_with_faiss_wrappers(sift, flat):
     Dflat, Iflat = flat.search(sift.xq, K)
     # IndexIDMap over a graft index that nothing else references: the wrapper keeps it alive.

@@ -265,6 +265,12 @@ static void run_case(uint64_t seed, int gpu) {
         if (back) faiss_Index_free(back);
         if (gpu) { /* the same index on the CPU reference */
             FaissIndex* cpu = roundtrip(&c, idx, -1);
+            /* A filtered search picks its path by a cost model of its device (graft/graph.h,
+             * "Filtered search"): the CPU copy takes the GPU's threshold, so that both take the
+             * same path and the comparison is of like with like. */
+            double threshold;
+            if (cpu && c.sel && c.kind > 0 && faiss_graft_get_param(idx, "filter_threshold", &threshold) == 0)
+                faiss_graft_set_param(cpu, "filter_exact_below", threshold);
             if (cpu && search(&c, cpu, D2, I2) == 0) {
                 check(&c, D2, I2, "CPU of GPU");
                 double a = agreement(&c, D, I, D2, I2);

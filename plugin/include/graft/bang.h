@@ -55,6 +55,8 @@ typedef struct graft_bang_params {
     int64_t allowed_n; /* bits of `allowed` (ids it covers); 0 = as many as the index holds. An
                         index search refuses a shorter filter (GRAFT_ESTATE): an add between
                         building it and the search made it stale */
+    double filter_exact_below; /* filtered search of the index (graft/graph.h, "Filtered
+                        search"): exact below this selectivity, < 0 (default) the cost model */
 } graft_bang_params;
 
 /* Defaults as documented in the struct. */
@@ -100,6 +102,7 @@ typedef struct graft_bang_report {
     int batches;            /* batches the queries were split into */
     int out_of_core;        /* 1: rows gathered from host memory; 0: graph and vectors on the GPU */
     size_t gpu_peak_bytes;  /* device bytes held: resident data + the largest batch's scratch */
+    graft_filter_report filter; /* index searches: the filtered search's path (also on the CPU) */
 } graft_bang_report;
 
 /* Where the GPU search reads the graph rows and full vectors from. Same search, same results. */

@@ -76,7 +76,8 @@ int graft_bindex_set_data(graft_bindex* index, int64_t n, const float* x, const 
  * index's defaults; L is widened to k. k in [1, 1024]. An empty index gives -1 labels.
  * Thread-safe: searches, add, reset, set_mode and set_*_params of one index may run in different
  * threads at once; the index's lock serializes them (tests/stress/test_concurrency). A filter
- * (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. report may be NULL. */
+ * (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. With a filter, k
+ * results whenever at least k ids pass (graft/graph.h, "Filtered search"). report may be NULL. */
 int graft_bindex_search(const graft_bindex* index, int64_t nq, const float* xq, int64_t k,
                         const graft_bang_params* params, float* D, int64_t* I,
                         graft_bang_report* report);
@@ -108,6 +109,8 @@ int graft_bindex_build_pieces(const graft_bindex* index);
  * partition, the pieces' builds and the rows' merges in seconds (graft/graph.h); a build in one
  * piece or on the CPU has its wall time in build_seconds. */
 int graft_bindex_build_report(const graft_bindex* index, graft_pieces_report* report);
+/* The last successful search's filtered-search choice (graft_gindex_last_filter's). */
+int graft_bindex_last_filter(const graft_bindex* index, graft_filter_report* out);
 /* Device bytes the index holds resident (codes, codebooks, and in-memory graph + vectors). */
 size_t graft_bindex_gpu_bytes(const graft_bindex* index);
 

@@ -192,6 +192,37 @@ enum {
                                position, warp-parallel shift) */
 };
 
+/* Filtered search (both graph indexes: graft_gindex_search, graft_bindex_search). With a filter
+ * (`allowed`), the index counts the ids that pass (popcount of the bitmap) and picks a path:
+ *   - exact: the k nearest among the passing ids by brute force (the GPU's exact k-NN over the
+ *     gathered passing vectors on a GPU index, the CPU reference's otherwise). Cost: one distance
+ *     per passing id and query, whatever the selectivity.
+ *   - walk: the graph search with the beam widened as selectivity s drops, L' = min(1024,
+ *     max(L, ceil(L / s))), so that about L passing vertices stay in the beam (ACORN's and
+ *     Filtered-DiskANN's argument). A query the walk leaves with fewer than min(k, passing)
+ *     results is searched again on the exact path.
+ * So a search returns k results whenever at least k ids pass (min(k, passing) otherwise, -1
+ * beyond). The choice: exact when s < filter_exact_below; by default (filter_exact_below < 0)
+ * where the exact path's estimated cost, passing x c, is below the walk's, 0.37 L' R
+ * (distances a query; 0.37 L R measured for the GPU kernel on 1M dense SIFT, bench/RESULTS.md),
+ * c being the cost of an exact distance relative to a walk's: on the GPU 1/34 (the exact GEMM's
+ * 2.1e11 distances/s against the walk kernel's 6.2e9 on the H100), on the CPU 2.5 (the double
+ * reference against the float walk, measured on sift5k and Fashion-MNIST). The threshold
+ * selectivity this gives (about sqrt(0.37 L R / (c n))) is reported. */
+enum {
+    GRAFT_FILTER_NONE = 0,  /* no filter */
+    GRAFT_FILTER_EXACT = 1, /* brute force over the passing ids */
+    GRAFT_FILTER_WALK = 2   /* graph walk with a widened beam (+ exact redo of short queries) */
+};
+typedef struct graft_filter_report {
+    int path;            /* GRAFT_FILTER_* */
+    int64_t passing;     /* ids the filter lets through */
+    double selectivity;  /* passing / ntotal (1 without a filter) */
+    double exact_below;  /* the threshold selectivity applied (the parameter or the cost model's) */
+    int L;               /* beam of the walk (0 on the exact path) */
+    int64_t redone;      /* queries the walk left short, searched again exactly */
+} graft_filter_report;
+
 typedef struct graft_search_params {
     int L;           /* worklist (beam) width, k <= L <= 1024. Default 64 */
     int probes;      /* multi-step probing: the best `probes` unexpanded vertices are expanded
@@ -209,10 +240,13 @@ typedef struct graft_search_params {
     int64_t allowed_n; /* bits of `allowed` (ids it covers); 0 = as many as the index holds. An
                         index search refuses a shorter filter (GRAFT_ESTATE): an add between
                         building it and the search made it stale */
+    double filter_exact_below; /* filtered search: exact over the passing ids when the fraction
+                        of ids that pass is below this (0: always walk, 1: always exact);
+                        < 0 (default): the cost model above decides. Index searches only */
 } graft_search_params;
 
 /* Defaults as documented in the struct (L 64, probes 1, hash, sort-merge, 2^17-bit Bloom, no
- * filter, device 0, budget auto). */
+ * filter, device 0, budget auto, filter_exact_below -1 = cost model). */
 void graft_search_params_defaults(graft_search_params* params);
 
 /* The CPU reference of the GPU search: best-first search from graph->entry with an exact visited
@@ -231,6 +265,7 @@ typedef struct graft_search_report {
     int64_t distances;    /* distances computed, summed over queries */
     int64_t iterations;   /* search iterations, summed over queries */
     int batches;          /* kernel launches the batch was split into */
+    graft_filter_report filter; /* index searches: the filtered search's path (also on the CPU) */
 } graft_search_report;
 
 /* One-shot GPU search (gpu/graph_search.cu): uploads the graph and the vectors to

@@ -48,7 +48,9 @@ int graft_gindex_reset(graft_gindex* index);
 /* k nearest of each query, FAISS layout (graft_graph_search_cpu_ex's results). params NULL = the
  * index's defaults. Thread-safe: searches, add, reset and set_*_params of one index may run in
  * different threads at once; the index's lock serializes them (tests/stress/test_concurrency).
- * A filter (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. */
+ * A filter (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. With a
+ * filter, k results whenever at least k ids pass (graft/graph.h, "Filtered search"); report
+ * (may be NULL) gets the filtered search's choice in report->filter on the CPU too. */
 int graft_gindex_search(const graft_gindex* index, int64_t nq, const float* xq, int64_t k,
                         const graft_search_params* params, float* D, int64_t* I,
                         graft_search_report* report);
@@ -70,6 +72,10 @@ double graft_gindex_build_seconds(const graft_gindex* index);
  * not fit the device or the build's memory_budget), 0 RNN-Descent on the CPU; -1 before the first
  * build, after reset and for a graph given by set_data or read from a file. */
 int graft_gindex_build_pieces(const graft_gindex* index);
+/* How the last successful search on this index went with its filter (graft/graph.h, "Filtered
+ * search"): path, passing ids, selectivity, threshold, beam, queries redone. Zeroes before the
+ * first search. With several threads searching, the last one to finish. */
+int graft_gindex_last_filter(const graft_gindex* index, graft_filter_report* out);
 
 /* Takes n vectors and a graph over them built elsewhere (a file, another builder), replacing the
  * index's contents; both are copied. The graph must be n rows of ids in [-1, n) with entry in
