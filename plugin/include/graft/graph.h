@@ -209,10 +209,14 @@ typedef struct graft_search_params {
     int64_t allowed_n; /* bits of `allowed` (ids it covers); 0 = as many as the index holds. An
                         index search refuses a shorter filter (GRAFT_ESTATE): an add between
                         building it and the search made it stale */
+    int rerank;      /* compressed storages (graft/storage.h) only: how many entries of the final
+                        worklist, best code distance first, get exact FP32 distances before the
+                        k best are returned; 0 (default) = the whole worklist (BANG's choice),
+                        else >= k. With a filter, the k allowed results are re-ranked */
 } graft_search_params;
 
 /* Defaults as documented in the struct (L 64, probes 1, hash, sort-merge, 2^17-bit Bloom, no
- * filter, device 0, budget auto). */
+ * filter, device 0, budget auto, rerank 0). */
 void graft_search_params_defaults(graft_search_params* params);
 
 /* The CPU reference of the GPU search: best-first search from graph->entry with an exact visited
