@@ -85,6 +85,11 @@ int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_in
  *   "GraftGraph,PQ<M>"   graph + PQ index (faiss_GraftIndexGraphPQ_new), M code bytes per vector,
  *   "GraftGraphR,PQ<M>"  M dividing d ("GraftGraph32,PQ16"; "PQ16x8" is accepted, codes are 8-bit);
  *                        needs faiss_Index_train before adding
+ *   "GraftGraph,FP16"    graph index whose search walks FP16 copies of the vectors (2 d bytes a
+ *   "GraftGraph,SQ8"     vector) or FAISS QT_8bit codes (d bytes, per-dimension min/max, needs
+ *                        faiss_Index_train before adding; "SQfp16" = "FP16"), re-ranking the
+ *                        final candidates with the FP32 vectors ("rerank"); "GraftGraph32,SQ8,
+ *                        gpu=0,L=64" with the options below
  *   ",cpu" / ",gpu=N" after any of them choose the device; ",L=NN" after GraftGraph[,PQ<M>] the
  *                        search beam ("GraftGraph32,cpu,L=96"); after GraftGraph,PQ<M>: ",ooc"
  *                        (out-of-core: graph and vectors stay in host memory), ",inmem" (all on
@@ -114,11 +119,16 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  * device state and re-uploads its vectors (waiting for searches in other threads); a CPU
  * index only records it. On a graph index (checked as graft_gindex_set_search_params /
  * set_build_params check them; safe while other threads search it):
- *   "L", "probes", "visited", "merge", "bloom_log2"   default search parameters (graft/graph.h)
+ *   "L", "probes", "visited", "merge", "bloom_log2", "rerank"
+ *                                                      default search parameters (graft/graph.h;
+ *                                                      rerank: FP16 / SQ8 only, 0 = the whole
+ *                                                      worklist, else >= k)
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
  *   "device", "build_seconds", "build_pieces"          read-only (wall time of the last build; how
  *                                                      it was built: 1 GRNND, P > 1 GRNND in P
  *                                                      pieces, 0 on the CPU, -1 none)
+ *   "storage", "gpu_bytes"                             read-only (0 FP32, 1 FP16, 2 SQ8; device
+ *                                                      bytes of graph, codes, FP32 vectors, codec)
  * On a graph + PQ index (the same checks; graft/bang_index.h):
  *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
  *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)
