@@ -73,22 +73,34 @@ __device__ inline float term(float a, float b) {
     return a * b;
 }
 
-// Four consecutive dimensions (4j .. 4j + 3) of row u as floats: the vector (FP32), the halves
-// (FP16) or the raw codes 0..255 (SQ8; PRMT into 2^23 + c, minus 2^23: exact, no I2F).
+// One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
+// load count per byte for every storage, so a compressed row takes 2-4x fewer loads.
 template <int S>
-__device__ inline float4 load4(const void* __restrict__ base, uint32_t u, int64_t d, int j) {
+struct Width {
+    static constexpr int W = S == kFP32 ? 4 : S == kFP16 ? 8 : 16;
+    static constexpr int bytes = 16 / W;  // per dimension
+};
+
+__device__ inline uint32_t word(const uint4& r, int i) {
+    return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w;
+}
+
+// Dimensions 4t .. 4t + 3 of a 16-byte chunk as floats: the vector (FP32), the halves (FP16) or
+// the raw codes 0..255 (SQ8; PRMT into 2^23 + c, minus 2^23: exact, no I2F). t is a
+// compile-time constant after unrolling.
+template <int S>
+__device__ inline float4 decode4(const uint4& r, int t) {
     if (S == kFP32) {
-        return __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(base) + (int64_t)u * d) + j);
+        return make_float4(__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z),
+                           __uint_as_float(r.w));
     } else if (S == kFP16) {
-        const uint2 h = __ldg(reinterpret_cast<const uint2*>(static_cast<const __half*>(base) +
-                                                             (int64_t)u * d) + j);
-        return make_float4(__half2float(__ushort_as_half((unsigned short)(h.x & 0xffffu))),
-                           __half2float(__ushort_as_half((unsigned short)(h.x >> 16))),
-                           __half2float(__ushort_as_half((unsigned short)(h.y & 0xffffu))),
-                           __half2float(__ushort_as_half((unsigned short)(h.y >> 16))));
+        const uint32_t a = word(r, 2 * t), b = word(r, 2 * t + 1);
+        return make_float4(__half2float(__ushort_as_half((unsigned short)(a & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(a >> 16))),
+                           __half2float(__ushort_as_half((unsigned short)(b & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(b >> 16))));
     } else {
-        const uint32_t c = __ldg(reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(base) +
-                                                                   (int64_t)u * d) + j);
+        const uint32_t c = word(r, t);
         constexpr float k23 = 8388608.f;
         return make_float4(__uint_as_float(__byte_perm(c, 0x4b000000u, 0x7540)) - k23,
                            __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7541)) - k23,
@@ -124,26 +136,33 @@ template <int G, bool L2, int S>
 __device__ void warp_distances(const void* __restrict__ base, const float* __restrict__ scale,
                                int64_t d, const float* q, float qc, uint64_t* cand, int m,
                                int lane) {
-    constexpr int NG = 32 / G;
+    constexpr int NG = 32 / G, W = Width<S>::W;
     const int g = lane / G, gl = lane % G;
-    const bool vec4 = (d & 3) == 0;
+    const bool vec = d % W == 0;  // rows 16-byte aligned, whole chunks
     for (int c0 = 0; c0 < m; c0 += NG) {
         const int c = c0 + g;
         float acc = 0.f;
         uint32_t u = 0;
         if (c < m) {
             u = (uint32_t)cand[c];
-            if (vec4) {
+            const unsigned char* row = static_cast<const unsigned char*>(base) +
+                                       (int64_t)u * d * Width<S>::bytes;
+            if (vec) {
+                const uint4* r16 = reinterpret_cast<const uint4*>(row);
                 const float4* q4 = reinterpret_cast<const float4*>(q);
-                const int d4 = (int)(d >> 2);
-                // FP16's conversions need registers: unrolled 4 times it spills at 64.
-#pragma unroll(S == kFP16 ? 2 : 4)
-                for (int j = gl; j < d4; j += G) {
-                    const float4 v = load4<S>(base, u, d, j), w = q4[j];
-                    float4 sc = make_float4(0.f, 0.f, 0.f, 0.f);
-                    if (S == kSQ8 && L2) sc = __ldg(reinterpret_cast<const float4*>(scale) + j);
-                    acc += dim_term<L2, S>(w.x, v.x, sc.x) + dim_term<L2, S>(w.y, v.y, sc.y) +
-                           dim_term<L2, S>(w.z, v.z, sc.z) + dim_term<L2, S>(w.w, v.w, sc.w);
+                const int dw = (int)(d / W);
+#pragma unroll(S == kFP32 ? 4 : 1)
+                for (int j = gl; j < dw; j += G) {
+                    const uint4 r = __ldg(r16 + j);
+#pragma unroll
+                    for (int t = 0; t < W / 4; t++) {
+                        const float4 v = decode4<S>(r, t), w = q4[j * (W / 4) + t];
+                        float4 sc = make_float4(0.f, 0.f, 0.f, 0.f);
+                        if (S == kSQ8 && L2)
+                            sc = __ldg(reinterpret_cast<const float4*>(scale) + j * (W / 4) + t);
+                        acc += dim_term<L2, S>(w.x, v.x, sc.x) + dim_term<L2, S>(w.y, v.y, sc.y) +
+                               dim_term<L2, S>(w.z, v.z, sc.z) + dim_term<L2, S>(w.w, v.w, sc.w);
+                    }
                 }
             } else {
                 for (int j = gl; j < d; j += G)

@@ -29,6 +29,13 @@
 #                                              #     on Fashion-MNIST while time is left; into $OUT:
 #                                              #     graft-bench.log, graft-bench.jsonl, recall-qps-*.svg, the
 #                                              #     dense-sift1m chart's .png
+#   bash scripts/device_run.sh --no-tests --graft-bench-storage
+#                                              # ... graft-bench of the graph index's storages alone:
+#                                              #     GraftGraph, GraftGraph,FP16, GraftGraph,SQ8 and
+#                                              #     GraftGraph,PQ32 on the 1M dense-SIFT set, then the
+#                                              #     first three on Fashion-MNIST (no FAISS GPU, no
+#                                              #     GGNN: nothing to build in the background); into
+#                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --faiss-gpu --bench
@@ -51,6 +58,7 @@
 # of the GPU machine, so a change is judged within one call.
 # GRAFT_BANG_ONLY=NAME: --bench-bang runs that dataset alone (bench_bang --only); GRAFT_BANG_REPEAT=N
 # (without GRAFT_BANG_AB): the benchmark N times in a row, to see the host's run-to-run noise.
+# GRAFT_CTEST_REGEX=RE: CTest runs only the tests whose names match RE (ctest -R).
 # GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
 # PQ benchmarks S seconds after the script started (records already written are kept), so that a
 # call ends inside the device tool's limit; with both --bench-search and --bench-bang, the search
@@ -60,7 +68,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 storage_bench=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -76,6 +84,7 @@ for a in "$@"; do
     --bench-bang) bench_bang=1 ;;
     --bench-bang-quick) bench_bang=1 bang_quick=1 ;;
     --graft-bench) graft_bench=1 faiss_gpu=1 ;;
+    --graft-bench-storage) storage_bench=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -94,7 +103,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || storage_bench ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -193,7 +202,7 @@ if [ $tests = 1 ]; then
   # processes at once spin against each other (tests/CMakeLists.txt also sets passive waits).
   # The soak (label soak) compares every GPU result with the CPU reference for 5 minutes here.
   OMP_NUM_THREADS=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 )) GRAFT_SOAK_SECONDS=${GRAFT_SOAK_SECONDS:-300} \
-    ctest --test-dir build-device --output-on-failure -V -j4 >"$OUT/ctest.log" 2>&1
+    ctest --test-dir build-device --output-on-failure -V -j4 ${GRAFT_CTEST_REGEX:+-R "$GRAFT_CTEST_REGEX"} >"$OUT/ctest.log" 2>&1
   grep -E "Test +#|tests passed|Skipped|Failed" "$OUT/ctest.log" | head -40
   passed=$(grep -c " Passed " "$OUT/ctest.log")
   failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run" "$OUT/ctest.log")
@@ -371,6 +380,37 @@ if [ $graft_bench = 1 ]; then
     stamp "graft-bench on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
   fi
   stamp "graft-bench done"
+fi
+
+if [ $storage_bench = 1 ]; then
+  # The storages of one graph index against each other in one run (issue 21's targets: QPS at
+  # recall@10 >= 0.95, SQ8 >= 2x and FP16 >= 1.6x FP32's, GPU bytes per vector); the first index
+  # is the one the summary's ratios are to.
+  wait_dense_sift
+  gbs() {  # NAME SECONDS ARGS...
+    local name=$1 secs=$2; shift 2
+    stamp "graft-bench (storages) on $name (${secs}s at most)"
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=1 \
+      timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
+      --out "$OUT" --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" \
+      --sweep "L=16,24,32,48,64,96,128,256" --deadline $(( secs - 20 )) "$@" 2>&1 | tee -a "$OUT/graft-bench-storage.log"
+  }
+  left=$(seconds_left)
+  if [ -f $dense/query.u8bin ] && [ $left -ge 60 ]; then
+    gbs dense-sift1m $(( left > 180 ? left - 60 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ32
+  else
+    stamp "graft-bench (storages) on dense-sift1m skipped: no set (setup.log) or ${left}s left"
+  fi
+  left=$(seconds_left)
+  fm=$root/.deps/data/fashion-mnist
+  if [ $left -ge 40 ]; then
+    gbs fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8
+  else
+    stamp "graft-bench (storages) on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
+  fi
+  stamp "graft-bench (storages) done"
 fi
 
 if [ $bench = 1 ]; then
