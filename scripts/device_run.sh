@@ -410,6 +410,18 @@ if [ $storage_bench = 1 ]; then
   else
     stamp "graft-bench (storages) on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
   fi
+  # The compressed rows are 2-4x shorter: fewer lanes a distance (GRAFT_SEARCH_LANES, here 4 at
+  # d = 128 against the default 8) may suit them; console only (records under /tmp).
+  left=$(seconds_left)
+  if [ -f $dense/query.u8bin ] && [ $left -ge 60 ]; then
+    stamp "lanes: FP16 and SQ8 with 4 lanes a distance on dense-sift1m (${left}s at most)"
+    GRAFT_SEARCH_LANES=4 GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 timeout $left \
+      ./build-device/bench/graft-bench --name dense-sift1m-lanes4 --k 10 --batch 10000 \
+      --latency-queries 0 --out /tmp/graft-lanes --gt-cache /tmp/graft-bench-gt \
+      --sweep "L=32,48,64,96" --deadline $(( left - 10 )) --base $dense/base.u8bin \
+      --query $dense/query.u8bin --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 \
+      2>&1 | tee -a "$OUT/graft-bench-storage.log"
+  fi
   stamp "graft-bench (storages) done"
 fi
 
