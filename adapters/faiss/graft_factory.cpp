@@ -35,7 +35,8 @@ const char* const kAccepted =
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
         "budget; optionally after FAISS vector-transform prefixes (\"PCA64,GraftGraph\", "
-        "\"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
+        "\"OPQ16_64,GraftFlat\", \"OPQ32_128,GraftGraph,PQ32\" or its form \"GraftGraph,OPQ32,PQ32\", "
+        "\"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
         "optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -339,6 +340,16 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
         GRAFT_REQUIRE(graft_at < comps.size(),
                       "faiss_graft_index_factory: unknown graft index in \"%s\"; %s", description,
                       kAccepted);
+        // "GraftGraph,OPQ32,PQ32" is "OPQ32,GraftGraph,PQ32": FAISS's OPQMatrix as the
+        // pre-transform (an orthonormal rotation keeps L2 and inner products, so the exact
+        // re-rank in the rotated space is exact in the original one).
+        if (graft_at + 2 < comps.size() && starts_with(comps[graft_at + 1], "OPQ") &&
+            starts_with(comps[graft_at + 2], "PQ")) {
+            std::swap(comps[graft_at], comps[graft_at + 1]);
+            graft_at++;
+            desc.clear();
+            for (size_t i = 0; i < comps.size(); i++) desc += (i ? "," : "") + comps[i];
+        }
         *p_index = reinterpret_cast<FaissIndex*>(
                 graft_factory(d, desc, static_cast<faiss::MetricType>(metric), graft_at));
         return 0;

@@ -96,7 +96,7 @@ int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_in
  *                        the GPU) and ",budget=MiB" (GPU memory the index keeps resident;
  *                        without ooc/inmem, in-memory is chosen when everything fits it)
  * Any of them may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
- * "L2norm,GraftFlat") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
+ * "L2norm,GraftFlat"; "GraftGraph,OPQ32,PQ32" is read as "OPQ32,GraftGraph,PQ32") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
  * FAISS builds those wrappers and graft's index takes the place of their inner Flat (wrappers over
  * an untrained graph + PQ index start untrained; their faiss_Index_train trains it). Every string
  * without a component starting with "Graft" goes to faiss_index_factory unchanged ("Flat",

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <faiss/c_api/IndexPreTransform_c.h>
 #include <faiss/c_api/MetaIndexes_c.h>
 #include <faiss/c_api/impl/AuxIndexStructures_c.h>
 
@@ -127,6 +128,23 @@ static void test_params_io(void) {
     }
 }
 
+/* OPQ before PQ in either form: FAISS's OPQMatrix as the pre-transform of the graph + PQ index
+ * (training it is FAISS's own code, tens of seconds on sift5k here: searched on the GPU
+ * machine's benchmarks, not in this test). */
+static void test_opq(void) {
+    printf("OPQ\n");
+    const char* forms[] = {"GraftGraph,OPQ32,PQ32,cpu", "OPQ32_128,GraftGraph,PQ32,cpu", "OPQ16,GraftGraph,PQ16,cpu"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        FaissIndex* index = make(forms[i]);
+        if (!index) continue;
+        FaissIndexPreTransform* pt = faiss_IndexPreTransform_cast(index);
+        CHECK(pt != NULL && !faiss_Index_is_trained(index), "%s: an untrained pre-transform", forms[i]);
+        CHECK(param(index, "M") == (i == 2 ? 16 : 32), "%s: the graph + PQ index inside (M %g)", forms[i],
+              param(index, "M"));
+        faiss_Index_free(index);
+    }
+}
+
 static void test_bad_strings(void) {
     printf("bad strings\n");
     const struct { const char* desc; const char* needle; } bad[] = {
@@ -155,6 +173,7 @@ int main(void) {
     test_factory(0);
     if (graft_gpu_available()) test_factory(1);
     test_params_io();
+    test_opq();
     test_bad_strings();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
