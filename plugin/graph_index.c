@@ -215,6 +215,7 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
     /* The worklist holds the results, so it is at least k wide: FAISS's HNSW searches with
      * max(efSearch, k) the same way. */
     if (p.L < k) p.L = (int)k;
+    if (g->st.kind == GRAFT_STORAGE_FP32) p.rerank = 0; /* exact already: nothing to re-rank */
     GRAFT_TRY(graft_check_search_params(&p, k, g->ctx != NULL, fn));
     GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
