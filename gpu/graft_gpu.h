@@ -143,6 +143,14 @@ typedef struct graft_gpu_search_args {
     float* D;              /* nq x k */
     int64_t* I;            /* nq x k */
     int64_t* counters;     /* NULL or 2 int64 (zeroed by the caller): distances, iterations */
+    /* What the walk reads (graft/storage.h's kinds): 0 FP32 (x), 1 FP16 or 2 SQ8 (codes, n rows
+     * of 2 d or d bytes). A compressed walk ends with exact re-ranking from x of the final
+     * worklist's first `rerank` entries (0 = all; with a filter, of the k allowed results). */
+    int storage;
+    const void* codes;
+    const float* sq_scale;  /* SQ8: d floats, vdiff / 255 */
+    const float* sq_offset; /* SQ8: d floats, vmin + 0.5 vdiff / 255 (decoded = code scale + offset) */
+    int rerank;
 } graft_gpu_search_args;
 
 /* Bytes of the `bloom` buffer for nq queries (0 for the hash visited set). */

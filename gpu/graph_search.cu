@@ -25,6 +25,17 @@
 // Worklist keys are the ordered keys of common.cuh (distance bits | id) with bit 31 of the id
 // word marking "expanded"; comparisons mask that bit, so the order is (distance, id) as on the
 // CPU.
+//
+// Storages (graft/storage.h): one kernel templated on what the walk reads, S = FP32 (the
+// vectors), FP16 (half2 pairs) or SQ8 (bytes with a per-dimension affine decode, code * scale +
+// offset, scale and offset folded into the query staged in shared memory: L2 keeps q - offset
+// and subtracts code * scale, inner product keeps q * scale and adds q . offset once). A
+// compressed walk ends with FP32 re-ranking of the final worklist's first `rerank` entries (the
+// CPU reference's graft_graph_search_cpu_store), read from the FP32 vectors on the device: at
+// batch 10k the walk reads ~1-2k vectors a query, the re-rank L, so the FP32 copy costs memory,
+// not bandwidth (README, Storages).
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cstdlib>
 
@@ -37,6 +48,7 @@ constexpr uint64_t kExpanded = 1ull << 31;
 __device__ inline uint64_t plain(uint64_t k) { return k & ~kExpanded; }
 constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
+enum { kFP32 = 0, kFP16 = 1, kSQ8 = 2 };  // graft_storage_kind
 
 // Per-warp shared-memory layout, in bytes from the warp's base (16-byte aligned).
 struct Layout {
@@ -61,38 +73,107 @@ __device__ inline float term(float a, float b) {
     return a * b;
 }
 
+// One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
+// load count per byte for every storage, so a compressed row takes 2-4x fewer loads.
+template <int S>
+struct Width {
+    static constexpr int W = S == kFP32 ? 4 : S == kFP16 ? 8 : 16;
+    static constexpr int bytes = 16 / W;  // per dimension
+};
+
+__device__ inline uint32_t word(const uint4& r, int i) {
+    return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w;
+}
+
+// Dimensions 4t .. 4t + 3 of a 16-byte chunk as floats: the vector (FP32), the halves (FP16) or
+// the raw codes 0..255 (SQ8; PRMT into 2^23 + c, minus 2^23: exact, no I2F). t is a
+// compile-time constant after unrolling.
+template <int S>
+__device__ inline float4 decode4(const uint4& r, int t) {
+    if (S == kFP32) {
+        return make_float4(__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z),
+                           __uint_as_float(r.w));
+    } else if (S == kFP16) {
+        const uint32_t a = word(r, 2 * t), b = word(r, 2 * t + 1);
+        return make_float4(__half2float(__ushort_as_half((unsigned short)(a & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(a >> 16))),
+                           __half2float(__ushort_as_half((unsigned short)(b & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(b >> 16))));
+    } else {
+        const uint32_t c = word(r, t);
+        constexpr float k23 = 8388608.f;
+        return make_float4(__uint_as_float(__byte_perm(c, 0x4b000000u, 0x7540)) - k23,
+                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7541)) - k23,
+                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7542)) - k23,
+                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7543)) - k23);
+    }
+}
+
+template <int S>
+__device__ inline float load1(const void* __restrict__ base, uint32_t u, int64_t d, int j) {
+    if (S == kFP32) return __ldg(static_cast<const float*>(base) + (int64_t)u * d + j);
+    if (S == kFP16)
+        return __half2float(__ushort_as_half(
+                __ldg(static_cast<const unsigned short*>(base) + (int64_t)u * d + j)));
+    return (float)__ldg(static_cast<const uint8_t*>(base) + (int64_t)u * d + j);
+}
+
+// One dimension's contribution: q is the staged query (SQ8: folded, see the file comment), v
+// the loaded value, s the SQ8 scale.
+template <bool L2, int S>
+__device__ inline float dim_term(float q, float v, float s) {
+    if (S == kSQ8 && L2) {
+        const float t = fmaf(-v, s, q);
+        return t * t;
+    }
+    return term<L2>(q, v);
+}
+
 // Distances of the m candidates whose ids sit in the low words of cand[]: lane group g of G lanes
-// takes candidates g, g + 32/G, ...; cand[c] becomes the candidate's key.
-template <int G, bool L2>
-__device__ void warp_distances(const float* __restrict__ x, int64_t d, const float* q,
-                               uint64_t* cand, int m, int lane) {
-    constexpr int NG = 32 / G;
+// takes candidates g, g + 32/G, ...; cand[c] becomes the candidate's key. base: the storage's
+// rows (S); scale: SQ8's d scales; qc: SQ8 inner product's q . offset.
+template <int G, bool L2, int S>
+__device__ void warp_distances(const void* __restrict__ base, const float* __restrict__ scale,
+                               int64_t d, const float* q, float qc, uint64_t* cand, int m,
+                               int lane) {
+    constexpr int NG = 32 / G, W = Width<S>::W;
     const int g = lane / G, gl = lane % G;
-    const bool vec4 = (d & 3) == 0;
+    const bool vec = d % W == 0;  // rows 16-byte aligned, whole chunks
     for (int c0 = 0; c0 < m; c0 += NG) {
         const int c = c0 + g;
         float acc = 0.f;
         uint32_t u = 0;
         if (c < m) {
             u = (uint32_t)cand[c];
-            const float* xr = x + (int64_t)u * d;
-            if (vec4) {
-                const float4* x4 = reinterpret_cast<const float4*>(xr);
+            const unsigned char* row = static_cast<const unsigned char*>(base) +
+                                       (int64_t)u * d * Width<S>::bytes;
+            if (vec) {
+                const uint4* r16 = reinterpret_cast<const uint4*>(row);
                 const float4* q4 = reinterpret_cast<const float4*>(q);
-                const int d4 = (int)(d >> 2);
-#pragma unroll 4
-                for (int j = gl; j < d4; j += G) {
-                    const float4 v = __ldg(x4 + j), w = q4[j];
-                    acc += term<L2>(w.x, v.x) + term<L2>(w.y, v.y) + term<L2>(w.z, v.z) +
-                           term<L2>(w.w, v.w);
+                const int dw = (int)(d / W);
+#pragma unroll(S == kFP32 ? 4 : 1)
+                for (int j = gl; j < dw; j += G) {
+                    const uint4 r = __ldg(r16 + j);
+#pragma unroll
+                    for (int t = 0; t < W / 4; t++) {
+                        const float4 v = decode4<S>(r, t), w = q4[j * (W / 4) + t];
+                        float4 sc = make_float4(0.f, 0.f, 0.f, 0.f);
+                        if (S == kSQ8 && L2)
+                            sc = __ldg(reinterpret_cast<const float4*>(scale) + j * (W / 4) + t);
+                        acc += dim_term<L2, S>(w.x, v.x, sc.x) + dim_term<L2, S>(w.y, v.y, sc.y) +
+                               dim_term<L2, S>(w.z, v.z, sc.z) + dim_term<L2, S>(w.w, v.w, sc.w);
+                    }
                 }
             } else {
-                for (int j = gl; j < d; j += G) acc += term<L2>(q[j], __ldg(xr + j));
+                for (int j = gl; j < d; j += G)
+                    acc += dim_term<L2, S>(q[j], load1<S>(base, u, d, j),
+                                           S == kSQ8 && L2 ? __ldg(scale + j) : 0.f);
             }
         }
 #pragma unroll
         for (int o = G / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
         __syncwarp();  // the group's lanes read cand[c] above; a shuffle orders no memory
+        if (S == kSQ8 && !L2) acc += qc;
         if (c < m && gl == 0) cand[c] = make_key(L2 ? acc : -acc, u);
     }
 }
@@ -149,7 +230,7 @@ __device__ int warp_insert_one(uint64_t* a, int* size, int cap, uint64_t key, in
     return pos;
 }
 
-template <int G, bool L2>
+template <int G, bool L2, int S>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 graph_search_kernel(Params P) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -172,7 +253,22 @@ graph_search_kernel(Params P) {
 
     const float* gq = a.xq + qi * a.d;
     const int dpad = (int)((a.d + 3) & ~3ll);
-    for (int j = lane; j < dpad; j += 32) q[j] = j < a.d ? gq[j] : 0.f;
+    const void* walk = S == kFP32 ? static_cast<const void*>(a.x) : a.codes;
+    float qc = 0.f;  // SQ8 inner product: q . offset
+    for (int j = lane; j < dpad; j += 32) {
+        float v = j < a.d ? gq[j] : 0.f;
+        if (S == kSQ8 && j < a.d) {
+            if (L2) {
+                v -= __ldg(a.sq_offset + j);
+            } else {
+                qc = fmaf(v, __ldg(a.sq_offset + j), qc);
+                v *= __ldg(a.sq_scale + j);
+            }
+        }
+        q[j] = v;
+    }
+    if (S == kSQ8 && !L2)
+        for (int o = 16; o > 0; o >>= 1) qc += __shfl_xor_sync(kFullMask, qc, o);
     uint32_t* bf = nullptr;
     const uint32_t bloom_mask = (1u << a.bloom_log2) - 1;
     if (use_hash) {
@@ -192,7 +288,7 @@ graph_search_kernel(Params P) {
         cand[0] = (uint32_t)e;
     }
     __syncwarp();
-    warp_distances<G, L2>(a.x, a.d, q, cand, 1, lane);
+    warp_distances<G, L2, S>(walk, a.sq_scale, a.d, q, qc, cand, 1, lane);
     __syncwarp();
     int size = 1, nres = 0;
     if (lane == 0) list[0] = cand[0];
@@ -244,7 +340,7 @@ graph_search_kernel(Params P) {
         }
         __syncwarp();
         // 2. bulk distances
-        warp_distances<G, L2>(a.x, a.d, q, cand, m, lane);
+        warp_distances<G, L2, S>(walk, a.sq_scale, a.d, q, qc, cand, m, lane);
         __syncwarp();
         ndist += m;
         // 3. maintenance. Filtered results first: every allowed candidate, one by one.
@@ -330,8 +426,24 @@ graph_search_kernel(Params P) {
         __syncwarp();
     }
 
-    const uint64_t* out = a.allowed ? res : list;
+    uint64_t* out = a.allowed ? res : list;
     const int found = a.allowed ? nres : size;
+    if (S != kFP32 && found > 0) {
+        // Exact re-ranking: FP32 distances of the first nr entries (query from global memory,
+        // since the staged one is folded), rank-sorted back into place by (distance, id).
+        const int nr = a.allowed || a.rerank == 0 || a.rerank > found ? found : a.rerank;
+        for (int i = lane; i < nr; i += 32) spare[i] = (uint32_t)plain(out[i]);
+        __syncwarp();
+        warp_distances<G, L2, kFP32>(a.x, nullptr, a.d, gq, 0.f, spare, nr, lane);
+        __syncwarp();
+        for (int i = lane; i < nr; i += 32) {
+            const uint64_t key = spare[i];
+            int r = 0;
+            for (int j = 0; j < nr; j++) r += spare[j] < key;  // ids differ: keys are distinct
+            out[r] = key;
+        }
+        __syncwarp();
+    }
     for (int j = lane; j < k; j += 32) {
         float dist = L2 ? FLT_MAX : -FLT_MAX;
         int64_t id = -1;
@@ -351,20 +463,25 @@ graph_search_kernel(Params P) {
 }
 
 // Lanes per distance: about 16 dimensions per lane (d = 128: 8 lanes, 4 candidates at once;
-// d >= 512: the whole warp), a power of two. GRAFT_SEARCH_LANES overrides it (benchmarks).
-int lanes_for(int64_t d) {
+// d >= 512: the whole warp), a power of two; then halved while a lane would make fewer than two
+// of its storage's 16-byte loads (W dimensions each), so that a compressed row is spread over
+// fewer lanes and more candidates run at once. Measured on the H100, 1M dense-SIFT, batch 10k
+// (bench/results, ea41d87): SQ8 (W = 16) 3.74M QPS at recall 0.95 on 4 lanes against 3.45M on 8;
+// FP16 (W = 8, two loads on 8 lanes) 3.91M on 8. GRAFT_SEARCH_LANES overrides it (benchmarks).
+int lanes_for(int64_t d, int W) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
         if (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) return g;
     }
     int g = 1;
     while (g < 32 && (int64_t)g * 2 * 16 <= d) g *= 2;
+    while (g > 1 && d % W == 0 && d / W < 2 * (int64_t)g) g /= 2;
     return g;
 }
 
-template <int G, bool L2>
+template <int G, bool L2, int S>
 int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
-    auto kern = graph_search_kernel<G, L2>;
+    auto kern = graph_search_kernel<G, L2, S>;
     if (smem > 48 * 1024)
         GRAFT_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)smem));
@@ -373,15 +490,24 @@ int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
     return GRAFT_OK;
 }
 
-template <bool L2>
+template <bool L2, int S>
 int launch_g(int g, const Params& P, int blocks, size_t smem, cudaStream_t s) {
     switch (g) {
-    case 1: return launch<1, L2>(P, blocks, smem, s);
-    case 2: return launch<2, L2>(P, blocks, smem, s);
-    case 4: return launch<4, L2>(P, blocks, smem, s);
-    case 8: return launch<8, L2>(P, blocks, smem, s);
-    case 16: return launch<16, L2>(P, blocks, smem, s);
-    default: return launch<32, L2>(P, blocks, smem, s);
+    case 1: return launch<1, L2, S>(P, blocks, smem, s);
+    case 2: return launch<2, L2, S>(P, blocks, smem, s);
+    case 4: return launch<4, L2, S>(P, blocks, smem, s);
+    case 8: return launch<8, L2, S>(P, blocks, smem, s);
+    case 16: return launch<16, L2, S>(P, blocks, smem, s);
+    default: return launch<32, L2, S>(P, blocks, smem, s);
+    }
+}
+
+template <bool L2>
+int launch_s(int g, const Params& P, int blocks, size_t smem, cudaStream_t s) {
+    switch (P.a.storage) {
+    case kFP16: return launch_g<L2, kFP16>(g, P, blocks, smem, s);
+    case kSQ8: return launch_g<L2, kSQ8>(g, P, blocks, smem, s);
+    default: return launch_g<L2, kFP32>(g, P, blocks, smem, s);
     }
 }
 
@@ -435,6 +561,10 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
                         (long long)a->n, (long long)a->d, a->R, (long long)a->entry,
                         (long long)a->nq, (long long)a->k, a->L, a->probes, a->visited,
                         a->merge, a->bloom_log2);
+    if (a->storage < kFP32 || a->storage > kSQ8 || (a->storage != kFP32 && !a->codes) ||
+        (a->storage == kSQ8 && (!a->sq_scale || !a->sq_offset)) || a->rerank < 0)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: storage %d without its codes or "
+                        "SQ8 parameters, or rerank %d < 0", a->storage, a->rerank);
     if (gpu_ms) *gpu_ms = 0;
     if (a->nq == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
@@ -468,9 +598,11 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
         GRAFT_CUDA_TRY(cudaEventCreate(&t1));
         GRAFT_CUDA_TRY(cudaEventRecord(t0, ctx->stream));
     }
-    const int g = lanes_for(a->d);
-    int rc = a->l2 ? launch_g<true>(g, P, (int)blocks, smem, ctx->stream)
-                   : launch_g<false>(g, P, (int)blocks, smem, ctx->stream);
+    const int W = a->storage == kSQ8 ? Width<kSQ8>::W : a->storage == kFP16 ? Width<kFP16>::W
+                                                                             : Width<kFP32>::W;
+    const int g = lanes_for(a->d, W);
+    int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, ctx->stream)
+                   : launch_s<false>(g, P, (int)blocks, smem, ctx->stream);
     if (rc == GRAFT_OK && gpu_ms) {
         cudaError_t e = cudaEventRecord(t1, ctx->stream);
         if (e == cudaSuccess) e = cudaEventSynchronize(t1);

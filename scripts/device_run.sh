@@ -36,6 +36,13 @@
 #                                              #     on Fashion-MNIST while time is left; into $OUT:
 #                                              #     graft-bench.log, graft-bench.jsonl, recall-qps-*.svg, the
 #                                              #     dense-sift1m chart's .png
+#   bash scripts/device_run.sh --no-tests --graft-bench-storage
+#                                              # ... graft-bench of the graph index's storages alone:
+#                                              #     GraftGraph, GraftGraph,FP16, GraftGraph,SQ8 and
+#                                              #     GraftGraph,PQ32 on the 1M dense-SIFT set, then the
+#                                              #     first three on Fashion-MNIST (no FAISS GPU, no
+#                                              #     GGNN: nothing to build in the background); into
+#                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --faiss-gpu --bench
@@ -68,7 +75,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 filter_bench=0 filter_quick=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -86,6 +93,7 @@ for a in "$@"; do
     --graft-bench) graft_bench=1 faiss_gpu=1 ;;
     --filter-bench) filter_bench=1 ;;
     --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
+    --graft-bench-storage) storage_bench=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -104,7 +112,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -421,6 +429,49 @@ if [ $filter_bench = 1 ]; then
   [ -f "$OUT/filter-bench/graft-bench.jsonl" ] && mv "$OUT/filter-bench/graft-bench.jsonl" "$OUT/filter-bench.jsonl"
   rm -rf "$OUT/filter-bench"
   stamp "filtered graft-bench done"
+fi
+
+if [ $storage_bench = 1 ]; then
+  # The storages of one graph index against each other in one run (issue 21's targets: QPS at
+  # recall@10 >= 0.95, SQ8 >= 2x and FP16 >= 1.6x FP32's, GPU bytes per vector); the first index
+  # is the one the summary's ratios are to.
+  wait_dense_sift
+  gbs() {  # NAME SECONDS ARGS...
+    local name=$1 secs=$2; shift 2
+    stamp "graft-bench (storages) on $name (${secs}s at most)"
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=1 \
+      timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
+      --out "$OUT" --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" \
+      --sweep "L=16,24,32,48,64,96,128,256" --deadline $(( secs - 20 )) "$@" 2>&1 | tee -a "$OUT/graft-bench-storage.log"
+  }
+  left=$(seconds_left)
+  if [ -f $dense/query.u8bin ] && [ $left -ge 60 ]; then
+    gbs dense-sift1m $(( left > 180 ? left - 60 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ32
+  else
+    stamp "graft-bench (storages) on dense-sift1m skipped: no set (setup.log) or ${left}s left"
+  fi
+  left=$(seconds_left)
+  fm=$root/.deps/data/fashion-mnist
+  if [ $left -ge 40 ]; then
+    gbs fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8
+  else
+    stamp "graft-bench (storages) on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
+  fi
+  # The compressed rows are 2-4x shorter: fewer lanes a distance (GRAFT_SEARCH_LANES, here 4 at
+  # d = 128 against the default 8) may suit them; console only (records under /tmp).
+  left=$(seconds_left)
+  if [ -f $dense/query.u8bin ] && [ $left -ge 60 ]; then
+    stamp "lanes: FP16 and SQ8 with 4 lanes a distance on dense-sift1m (${left}s at most)"
+    GRAFT_SEARCH_LANES=4 GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 timeout $left \
+      ./build-device/bench/graft-bench --name dense-sift1m-lanes4 --k 10 --batch 10000 \
+      --latency-queries 0 --out /tmp/graft-lanes --gt-cache /tmp/graft-bench-gt \
+      --sweep "L=32,48,64,96" --deadline $(( left - 10 )) --base $dense/base.u8bin \
+      --query $dense/query.u8bin --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 \
+      2>&1 | tee -a "$OUT/graft-bench-storage.log"
+  fi
+  stamp "graft-bench (storages) done"
 fi
 
 if [ $bench = 1 ]; then

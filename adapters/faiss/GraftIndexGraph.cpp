@@ -21,7 +21,7 @@ GraftIndexGraph::GraftIndexGraph(idx_t d, faiss::MetricType metric, const graft_
     if (params) p = *params;
     p.metric = to_graft_metric(metric);
     throw_if_error(graft_gindex_new(d, &p, &gindex), "GraftIndexGraph");
-    is_trained = true;
+    is_trained = graft_gindex_is_trained(gindex);
 }
 
 GraftIndexGraph::GraftIndexGraph(graft_gindex* owned)
@@ -31,10 +31,15 @@ GraftIndexGraph::GraftIndexGraph(graft_gindex* owned)
           gindex(owned) {
     FAISS_THROW_IF_NOT_MSG(owned, "GraftIndexGraph: NULL plugin index");
     ntotal = graft_gindex_ntotal(owned);
-    is_trained = true;
+    is_trained = graft_gindex_is_trained(owned);
 }
 
 GraftIndexGraph::~GraftIndexGraph() { graft_gindex_free(gindex); }
+
+void GraftIndexGraph::train(idx_t n, const float* x) {
+    throw_if_error(graft_gindex_train(gindex, n, x), "GraftIndexGraph::train");
+    is_trained = graft_gindex_is_trained(gindex);
+}
 
 void GraftIndexGraph::add(idx_t n, const float* x) {
     throw_if_error(graft_gindex_add(gindex, n, x), "GraftIndexGraph::add");
@@ -50,6 +55,7 @@ void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances,
         if (gp->probes != -1) p.probes = gp->probes;
         if (gp->visited != -1) p.visited = gp->visited;
         if (gp->merge != -1) p.merge = gp->merge;
+        if (gp->rerank != -1) p.rerank = gp->rerank;
     }
     static_assert(sizeof(idx_t) == sizeof(int64_t), "FAISS idx_t must be 64-bit");
     search_filtered(
@@ -83,10 +89,10 @@ size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& /*sel*/) {
 namespace {
 
 const char* const kKnown =
-        "search: L, probes, visited, merge, bloom_log2; filtered search: filter_exact_below; build "
-        "(next add): R, S, T1, T2, rho; "
-        "read-only: device, build_seconds, build_pieces, and the last search's filter_path, "
-        "filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
+        "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
+        "filter_exact_below; build (next add): R, S, T1, T2, rho; "
+        "read-only: device, build_seconds, build_pieces, storage, gpu_bytes, and the last search's "
+        "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
 
 int* search_field(graft_search_params& s, const std::string& name) {
     if (name == "L") return &s.L;
@@ -94,6 +100,7 @@ int* search_field(graft_search_params& s, const std::string& name) {
     if (name == "visited") return &s.visited;
     if (name == "merge") return &s.merge;
     if (name == "bloom_log2") return &s.bloom_log2;
+    if (name == "rerank") return &s.rerank;
     return nullptr;
 }
 
@@ -124,10 +131,11 @@ void GraftIndexGraph::set_param(const char* name, double value) {
         throw_if_error(graft_gindex_set_build_params(gindex, &p.build), "GraftIndexGraph::set_param");
         return;
     }
-    GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces",
-                  "GraftIndexGraph: '%s' is read-only (the device is fixed at creation: "
-                  "faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
-                  "\"GraftGraph,gpu=N\")",
+    GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces" && n != "storage" &&
+                          n != "gpu_bytes",
+                  "GraftIndexGraph: '%s' is read-only (the device and the storage are fixed at "
+                  "creation: faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
+                  "\"GraftGraph,gpu=N\" / \"GraftGraph,SQ8\")",
                   name);
     FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
 }
@@ -150,6 +158,8 @@ double GraftIndexGraph::get_param(const char* name) const {
     if (n == "device") return graft_gindex_device(gindex);
     if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
+    if (n == "storage") return p.storage;
+    if (n == "gpu_bytes") return (double)graft_gindex_gpu_bytes(gindex);
     FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
 }
 

@@ -26,6 +26,9 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     GraftIndexGraph(const GraftIndexGraph&) = delete;
     GraftIndexGraph& operator=(const GraftIndexGraph&) = delete;
 
+    // Trains the storage's codec (SQ8: per-dimension min/max; FP32 and FP16 need none and
+    // start trained). Retraining an SQ8 index that holds vectors throws (reset first).
+    void train(idx_t n, const float* x) override;
     // Appends the vectors and rebuilds the graph over all of them (graft/graph_index.h says why);
     // a failed add leaves the index as it was.
     void add(idx_t n, const float* x) override;
@@ -40,10 +43,13 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
 
     // Index-level parameters by name.
     //  search defaults: "L" (beam width, 1..1024), "probes" (1..8), "visited" (0 hash, 1 Bloom),
-    //                   "merge" (0 sort + merge path, 1 insertion), "bloom_log2" (10..24)
+    //                   "merge" (0 sort + merge path, 1 insertion), "bloom_log2" (10..24),
+    //                   "rerank" (FP16 / SQ8: worklist entries re-ranked exactly; 0 = all, else >= k)
     //  build (used by the next add): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
     //  read-only: "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
-    //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU)
+    //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU),
+    //             "storage" (0 FP32, 1 FP16, 2 SQ8), "gpu_bytes" (device bytes of graph, codes,
+    //             FP32 vectors and codec; 0 on the CPU)
     // Values are checked as graft_gindex_set_search_params / set_build_params check them.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
@@ -60,6 +66,7 @@ struct SearchParametersGraftGraph : faiss::SearchParameters {
     int probes = -1;
     int visited = -1;
     int merge = -1;
+    int rerank = -1;
 };
 
 // A single-level FAISS IndexHNSWFlat over the same vectors and graph (new object, owned by the

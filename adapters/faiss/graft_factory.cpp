@@ -28,12 +28,15 @@ const char* const kAccepted =
         "graft accepts \"GraftFlat\" (exact), \"GraftGraph\" / \"GraftGraphR\" (graph index of "
         "max degree R, e.g. GraftGraph32) and \"GraftGraph,PQ<M>\" / \"GraftGraphR,PQ<M>\" (graph "
         "+ PQ index for data larger than the GPU, M code bytes per vector dividing d, e.g. "
-        "GraftGraph32,PQ16; trained before adding), on GPU 0 when one is visible, else the CPU "
+        "GraftGraph32,PQ16; trained before adding), \"GraftGraph,FP16\" / \"GraftGraph,SQ8\" "
+        "(the graph index walking FP16 or 8-bit scalar-quantized vectors, re-ranked exactly; SQ8 "
+        "trained before adding), on GPU 0 when one is visible, else the CPU "
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
         "budget; optionally after FAISS vector-transform prefixes (\"PCA64,GraftGraph\", "
-        "\"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
+        "\"OPQ16_64,GraftFlat\", \"OPQ32_128,GraftGraph,PQ32\" or its form \"GraftGraph,OPQ32,PQ32\", "
+        "\"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
         "optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -94,6 +97,7 @@ struct GraftSpec {
     int R = 0;        // graph: max degree, 0 = default
     int L = 0;        // graph: search beam, 0 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
+    int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
     long long budget_mib = -1;  // graph + PQ: GPU budget in MiB, -1 = default
     std::string desc;           // the whole description, for messages
@@ -126,6 +130,7 @@ struct GraftSpec {
         if (device != -2) p.device = device;
         if (R > 0) p.build.base.R = R;
         if (L > 0) p.search.L = L;
+        p.storage = storage;
         return new graft::GraftIndexGraph(d, metric, &p);
     }
 };
@@ -164,6 +169,13 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "\"GraftGraph,%s\"); %s",
                       desc.c_str(), comps[graft_at].c_str(), comps[j].c_str(), kAccepted);
         parse_pq(comps[j], desc, &spec.M);
+        j++;
+    } else if (j < comps.size() && (comps[j] == "FP16" || comps[j] == "SQfp16" || comps[j] == "SQ8")) {
+        GRAFT_REQUIRE(spec.graph,
+                      "faiss_graft_index_factory: \"%s\": %s takes no storage (FP16 and SQ8 are "
+                      "storages of the graph index, \"GraftGraph,%s\"); %s",
+                      desc.c_str(), comps[graft_at].c_str(), comps[j].c_str(), kAccepted);
+        spec.storage = comps[j] == "SQ8" ? GRAFT_STORAGE_SQ8 : GRAFT_STORAGE_FP16;
         j++;
     }
     const bool pq = spec.M > 0;
@@ -206,9 +218,10 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
         }
     }
     for (size_t s = j; s < comps.size(); s++) {
-        GRAFT_REQUIRE(!starts_with(comps[s], "PQ") || !spec.graph,
-                      "faiss_graft_index_factory: \"%s\": %s must directly follow %s "
-                      "(\"GraftGraph32,PQ16,cpu\"); %s",
+        GRAFT_REQUIRE((!starts_with(comps[s], "PQ") && comps[s] != "FP16" && comps[s] != "SQ8" &&
+                       comps[s] != "SQfp16") || !spec.graph,
+                      "faiss_graft_index_factory: \"%s\": %s must directly follow %s, once "
+                      "(\"GraftGraph32,PQ16,cpu\", \"GraftGraph,SQ8,L=64\"); %s",
                       desc.c_str(), comps[s].c_str(), comps[graft_at].c_str(), kAccepted);
         GRAFT_REQUIRE(comps[s] == "RFlat" || comps[s] == "IDMap" || comps[s] == "IDMap2",
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
@@ -327,6 +340,16 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
         GRAFT_REQUIRE(graft_at < comps.size(),
                       "faiss_graft_index_factory: unknown graft index in \"%s\"; %s", description,
                       kAccepted);
+        // "GraftGraph,OPQ32,PQ32" is "OPQ32,GraftGraph,PQ32": FAISS's OPQMatrix as the
+        // pre-transform (an orthonormal rotation keeps L2 and inner products, so the exact
+        // re-rank in the rotated space is exact in the original one).
+        if (graft_at + 2 < comps.size() && starts_with(comps[graft_at + 1], "OPQ") &&
+            starts_with(comps[graft_at + 2], "PQ")) {
+            std::swap(comps[graft_at], comps[graft_at + 1]);
+            graft_at++;
+            desc.clear();
+            for (size_t i = 0; i < comps.size(); i++) desc += (i ? "," : "") + comps[i];
+        }
         *p_index = reinterpret_cast<FaissIndex*>(
                 graft_factory(d, desc, static_cast<faiss::MetricType>(metric), graft_at));
         return 0;

@@ -85,13 +85,18 @@ int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_in
  *   "GraftGraph,PQ<M>"   graph + PQ index (faiss_GraftIndexGraphPQ_new), M code bytes per vector,
  *   "GraftGraphR,PQ<M>"  M dividing d ("GraftGraph32,PQ16"; "PQ16x8" is accepted, codes are 8-bit);
  *                        needs faiss_Index_train before adding
+ *   "GraftGraph,FP16"    graph index whose search walks FP16 copies of the vectors (2 d bytes a
+ *   "GraftGraph,SQ8"     vector) or FAISS QT_8bit codes (d bytes, per-dimension min/max, needs
+ *                        faiss_Index_train before adding; "SQfp16" = "FP16"), re-ranking the
+ *                        final candidates with the FP32 vectors ("rerank"); "GraftGraph32,SQ8,
+ *                        gpu=0,L=64" with the options below
  *   ",cpu" / ",gpu=N" after any of them choose the device; ",L=NN" after GraftGraph[,PQ<M>] the
  *                        search beam ("GraftGraph32,cpu,L=96"); after GraftGraph,PQ<M>: ",ooc"
  *                        (out-of-core: graph and vectors stay in host memory), ",inmem" (all on
  *                        the GPU) and ",budget=MiB" (GPU memory the index keeps resident;
  *                        without ooc/inmem, in-memory is chosen when everything fits it)
  * Any of them may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
- * "L2norm,GraftFlat") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
+ * "L2norm,GraftFlat"; "GraftGraph,OPQ32,PQ32" is read as "OPQ32,GraftGraph,PQ32") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
  * FAISS builds those wrappers and graft's index takes the place of their inner Flat (wrappers over
  * an untrained graph + PQ index start untrained; their faiss_Index_train trains it). Every string
  * without a component starting with "Graft" goes to faiss_index_factory unchanged ("Flat",
@@ -114,7 +119,10 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  * device state and re-uploads its vectors (waiting for searches in other threads); a CPU
  * index only records it. On a graph index (checked as graft_gindex_set_search_params /
  * set_build_params check them; safe while other threads search it):
- *   "L", "probes", "visited", "merge", "bloom_log2"   default search parameters (graft/graph.h)
+ *   "L", "probes", "visited", "merge", "bloom_log2", "rerank"
+ *                                                      default search parameters (graft/graph.h;
+ *                                                      rerank: FP16 / SQ8 only, 0 = the whole
+ *                                                      worklist, else >= k)
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
  *   "device", "build_seconds", "build_pieces"          read-only (wall time of the last build; how
  *                                                      it was built: 1 GRNND, P > 1 GRNND in P
@@ -127,6 +135,8 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *   "filter_redone"                                    read-only: what the last search did (path
  *                                                      0 none, 1 exact, 2 walk; the threshold
  *                                                      applied; the walk's beam; queries redone)
+ *   "storage", "gpu_bytes"                             read-only (0 FP32, 1 FP16, 2 SQ8; device
+ *                                                      bytes of graph, codes, FP32 vectors, codec)
  * On a graph + PQ index (the same checks; graft/bang_index.h):
  *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
  *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)

@@ -66,17 +66,34 @@ int graft_check_graph(const graft_graph* g, const char* fn) {
     return GRAFT_OK;
 }
 
+/* What the walk reads a vertex's distance from: the FP32 vectors (st NULL or FP32) or the codes
+ * of a compressed storage, decoded into buf (d floats) first, so that the distance is the one of
+ * FAISS's decoded vector. */
+typedef struct walk_store {
+    const float* x;
+    const graft_storage* st;
+    const uint8_t* codes;
+    size_t code_size;
+    float* buf;
+} walk_store;
+
+static inline float walk_dist(const walk_store* w, const float* q, int32_t u, int64_t d, int l2) {
+    if (!w->codes) return graft_vec_dist(q, w->x + (int64_t)u * d, d, l2);
+    graft_storage_decode(w->st, 1, w->codes + (size_t)u * w->code_size, w->buf);
+    return graft_vec_dist(q, w->buf, d, l2);
+}
+
 /* One query. The worklist (the L best vertices seen, sorted by (distance, id)) doubles as the
  * beam: each iteration expands its best `probes` unexpanded entries, and the search ends when
  * all are expanded (NSG's and SONG's 3.1 search). With a filter, `res` keeps the k best allowed
  * vertices seen. Returns the worklist size; *nres gets the result list's. */
-static int search_one(const graft_graph* g, const float* x, int64_t d, int l2, const float* q,
+static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int l2, const float* q,
                       int L, int probes, const uint8_t* allowed, int k, cand* list, cand* res,
                       int* nres, uint32_t* seen, uint32_t stamp) {
     int size = 1;
     *nres = 0;
     const int32_t e = (int32_t)g->entry;
-    list[0] = (cand){graft_vec_dist(q, x + (int64_t)e * d, d, l2), e, 0};
+    list[0] = (cand){walk_dist(w, q, e, d, l2), e, 0};
     if (allowed && is_allowed(allowed, e)) list_insert(res, nres, k, list[0].d, e);
     seen[e] = stamp;
     int32_t sel[8];
@@ -94,13 +111,26 @@ static int search_one(const graft_graph* g, const float* x, int64_t d, int l2, c
                 int32_t u = row[j];
                 if (u < 0 || u >= g->n || seen[u] == stamp) continue;
                 seen[u] = stamp;
-                float du = graft_vec_dist(q, x + (int64_t)u * d, d, l2);
+                float du = walk_dist(w, q, u, d, l2);
                 if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
                 list_insert(list, &size, L, du, u);
             }
         }
     }
     return size;
+}
+
+static int cand_cmp(const void* a, const void* b) {
+    const cand* x = a;
+    const cand* y = b;
+    return cand_less(x->d, x->id, *y) ? -1 : cand_less(y->d, y->id, *x) ? 1 : 0;
+}
+
+/* Exact re-ranking (BANG's last step): the first nr entries of a list sorted by code distance get
+ * their FP32 distances and are sorted again by (distance, id). */
+static void rerank_list(cand* a, int nr, const float* x, int64_t d, int l2, const float* q) {
+    for (int i = 0; i < nr; i++) a[i].d = graft_vec_dist(q, x + (int64_t)a[i].id * d, d, l2);
+    qsort(a, (size_t)nr, sizeof *a, cand_cmp);
 }
 
 void graft_search_params_defaults(graft_search_params* p) {
@@ -115,6 +145,7 @@ void graft_search_params_defaults(graft_search_params* p) {
     p->device = 0;
     p->memory_budget = 0;
     p->filter_exact_below = -1.0;
+    p->rerank = 0;
 }
 
 int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn) {
@@ -135,6 +166,9 @@ int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, 
     if (!(p->filter_exact_below <= 1.0)) /* NaN included */
         return graft_fail(GRAFT_EINVAL, "%s: filter_exact_below=%g must be < 0 (cost model) or in "
                           "[0, 1]", fn, p->filter_exact_below);
+    if (p->rerank < 0 || (p->rerank > 0 && p->rerank < k))
+        return graft_fail(GRAFT_EINVAL, "%s: rerank=%d must be 0 (the whole worklist) or >= k = "
+                          "%lld", fn, p->rerank, (long long)k);
     return GRAFT_OK;
 }
 
@@ -157,6 +191,13 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
 int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                               const float* xq, int64_t nq, int64_t k,
                               const graft_search_params* params, float* D, int64_t* I) {
+    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, params, D, I);
+}
+
+int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
+                                 const uint8_t* codes, int64_t d, graft_metric metric,
+                                 const float* xq, int64_t nq, int64_t k,
+                                 const graft_search_params* params, float* D, int64_t* I) {
     graft_search_params p;
     if (params)
         p = *params;
@@ -164,29 +205,37 @@ int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, g
         graft_search_params_defaults(&p);
     GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0,
                                       "graft_graph_search_cpu"));
+    if (st && st->kind == GRAFT_STORAGE_FP32) codes = NULL;
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L;
     int failed = 0;
 #pragma omp parallel
     {
         cand* list = malloc((size_t)(L + k) * sizeof(cand));
         uint32_t* seen = calloc((size_t)g->n, sizeof(uint32_t));
+        walk_store w = {x, st, codes, codes ? graft_storage_code_size(st->kind, d) : 0,
+                        codes ? malloc((size_t)d * sizeof(float)) : NULL};
         uint32_t stamp = 0;
-        if (!list || !seen) {
+        const int ok = list && seen && (!codes || w.buf);
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(dynamic, 8)
         for (int64_t q = 0; q < nq; q++) {
-            if (!list || !seen) continue;
+            if (!ok) continue;
             if (++stamp == 0) { /* visited stamps wrapped: start a clean table */
                 memset(seen, 0, (size_t)g->n * sizeof(uint32_t));
                 stamp = 1;
             }
             int nres = 0;
-            int size = search_one(g, x, d, l2, xq + q * d, L, p.probes, p.allowed, (int)k, list,
+            int size = search_one(g, &w, d, l2, xq + q * d, L, p.probes, p.allowed, (int)k, list,
                                   list + L, &nres, seen, stamp);
-            const cand* out = p.allowed ? list + L : list;
+            cand* out = p.allowed ? list + L : list;
             const int found = p.allowed ? nres : size;
+            if (codes) {
+                const int nr = p.allowed || p.rerank == 0 || p.rerank > found ? found : p.rerank;
+                rerank_list(out, nr, x, d, l2, xq + q * d);
+            }
             for (int64_t j = 0; j < k; j++) {
                 D[q * k + j] = j < found ? (l2 ? out[j].d : -out[j].d) : (l2 ? FLT_MAX : -FLT_MAX);
                 I[q * k + j] = j < found ? out[j].id : -1;
@@ -194,6 +243,7 @@ int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, g
         }
         free(list);
         free(seen);
+        free(w.buf);
     }
     if (failed) return graft_fail(GRAFT_ENOMEM, "graft_graph_search_cpu: out of host memory");
     return GRAFT_OK;

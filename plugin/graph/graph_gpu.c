@@ -20,14 +20,24 @@ void graft_graph_dev_release(graft_graph_dev* dev) {
         graft_gpu_free(dev->ctx, dev->nbrs);
         graft_gpu_free(dev->ctx, dev->io);
         graft_gpu_free(dev->ctx, dev->allowed);
+        graft_gpu_free(dev->ctx, dev->codes);
+        graft_gpu_free(dev->ctx, dev->sq);
     }
     memset(dev, 0, sizeof *dev);
 }
 
 int graft_graph_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const float* x, int64_t d,
                            graft_graph_dev* out) {
+    return graft_graph_dev_upload_store(ctx, g, x, NULL, NULL, d, out);
+}
+
+int graft_graph_dev_upload_store(graft_gpu_ctx* ctx, const graft_graph* g, const float* x,
+                                 const graft_storage* st, const uint8_t* codes, int64_t d,
+                                 graft_graph_dev* out) {
     const char* fn = "graft_graph_dev_upload";
-    if (!ctx || !g || !g->nbrs || !x || !out || d < 1 || g->n < 1 || g->R < 1)
+    const int kind = st ? st->kind : GRAFT_STORAGE_FP32;
+    if (!ctx || !g || !g->nbrs || !x || !out || d < 1 || g->n < 1 || g->R < 1 ||
+        (kind != GRAFT_STORAGE_FP32 && (!codes || !st->trained)))
         return graft_fail(GRAFT_EINVAL, "%s: bad arguments", fn);
     graft_graph_dev dev;
     memset(&dev, 0, sizeof dev);
@@ -44,6 +54,33 @@ int graft_graph_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const float
     if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dev.nbrs, gbytes);
     if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.x, x, xbytes);
     if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.nbrs, g->nbrs, gbytes);
+    dev.storage = kind;
+    dev.bytes = xbytes + gbytes;
+    if (rc == GRAFT_OK && kind != GRAFT_STORAGE_FP32) {
+        /* n x code bytes <= n x 4 d: no overflow past xbytes' check */
+        const size_t cbytes = (size_t)g->n * graft_storage_code_size(kind, d);
+        rc = graft_gpu_malloc(ctx, &dev.codes, cbytes);
+        if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.codes, codes, cbytes);
+        dev.bytes += cbytes;
+    }
+    if (rc == GRAFT_OK && kind == GRAFT_STORAGE_SQ8) {
+        /* decoded = vmin + (c + 0.5) / 255 vdiff = c s + o: one FMA a dimension on the GPU; the
+         * rounding differs from FAISS's formula (the CPU reference's) by an ulp or so. */
+        float* so = malloc((size_t)d * 2 * sizeof(float));
+        if (!so) rc = GRAFT_ENOMEM;
+        for (int64_t j = 0; so && j < d; j++) {
+            so[j] = st->vdiff[j] / 255.0f;
+            so[d + j] = st->vmin[j] + 0.5f * so[j];
+        }
+        if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dev.sq, (size_t)d * 2 * sizeof(float));
+        if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.sq, so, (size_t)d * 2 * sizeof(float));
+        free(so);
+        dev.bytes += (size_t)d * 2 * sizeof(float);
+    }
+    if (rc == GRAFT_ENOMEM) {
+        graft_graph_dev_release(&dev);
+        return graft_fail(rc, "%s: out of host memory", fn);
+    }
     if (rc != GRAFT_OK) {
         rc = gpu_status(rc, fn);
         graft_graph_dev_release(&dev);
@@ -117,7 +154,8 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
     graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, dq, 0, k,
                                p.L, p.probes, p.visited, p.merge, p.bloom_log2,
                                metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, bloom, dD,
-                               dI, counters};
+                               dI, counters, dev->storage, dev->codes, dev->sq,
+                               dev->sq ? dev->sq + dev->d : NULL, p.rerank};
     double gpu_s = 0;
     int batches = 0;
     for (int64_t q0 = 0; q0 < nq && rc == GRAFT_OK; q0 += batch) {

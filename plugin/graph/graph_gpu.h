@@ -5,6 +5,7 @@
 #define GRAFT_GRAPH_GPU_H
 
 #include "graft/graph.h"
+#include "graft/storage.h"
 #include "graft_gpu.h"
 
 typedef struct graft_graph_dev {
@@ -17,6 +18,10 @@ typedef struct graft_graph_dev {
     size_t io_bytes;
     uint32_t* allowed;  /* filter bitmap of the current search */
     size_t allowed_bytes;
+    int storage;        /* graft_storage_kind the walk reads */
+    void* codes;        /* compressed storages: n codes */
+    float* sq;          /* SQ8: d scales, then d offsets */
+    size_t bytes;       /* x + nbrs + codes + sq */
 } graft_graph_dev;
 
 /* Validates search parameters for k (gpu: also the GPU-only fields). */
@@ -27,10 +32,24 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
                             const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
                             const float* D, const int64_t* I, int gpu, const char* fn);
 
+/* The CPU reference of every storage: graft_graph_search_cpu_ex's walk on the distances of st's
+ * decoded codes (codes: n codes of st; st NULL or FP32: x itself), then, for a compressed
+ * storage, exact re-ranking of the final list's first p->rerank entries (0 = all; with a filter,
+ * of the k allowed results) with x. */
+int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
+                                 const uint8_t* codes, int64_t d, graft_metric metric,
+                                 const float* xq, int64_t nq, int64_t k,
+                                 const graft_search_params* p, float* D, int64_t* I);
+
 /* Copies graph and x (n x d) to ctx's device into *out (zeroed first). On failure nothing is
  * held. */
 int graft_graph_dev_upload(graft_gpu_ctx* ctx, const graft_graph* graph, const float* x,
                            int64_t d, graft_graph_dev* out);
+/* The same with a storage: st (NULL = FP32) and codes (n codes of st, host) go to the device
+ * beside x, which the compressed walks read only in their exact re-ranking. */
+int graft_graph_dev_upload_store(graft_gpu_ctx* ctx, const graft_graph* graph, const float* x,
+                                 const graft_storage* st, const uint8_t* codes, int64_t d,
+                                 graft_graph_dev* out);
 void graft_graph_dev_release(graft_graph_dev* dev);
 
 /* Host queries in, host results out; splits nq into batches under p->memory_budget. Checks the

@@ -17,11 +17,15 @@
 #include "graph/filtered_search.h"
 
 #define HEADER_V1 64u        /* bytes of the version-1 record header, magic included */
+#define HEADER_V2 80u        /* version 2: storage kind, trained, rerank, reserved */
 
 struct graft_gindex {
     int64_t d, ntotal, capacity;
     graft_gindex_params p; /* metric and device copied into p.build and p.search (tie_params) */
     float* xb;             /* capacity x d, host */
+    graft_storage st;      /* the walk's storage (kind p.storage) */
+    uint8_t* codes;        /* compressed storages: capacity codes, host (CPU walk, I/O, upload) */
+    size_t code_size;      /* bytes of one code; 0 for FP32 (the walk reads xb) */
     graft_graph graph;     /* ntotal rows; nbrs NULL while ntotal == 0 */
     double build_seconds;
     int build_pieces; /* pieces of the last build (graft_index_build_graph's report); -1: none */
@@ -47,6 +51,7 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     p->device = graft_gpu_available() ? 0 : -1;
     graft_grnnd_params_defaults(&p->build);
     graft_search_params_defaults(&p->search);
+    p->storage = GRAFT_STORAGE_FP32;
     tie_params(p);
 }
 
@@ -77,10 +82,14 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
     tie_params(&p);
     GRAFT_TRY(graft_check_build_params(&p.build, p.device >= 0, fn));
     GRAFT_TRY(check_default_search(&p.search, fn));
+    graft_storage st;
+    GRAFT_TRY(graft_storage_init(&st, p.storage, d));
     graft_gindex* g = calloc(1, sizeof *g);
     if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     g->d = d;
     g->p = p;
+    g->st = st;
+    g->code_size = p.storage == GRAFT_STORAGE_FP32 ? 0 : graft_storage_code_size(p.storage, d);
     g->build_pieces = -1;
     pthread_mutex_init(&g->lock, NULL);
     if (p.device >= 0) {
@@ -109,6 +118,8 @@ void graft_gindex_free(graft_gindex* g) {
     if (g->ctx) graft_gpu_ctx_destroy(g->ctx);
     pthread_mutex_destroy(&g->lock);
     free(g->xb);
+    free(g->codes);
+    graft_storage_free(&g->st);
     free(g);
 }
 
@@ -118,7 +129,7 @@ void graft_gindex_free(graft_gindex* g) {
 static int install_graph(graft_gindex* g, int64_t n, graft_graph* graph, const char* fn) {
     graft_graph_dev dev;
     if (g->ctx) {
-        int rc = graft_graph_dev_upload(g->ctx, graph, g->xb, g->d, &dev);
+        int rc = graft_graph_dev_upload_store(g->ctx, graph, g->xb, &g->st, g->codes, g->d, &dev);
         if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     }
     drop_graph(g);
@@ -142,6 +153,12 @@ static int reserve(graft_gindex* g, int64_t need, const char* fn) {
     float* xb = realloc(g->xb, bytes); /* keeps the first ntotal: a failed add loses nothing */
     if (!xb) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, bytes);
     g->xb = xb;
+    if (g->code_size) { /* codes are at most as large as the vectors: no overflow */
+        uint8_t* c = realloc(g->codes, (size_t)cap * g->code_size);
+        if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn,
+                                  (size_t)cap * g->code_size);
+        g->codes = c;
+    }
     g->capacity = cap;
     return GRAFT_OK;
 }
@@ -152,9 +169,13 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
     if (need > INT32_MAX)
         return graft_fail(GRAFT_EUNSUPPORTED, "graft_gindex_add: %lld vectors; a graph index holds at "
                           "most 2^31 - 1 (int32 neighbour ids)", (long long)need);
+    if (!g->st.trained)
+        return graft_fail(GRAFT_ESTATE, "graft_gindex_add: the %s storage must be trained before "
+                          "adding (graft_gindex_train)", graft_storage_name(g->st.kind));
     GRAFT_TRY(reserve(g, need, "graft_gindex_add"));
     /* Past ntotal: invisible until install_graph succeeds. */
     graft_copy_rows(g->xb + g->ntotal * g->d, x, n, g->d);
+    if (g->code_size) graft_storage_encode(&g->st, n, x, g->codes + (size_t)g->ntotal * g->code_size);
     graft_graph graph = {0};
     double seconds;
     graft_pieces_report rep;
@@ -205,7 +226,8 @@ static int walk(void* arg, int L, float* D, int64_t* I) {
     graft_search_params p = *w->p;
     p.L = L;
     if (g->ctx) return graft_graph_dev_search(&g->dev, g->p.metric, w->xq, w->nq, w->k, &p, D, I, w->report);
-    return graft_graph_search_cpu_ex(&g->graph, g->xb, g->d, g->p.metric, w->xq, w->nq, w->k, &p, D, I);
+    return graft_graph_search_cpu_store(&g->graph, g->xb, &g->st, g->codes, g->d, g->p.metric, w->xq,
+                                        w->nq, w->k, &p, D, I);
 }
 
 static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k,
@@ -216,6 +238,7 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
     /* The worklist holds the results, so it is at least k wide: FAISS's HNSW searches with
      * max(efSearch, k) the same way. */
     if (p.L < k) p.L = (int)k;
+    if (g->st.kind == GRAFT_STORAGE_FP32) p.rerank = 0; /* exact already: nothing to re-rank */
     GRAFT_TRY(graft_check_search_params(&p, k, g->ctx != NULL, fn));
     GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
@@ -262,6 +285,40 @@ const graft_graph* graft_gindex_graph(const graft_gindex* g) {
     return g && g->ntotal > 0 ? &g->graph : NULL;
 }
 double graft_gindex_build_seconds(const graft_gindex* g) { return g ? g->build_seconds : 0.0; }
+const graft_storage* graft_gindex_storage(const graft_gindex* g) { return g ? &g->st : NULL; }
+int graft_gindex_is_trained(const graft_gindex* g) { return g && g->st.trained; }
+
+size_t graft_gindex_gpu_bytes(const graft_gindex* cg) {
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g) return 0;
+    pthread_mutex_lock(&g->lock);
+    const size_t b = g->on_device ? g->dev.bytes : 0;
+    pthread_mutex_unlock(&g->lock);
+    return b;
+}
+
+int graft_gindex_train(graft_gindex* g, int64_t n, const float* x) {
+    const char* fn = "graft_gindex_train";
+    if (!g || !x || n < 1) return graft_fail(GRAFT_EINVAL, "%s: NULL argument or n < 1", fn);
+    pthread_mutex_lock(&g->lock);
+    int rc = GRAFT_OK;
+    if (g->st.kind == GRAFT_STORAGE_SQ8 && g->ntotal > 0)
+        rc = graft_fail(GRAFT_ESTATE, "%s: the index holds %lld vectors whose SQ8 codes would go "
+                        "stale; reset it before training again", fn, (long long)g->ntotal);
+    graft_storage t;
+    if (rc == GRAFT_OK) rc = graft_storage_copy(&t, &g->st);
+    if (rc == GRAFT_OK) {
+        rc = graft_storage_train(&t, n, x);
+        if (rc == GRAFT_OK) {
+            graft_storage_free(&g->st);
+            g->st = t;
+        } else {
+            graft_storage_free(&t);
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
 int graft_gindex_build_pieces(const graft_gindex* g) { return g ? g->build_pieces : -1; }
 
 int graft_gindex_last_filter(const graft_gindex* cg, graft_filter_report* out) {
@@ -315,23 +372,43 @@ int graft_gindex_set_build_params(graft_gindex* g, const graft_grnnd_params* par
  * failure, and the index is then unchanged. Checked by the caller. */
 static int adopt_data(graft_gindex* g, int64_t n, float* x, graft_graph* graph, const char* fn) {
     pthread_mutex_lock(&g->lock);
+    uint8_t* codes = NULL;
+    int rc = GRAFT_OK;
+    if (!g->st.trained)
+        rc = graft_fail(GRAFT_ESTATE, "%sthe %s storage must be trained first", fn,
+                        graft_storage_name(g->st.kind));
+    if (rc == GRAFT_OK && g->code_size) {
+        codes = malloc((size_t)n * g->code_size);
+        if (!codes)
+            rc = graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes of codes)", fn,
+                            (size_t)n * g->code_size);
+        else
+            graft_storage_encode(&g->st, n, x, codes);
+    }
     float* old_x = g->xb;
+    uint8_t* old_codes = g->codes;
     const int64_t old_n = g->ntotal, old_cap = g->capacity;
-    g->xb = x;
-    int rc = install_graph(g, n, graph, fn);
+    if (rc == GRAFT_OK) {
+        g->xb = x;
+        g->codes = codes;
+        rc = install_graph(g, n, graph, fn);
+    }
     if (rc == GRAFT_OK) {
         g->capacity = n;
         g->build_seconds = 0;
         g->build_pieces = -1;
         x = old_x;
+        codes = old_codes;
     } else {
         g->xb = old_x;
+        g->codes = old_codes;
         g->ntotal = old_n;
         g->capacity = old_cap;
         graft_graph_free(graph);
     }
     pthread_mutex_unlock(&g->lock);
     free(x);
+    free(codes);
     return rc;
 }
 
@@ -359,10 +436,11 @@ int graft_gindex_write(const graft_gindex* g, FILE* f) {
     const int64_t n = g->ntotal;
     const int R = n > 0 ? g->graph.R : 0;
     const graft_search_params* sp = &g->p.search;
-    unsigned char hdr[HEADER_V1];
+    unsigned char hdr[HEADER_V2];
+    memset(hdr, 0, sizeof hdr);
     memcpy(hdr, GRAFT_GRAPH_MAGIC, 8);
     graft_put_le(hdr + 8, GRAFT_GRAPH_FORMAT_VERSION, 4);
-    graft_put_le(hdr + 12, HEADER_V1, 4);
+    graft_put_le(hdr + 12, HEADER_V2, 4);
     graft_put_le(hdr + 16, (uint64_t)g->d, 8);
     graft_put_le(hdr + 24, (uint64_t)n, 8);
     graft_put_le(hdr + 32, (uint32_t)g->p.metric, 4);
@@ -372,17 +450,26 @@ int graft_gindex_write(const graft_gindex* g, FILE* f) {
     graft_put_le(hdr + 52, (uint32_t)sp->probes, 4);
     graft_put_le(hdr + 56, (uint32_t)sp->visited, 4);
     graft_put_le(hdr + 60, (uint32_t)sp->merge, 4);
+    graft_put_le(hdr + 64, (uint32_t)g->st.kind, 4);
+    graft_put_le(hdr + 68, (uint32_t)g->st.trained, 4);
+    graft_put_le(hdr + 72, (uint32_t)sp->rerank, 4);
     graft_stream s = graft_stream_at(f, "graft_gindex_write", "graph index");
     GRAFT_TRY(graft_stream_put(&s, hdr, sizeof hdr));
+    if (g->st.kind == GRAFT_STORAGE_SQ8 && g->st.trained) {
+        GRAFT_TRY(graft_stream_put_words(&s, g->st.vmin, (size_t)g->d * sizeof(float)));
+        GRAFT_TRY(graft_stream_put_words(&s, g->st.vdiff, (size_t)g->d * sizeof(float)));
+    }
     /* the index holds both arrays: their sizes do not overflow */
     GRAFT_TRY(graft_stream_put_words(&s, g->xb, (size_t)n * (size_t)g->d * sizeof(float)));
     GRAFT_TRY(graft_stream_put_words(&s, g->graph.nbrs, (size_t)n * (size_t)R * sizeof(int32_t)));
     return graft_stream_put_checksum(&s);
 }
 
-/* The fields of a version-1 header that are not sizes, checked; GRAFT_EFORMAT naming the bad one. */
-static int parse_header(const unsigned char* hdr, const graft_gindex_params* base, const char* fn,
-                        int64_t* d, int64_t* n, int* R, int64_t* entry, graft_gindex_params* p) {
+/* The fields of a version-1 or -2 header that are not sizes, checked; GRAFT_EFORMAT naming the
+ * bad one. */
+static int parse_header(const unsigned char* hdr, uint32_t version, const graft_gindex_params* base,
+                        const char* fn, int64_t* d, int64_t* n, int* R, int64_t* entry,
+                        graft_gindex_params* p, int* trained) {
     *d = (int64_t)graft_get_le(hdr + 16, 8);
     *n = (int64_t)graft_get_le(hdr + 24, 8);
     const int32_t metric = (int32_t)(uint32_t)graft_get_le(hdr + 32, 4);
@@ -412,6 +499,19 @@ static int parse_header(const unsigned char* hdr, const graft_gindex_params* bas
     p->search.probes = (int32_t)(uint32_t)graft_get_le(hdr + 52, 4);
     p->search.visited = (int32_t)(uint32_t)graft_get_le(hdr + 56, 4);
     p->search.merge = (int32_t)(uint32_t)graft_get_le(hdr + 60, 4);
+    p->search.rerank = version >= 2 ? (int32_t)(uint32_t)graft_get_le(hdr + 72, 4) : 0;
+    p->storage = version >= 2 ? (int32_t)(uint32_t)graft_get_le(hdr + 64, 4) : GRAFT_STORAGE_FP32;
+    if (!graft_storage_name(p->storage))
+        return graft_fail(GRAFT_EFORMAT, "%s: unknown storage kind %d", fn, p->storage);
+    *trained = version >= 2 ? (int32_t)(uint32_t)graft_get_le(hdr + 68, 4) : 1;
+    if (*trained != 0 && *trained != 1)
+        return graft_fail(GRAFT_EFORMAT, "%s: storage trained flag %d (0 or 1)", fn, *trained);
+    if (p->storage != GRAFT_STORAGE_SQ8 && !*trained)
+        return graft_fail(GRAFT_EFORMAT, "%s: an untrained %s storage", fn,
+                          graft_storage_name(p->storage));
+    if (*n > 0 && !*trained)
+        return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors in an untrained SQ8 storage", fn,
+                          (long long)*n);
     /* The stored search defaults, as a GPU index would check them (bloom_log2 is not stored). */
     graft_search_params stored = p->search;
     stored.bloom_log2 = 17;
@@ -422,24 +522,43 @@ static int parse_header(const unsigned char* hdr, const graft_gindex_params* bas
 int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex** out) {
     const char* fn = "graft_gindex_read";
     if (!f || !out) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    unsigned char hdr[HEADER_V1];
+    unsigned char hdr[HEADER_V2];
     graft_stream s = graft_stream_at(f, fn, "graph index");
-    GRAFT_TRY(graft_stream_read_header(&s, GRAFT_GRAPH_MAGIC, GRAFT_GRAPH_FORMAT_VERSION, HEADER_V1, hdr));
+    uint32_t version, hsize;
+    GRAFT_TRY(graft_stream_read_header_ex(&s, GRAFT_GRAPH_MAGIC, GRAFT_GRAPH_FORMAT_VERSION,
+                                          HEADER_V1, HEADER_V2, hdr, &version, &hsize));
+    if (version >= 2 && hsize < HEADER_V2)
+        return graft_fail(GRAFT_EFORMAT, "%s: version-2 header of %u bytes (at least %u)", fn, hsize,
+                          HEADER_V2);
     int64_t d, n, entry;
-    int R;
+    int R, trained = 1;
     graft_gindex_params p;
-    GRAFT_TRY(parse_header(hdr, params, fn, &d, &n, &R, &entry, &p));
+    GRAFT_TRY(parse_header(hdr, version, params, fn, &d, &n, &R, &entry, &p, &trained));
+    float* sq = NULL; /* SQ8: vmin | vdiff */
+    if (p.storage == GRAFT_STORAGE_SQ8 && trained) {
+        GRAFT_TRY(graft_stream_check_room(&s, (uint64_t)d * 8));
+        sq = malloc((size_t)d * 2 * sizeof(float));
+        if (!sq) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+        int rc = graft_stream_get_words(&s, sq, (size_t)d * 2 * sizeof(float), "SQ8 parameters");
+        if (rc != GRAFT_OK) {
+            free(sq);
+            return rc;
+        }
+    }
     size_t xbytes, gbytes; /* n < 2^31, d <= 2^20, R <= 4096: overflows only on 32-bit hosts */
     if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
         graft_mul_overflow((size_t)n, (size_t)R * sizeof(int32_t), &gbytes) ||
         xbytes > SIZE_MAX - 8 - gbytes)
         return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors of dimension %lld overflow the address space",
                           fn, (long long)n, (long long)d);
-    GRAFT_TRY(graft_stream_check_room(&s, (uint64_t)(xbytes + gbytes) + 8));
+    int rc = graft_stream_check_room(&s, (uint64_t)(xbytes + gbytes) + 8);
+    if (rc != GRAFT_OK) {
+        free(sq);
+        return rc;
+    }
 
     float* x = n > 0 ? malloc(xbytes) : NULL;
     graft_graph graph = {n, R, n > 0 ? malloc(gbytes) : NULL, entry};
-    int rc = GRAFT_OK;
     if (n > 0 && (!x || !graph.nbrs))
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu + %zu bytes)", fn, xbytes, gbytes);
     if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, x, xbytes, "vectors");
@@ -450,6 +569,9 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
         rc = graft_relabel(GRAFT_EFORMAT, "");
     graft_gindex* index = NULL;
     if (rc == GRAFT_OK) rc = graft_gindex_new(d, &p, &index);
+    if (rc == GRAFT_OK && sq && graft_storage_set_sq8(&index->st, sq, sq + d) != GRAFT_OK)
+        rc = graft_relabel(GRAFT_EFORMAT, "graft_gindex_read: ");
+    free(sq);
     if (rc == GRAFT_OK && n > 0) rc = graft_check_graph_data(n, d, x, &graph, index->ctx != NULL, fn); /* GPU's R */
     if (rc == GRAFT_OK && n > 0) {
         rc = adopt_data(index, n, x, &graph, "graft_gindex_read: ");

@@ -129,6 +129,14 @@ int graft_stream_check_checksum(graft_stream* s) {
 
 int graft_stream_read_header(graft_stream* s, const char* magic, uint32_t version_max,
                              uint32_t header_v1, unsigned char* hdr) {
+    uint32_t version, hsize;
+    return graft_stream_read_header_ex(s, magic, version_max, header_v1, header_v1, hdr, &version,
+                                       &hsize);
+}
+
+int graft_stream_read_header_ex(graft_stream* s, const char* magic, uint32_t version_max,
+                                uint32_t header_v1, uint32_t hdr_cap, unsigned char* hdr,
+                                uint32_t* version_out, uint32_t* hsize_out) {
     GRAFT_TRY(graft_stream_get(s, hdr, 8, "magic"));
     if (memcmp(hdr, magic, 8) != 0) {
         char shown[9];
@@ -145,13 +153,16 @@ int graft_stream_read_header(graft_stream* s, const char* magic, uint32_t versio
     if (hsize < header_v1 || hsize > HEADER_MAX)
         return graft_fail(GRAFT_EFORMAT, "%s: header size %u out of range [%u, %u]", s->fn, hsize,
                           header_v1, HEADER_MAX);
-    GRAFT_TRY(graft_stream_get(s, hdr + 16, header_v1 - 16, "header"));
-    for (uint32_t skip = hsize - header_v1; skip > 0;) { /* fields of a later minor revision */
+    const uint32_t take = hsize < hdr_cap ? hsize : hdr_cap;
+    GRAFT_TRY(graft_stream_get(s, hdr + 16, take - 16, "header"));
+    for (uint32_t skip = hsize - take; skip > 0;) { /* fields of a later minor revision */
         unsigned char tmp[256];
         uint32_t m = skip < sizeof tmp ? skip : (uint32_t)sizeof tmp;
         GRAFT_TRY(graft_stream_get(s, tmp, m, "header"));
         skip -= m;
     }
+    *version_out = version;
+    *hsize_out = hsize;
     return GRAFT_OK;
 }
 

@@ -48,6 +48,12 @@ int graft_stream_check_checksum(graft_stream* s);
 int graft_stream_read_header(graft_stream* s, const char* magic, uint32_t version_max,
                              uint32_t header_v1, unsigned char* hdr);
 
+/* The same for records whose header grew with their version: reads min(header size, hdr_cap)
+ * bytes into hdr (hdr_cap >= header_v1), skips the rest, and returns the version and header
+ * size found. */
+int graft_stream_read_header_ex(graft_stream* s, const char* magic, uint32_t version_max,
+                                uint32_t header_v1, uint32_t hdr_cap, unsigned char* hdr,
+                                uint32_t* version, uint32_t* hsize);
 /* On a seekable stream, GRAFT_EFORMAT ("truncated") unless `need` more bytes follow the current
  * position, so that an absurd size is reported before anything is allocated. Pipes pass. */
 int graft_stream_check_room(graft_stream* s, uint64_t need);

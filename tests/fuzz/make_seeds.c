@@ -131,6 +131,8 @@ int main(int argc, char** argv) {
     /* read_index: one record of each kind, on the CPU. */
     index_seed("flat", "GraftFlat,cpu", x, 0);
     index_seed("graph", "GraftGraph8,cpu", x, 0);
+    index_seed("graph-fp16", "GraftGraph8,FP16,cpu", x, 0);
+    index_seed("graph-sq8", "GraftGraph8,SQ8,cpu", x, 1);
     index_seed("bang", "GraftGraph8,PQ2,cpu", x, 1);
     index_seed("idmap", "IDMap,GraftGraph8,cpu", x, 0);
     index_seed("idmap2-flat", "IDMap2,GraftFlat,cpu", x, 0);
@@ -143,6 +145,7 @@ int main(int argc, char** argv) {
         "GraftGraph,PQ8,ooc,budget=64\ngpu_budget\n1e6", "IDMap2,GraftGraph,cpu\nprobes\n2",
         "PCA16,GraftFlat,cpu\nverbose\n1",        "OPQ4_16,GraftGraph16,PQ4,cpu\nbloom_log2\n12",
         "L2norm,GraftFlat,RFlat\nT1\n2",          "GraftFlat,gpu=3\n\n",
+        "GraftGraph,SQ8,cpu,L=32\nrerank\n10",    "GraftGraph16,FP16,cpu\nstorage\n1",
     };
     for (unsigned i = 0; i < sizeof fac / sizeof *fac; i++) {
         char name[16];

@@ -416,7 +416,7 @@ static void test_io(const graft_test_sift* s) {
         size_t len;
         unsigned char* b = record_of(g, &len);
         const int R = graft_gindex_graph(g)->R;
-        CHECK(len == 64 + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "record length %zu", len);
+        CHECK(len == 80 + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "record length %zu", len);
         graft_gindex* r = NULL;
         CHECK_OK(read_bytes(b, len, &r));
         if (!r) return;
@@ -438,11 +438,11 @@ static void test_io(const graft_test_sift* s) {
         CHECK(len2 == len && !memcmp(b, b2, len), "write(read(record)) == record");
         free(b2);
         graft_gindex_free(r);
-        /* Empty index: a 72-byte record, read back empty with its metric. */
+        /* Empty index: an 88-byte record, read back empty with its metric. */
         CHECK_OK(graft_gindex_reset(g));
         free(b);
         b = record_of(g, &len);
-        CHECK(len == 72, "empty record length %zu", len);
+        CHECK(len == 88, "empty record length %zu", len);
         CHECK_OK(read_bytes(b, len, &r));
         CHECK(r && graft_gindex_ntotal(r) == 0 && graft_gindex_metric(r) == graft_gindex_metric(g) &&
               graft_gindex_graph(r) == NULL, "empty round trip");
@@ -459,9 +459,9 @@ static void test_io(const graft_test_sift* s) {
     const int R = graft_gindex_graph(g)->R;
     size_t len;
     unsigned char* b = record_of(g, &len);
-    const size_t graph_at = 64 + (size_t)m * s->d * 4;
+    const size_t graph_at = 80 + (size_t)m * s->d * 4;
     expect_format(b, 0, "empty", "empty");
-    const size_t cuts[] = {5, 8, 20, 63, 64, 64 + 999, graph_at + 7, len - 8, len - 1};
+    const size_t cuts[] = {5, 8, 20, 63, 64, 79, 80, 80 + 999, graph_at + 7, len - 8, len - 1};
     char what[64];
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         snprintf(what, sizeof what, "truncated at byte %zu", cuts[i]);
@@ -469,7 +469,7 @@ static void test_io(const graft_test_sift* s) {
     }
     unsigned char* c = malloc(len);
     memcpy(c, b, len);
-    c[64 + 4321] ^= 0x10;
+    c[80 + 4321] ^= 0x10;
     expect_format(c, len, "bit flipped in the vectors", "checksum");
     memcpy(c, b, len);
     c[graph_at + 4 * (size_t)R * 7 + 2] ^= 0x01;
@@ -481,7 +481,7 @@ static void test_io(const graft_test_sift* s) {
     c[3] = 'X';
     expect_format(c, len, "wrong magic", "not a graft graph index");
     free(c);
-    with_field(b, len, 8, 2, 4, 0, "format version 2", "newer graft, format version 2");
+    with_field(b, len, 8, 3, 4, 0, "format version 3", "newer graft, format version 3");
     with_field(b, len, 8, 0, 4, 0, "format version 0", "format version 0");
     with_field(b, len, 12, 32, 4, 0, "header size 32", "header size");
     with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");
@@ -495,10 +495,15 @@ static void test_io(const graft_test_sift* s) {
     with_field(b, len, 52, 9, 4, 0, "probes = 9", "probes");
     with_field(b, len, 56, 7, 4, 0, "visited kind 7", "visited");
     with_field(b, len, 60, 7, 4, 0, "merge kind 7", "merge");
+    with_field(b, len, 12, 64, 4, 0, "version 2, header size 64", "version-2 header");
+    with_field(b, len, 64, 9, 4, 0, "storage kind 9", "storage kind");
+    with_field(b, len, 68, 0, 4, 0, "untrained FP32", "untrained");
+    with_field(b, len, 68, 2, 4, 0, "trained flag 2", "trained flag");
+    with_field(b, len, 72, 0xffffffffu, 4, 0, "rerank -1", "rerank");
     /* Checksums that match, contents that do not (another tool's writer). */
     with_field(b, len, graph_at + 4 * ((size_t)R * 9 + 1), (uint32_t)m, 4, 1, "id = n, valid checksum",
                "row 9");
-    with_field(b, len, 64 + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
+    with_field(b, len, 80 + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
     free(b);
 
     /* A record inside a larger stream: read stops right after the checksum. */

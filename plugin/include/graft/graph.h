@@ -243,10 +243,14 @@ typedef struct graft_search_params {
     double filter_exact_below; /* filtered search: exact over the passing ids when the fraction
                         of ids that pass is below this (0: always walk, 1: always exact);
                         < 0 (default): the cost model above decides. Index searches only */
+    int rerank;      /* compressed storages (graft/storage.h) only: how many entries of the final
+                        worklist, best code distance first, get exact FP32 distances before the
+                        k best are returned; 0 (default) = the whole worklist (BANG's choice),
+                        else >= k. With a filter, the k allowed results are re-ranked */
 } graft_search_params;
 
 /* Defaults as documented in the struct (L 64, probes 1, hash, sort-merge, 2^17-bit Bloom, no
- * filter, device 0, budget auto, filter_exact_below -1 = cost model). */
+ * filter, device 0, budget auto, filter_exact_below -1 = cost model, rerank 0). */
 void graft_search_params_defaults(graft_search_params* params);
 
 /* The CPU reference of the GPU search: best-first search from graph->entry with an exact visited

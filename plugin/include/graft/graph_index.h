@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "graft/graph.h"
+#include "graft/storage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,11 @@ typedef struct graft_gindex_params {
                                    and build.device are taken from metric and device */
     graft_search_params search; /* default search parameters (a search may pass its own);
                                    search.device is taken from device */
+    int storage;                /* what the search walk reads (graft/storage.h): GRAFT_STORAGE_FP32
+                                   (default), _FP16 or _SQ8 (trained by graft_gindex_train before
+                                   the first add). The graph is built from the FP32 vectors
+                                   whatever the storage; compressed storages re-rank the final
+                                   candidates with them (search.rerank) */
 } graft_gindex_params;
 
 void graft_gindex_params_defaults(graft_gindex_params* params);
@@ -39,10 +45,23 @@ typedef struct graft_gindex graft_gindex;
 int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex** out);
 void graft_gindex_free(graft_gindex* index);
 
+/* Trains the storage's codec on n vectors (SQ8: per-dimension min/max, FAISS's QT_8bit; FP32 and
+ * FP16 learn nothing and accept any call). GRAFT_ESTATE: retraining an SQ8 index that holds
+ * vectors (their codes would go stale; reset first, as FAISS refuses it too). GRAFT_EINVAL: NaN/Inf,
+ * n < 1. On failure the index is unchanged. */
+int graft_gindex_train(graft_gindex* index, int64_t n, const float* x);
+/* 1 when adds are allowed (FP32, FP16, or a trained SQ8). */
+int graft_gindex_is_trained(const graft_gindex* index);
+/* The storage's codec (kind, SQ8 parameters), owned by the index. */
+const graft_storage* graft_gindex_storage(const graft_gindex* index);
+/* Device bytes the index holds for its contents (graph, codes, FP32 vectors for the walk or the
+ * re-rank, codec parameters); 0 on the CPU or when empty. */
+size_t graft_gindex_gpu_bytes(const graft_gindex* index);
+
 /* Appends n vectors (copied) and rebuilds the graph over all of them. NaN/Inf or a failed build
- * leave the index as it was. */
+ * leave the index as it was. An untrained SQ8 index: GRAFT_ESTATE. */
 int graft_gindex_add(graft_gindex* index, int64_t n, const float* x);
-/* Removes every vector and the graph. */
+/* Removes every vector and the graph (an SQ8 codec stays trained). */
 int graft_gindex_reset(graft_gindex* index);
 
 /* k nearest of each query, FAISS layout (graft_graph_search_cpu_ex's results). params NULL = the
@@ -78,14 +97,15 @@ int graft_gindex_build_pieces(const graft_gindex* index);
 int graft_gindex_last_filter(const graft_gindex* index, graft_filter_report* out);
 
 /* Takes n vectors and a graph over them built elsewhere (a file, another builder), replacing the
- * index's contents; both are copied. The graph must be n rows of ids in [-1, n) with entry in
- * [0, n). GRAFT_EINVAL otherwise, index unchanged. */
+ * index's contents; both are copied (and encoded for a compressed storage). The graph must be n
+ * rows of ids in [-1, n) with entry in [0, n). GRAFT_EINVAL otherwise, GRAFT_ESTATE for an
+ * untrained SQ8 index; index unchanged. */
 int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const graft_graph* graph);
 
-/* Graph index format, version 1 (little-endian):
+/* Graph index format, version 2 (little-endian):
  *     0   8  magic "GRFTGRPH"
- *     8   4  uint32 format version (1)
- *     12  4  uint32 header size in bytes (64 in version 1)
+ *     8   4  uint32 format version (2; version-1 records still load)
+ *     12  4  uint32 header size in bytes (80 in version 2, 64 in version 1)
  *     16  8  int64 d
  *     24  8  int64 ntotal (n)
  *     32  4  int32 metric
@@ -95,13 +115,20 @@ int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const 
  *     52  4  int32 search probes
  *     56  4  int32 search visited kind
  *     60  4  int32 search merge kind
- *     64  n*d*4 float32 vectors; then n*R*4 int32 graph rows
+ *     --- version 2 from here; version 1 ends the header at 64 and means FP32, rerank 0
+ *     64  4  int32 storage kind (graft_storage_kind)
+ *     68  4  int32 storage trained (0 / 1)
+ *     72  4  int32 search rerank
+ *     76  4  reserved (0)
+ *     80  SQ8 trained only: d float32 vmin, then d float32 vdiff
+ *         then n*d*4 float32 vectors; then n*R*4 int32 graph rows (the codes are not stored:
+ *         encoding is deterministic, and the reader encodes the vectors again)
  *     ... 8  uint64 FNV-1a checksum of every byte before it (graft_io_checksum)
  * Errors as graft_flat_write / graft_flat_read (GRAFT_EIO, GRAFT_EFORMAT with the byte offset of a
  * truncation, checksum mismatch, newer version, out-of-range sizes or ids). params of read: NULL
- * = defaults; metric, and the search defaults stored in the file, come from the file. */
+ * = defaults; metric, storage and the search defaults stored in the file come from the file. */
 #define GRAFT_GRAPH_MAGIC "GRFTGRPH"
-#define GRAFT_GRAPH_FORMAT_VERSION 1u
+#define GRAFT_GRAPH_FORMAT_VERSION 2u
 int graft_gindex_write(const graft_gindex* index, FILE* f);
 int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex** out);
 

@@ -1,0 +1,161 @@
+/* The graph index's storages on the GPU against the CPU reference (label gpu): for FP32, FP16 and
+ * SQ8, a GPU index and a CPU index over the same vectors, graph and SQ8 training answer the same
+ * queries; as in test_gpu_search.c, the GPU's recall@10 must be within 0.01 of the CPU's and 99%
+ * of the result ids equal (the walks differ only by float rounding: the GPU sums in another
+ * order, and decodes SQ8 as code * scale + offset where the CPU follows FAISS's formula), and
+ * the distances of equal ids must agree within FP32 rounding (re-ranked: both exact FP32).
+ * Data: sift5k, sift5k normalized (L2 and inner product: real values, SQ8 lossy) and a 20k
+ * Fashion-MNIST subset. Variants: hash / Bloom visited sets, sort-merge / insertion, probes 2,
+ * rerank = k, a filter. Also the device bytes of each storage. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "graft/graph_index.h"
+#include "testutil.h"
+
+typedef struct {
+    const char* name;
+    const float *xb, *xq;
+    int64_t nb, nq, d;
+    graft_metric metric;
+    int32_t* gt;
+    graft_graph g;
+} dataset;
+
+static graft_gindex* make(const dataset* s, int kind, int device) {
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    p.device = device;
+    p.metric = s->metric;
+    p.storage = kind;
+    graft_gindex* g = NULL;
+    CHECK_OK(graft_gindex_new(s->d, &p, &g));
+    if (!g) return NULL;
+    if (kind == GRAFT_STORAGE_SQ8) CHECK_OK(graft_gindex_train(g, s->nb, s->xb));
+    CHECK_OK(graft_gindex_set_data(g, s->nb, s->xb, &s->g));
+    return g;
+}
+
+static void compare(const dataset* s, int kind, graft_gindex* cpu, graft_gindex* gpu,
+                    const graft_search_params* p, const char* what) {
+    const int64_t nq = s->nq, k = 10;
+    float *Dc = malloc(sizeof(float) * nq * k), *Dg = malloc(sizeof(float) * nq * k);
+    int64_t *Ic = malloc(sizeof(int64_t) * nq * k), *Ig = malloc(sizeof(int64_t) * nq * k);
+    CHECK_OK(graft_gindex_search(cpu, nq, s->xq, k, p, Dc, Ic, NULL));
+    CHECK_OK(graft_gindex_search(gpu, nq, s->xq, k, p, Dg, Ig, NULL));
+    const double rc = graft_test_recall(Ic, k, s->gt, 10, nq, 10);
+    const double rg = graft_test_recall(Ig, k, s->gt, 10, nq, 10);
+    int64_t same = 0, outside = 0;
+    double maxrel = 0;
+    for (int64_t i = 0; i < nq * k; i++) {
+        same += Ic[i] == Ig[i];
+        if (p->allowed && Ig[i] >= 0 && !(p->allowed[Ig[i] >> 3] >> (Ig[i] & 7) & 1)) outside++;
+        if (Ic[i] == Ig[i] && Ic[i] >= 0) {
+            const double rel = fabs((double)Dc[i] - Dg[i]) / (fabs((double)Dc[i]) + 1e-6);
+            if (rel > maxrel) maxrel = rel;
+        }
+    }
+    printf("  %-5s %-30s recall@10 cpu %.4f gpu %.4f; equal ids %.4f; max rel dist diff %.1e\n",
+           graft_storage_name(kind), what, rc, rg, (double)same / (nq * k), maxrel);
+    CHECK(rg >= rc - 0.01, "%s %s %s: GPU recall %.4f vs CPU %.4f", s->name, graft_storage_name(kind),
+          what, rg, rc);
+    CHECK(same >= 0.99 * nq * k, "%s %s %s: only %.4f of the ids equal the CPU's", s->name,
+          graft_storage_name(kind), what, (double)same / (nq * k));
+    /* Both sides' returned distances are FP32 sums of d terms (re-ranked: exact FP32) in two
+     * orders; for terms of one sign they differ by at most (d - 1) 2^-24 relative. */
+    const double bound = (double)(s->d - 1) / 16777216.0;
+    CHECK(maxrel <= bound, "%s %s %s: distances differ by %.1e relative (bound %.1e)", s->name,
+          graft_storage_name(kind), what, maxrel, bound);
+    CHECK(outside == 0, "%s %s: %lld ids outside the filter", s->name, what, (long long)outside);
+    free(Dc), free(Dg), free(Ic), free(Ig);
+}
+
+static void run(dataset* s) {
+    printf("%s (%lld x %lld, %s)\n", s->name, (long long)s->nb, (long long)s->d,
+           s->metric == GRAFT_METRIC_L2 ? "L2" : "IP");
+    uint8_t* even = malloc((size_t)(s->nb + 7) / 8);
+    memset(even, 0x55, (size_t)(s->nb + 7) / 8); /* bits 0, 2, 4, ...: even ids */
+    const int kinds[] = {GRAFT_STORAGE_FP32, GRAFT_STORAGE_FP16, GRAFT_STORAGE_SQ8};
+    for (int c = 0; c < 3; c++) {
+        graft_gindex *cpu = make(s, kinds[c], -1), *gpu = make(s, kinds[c], 0);
+        if (!cpu || !gpu) {
+            graft_gindex_free(cpu);
+            graft_gindex_free(gpu);
+            continue;
+        }
+        const size_t bytes = graft_gindex_gpu_bytes(gpu);
+        const size_t code = graft_storage_code_size(kinds[c], s->d);
+        const size_t expect = (size_t)s->nb * (4 * s->d + 4 * s->g.R) +
+                              (kinds[c] == GRAFT_STORAGE_FP32 ? 0 : (size_t)s->nb * code) +
+                              (kinds[c] == GRAFT_STORAGE_SQ8 ? 8 * (size_t)s->d : 0);
+        printf("  %-5s device bytes %zu (%.1f a vector: graph %d, walk %zu, FP32 re-rank copy %s)\n",
+               graft_storage_name(kinds[c]), bytes, (double)bytes / s->nb, 4 * s->g.R,
+               kinds[c] == GRAFT_STORAGE_FP32 ? 4 * (size_t)s->d : code,
+               kinds[c] == GRAFT_STORAGE_FP32 ? "none" : "yes");
+        CHECK(bytes == expect, "%s %s: gpu_bytes %zu, expected %zu", s->name,
+              graft_storage_name(kinds[c]), bytes, expect);
+        graft_search_params p;
+        graft_search_params_defaults(&p);
+        compare(s, kinds[c], cpu, gpu, &p, "L=64 hash sort-merge");
+        p.L = 32;
+        p.probes = 2;
+        p.visited = GRAFT_VISITED_BLOOM;
+        compare(s, kinds[c], cpu, gpu, &p, "L=32 probes=2 bloom");
+        graft_search_params_defaults(&p);
+        p.merge = GRAFT_MERGE_INSERT;
+        p.L = 128;
+        compare(s, kinds[c], cpu, gpu, &p, "L=128 insert");
+        graft_search_params_defaults(&p);
+        p.rerank = 10;
+        compare(s, kinds[c], cpu, gpu, &p, "L=64 rerank=k");
+        graft_search_params_defaults(&p);
+        p.allowed = even;
+        compare(s, kinds[c], cpu, gpu, &p, "L=64 even ids only");
+        graft_gindex_free(cpu);
+        graft_gindex_free(gpu);
+    }
+    free(even);
+}
+
+static void make_dataset(dataset* s, const char* name, const float* xb, int64_t nb, const float* xq,
+                         int64_t nq, int64_t d, graft_metric metric) {
+    *s = (dataset){name, xb, xq, nb, nq, d, metric, NULL, {0}};
+    s->gt = graft_test_exact_topk(xb, nb, xq, nq, d, metric, 10);
+    graft_rnnd_params bp;
+    graft_rnnd_params_defaults(&bp);
+    bp.metric = metric;
+    CHECK_OK(graft_rnnd_build_cpu(xb, nb, d, &bp, &s->g));
+    run(s);
+    free(s->gt);
+    graft_graph_free(&s->g);
+}
+
+int main(void) {
+    GRAFT_TEST_REQUIRE_GPU();
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    dataset ds;
+    make_dataset(&ds, "sift5k", s.xb, s.nb, s.xq, s.nq, s.d, GRAFT_METRIC_L2);
+    float* xn = malloc(sizeof(float) * s.nb * s.d);
+    float* qn = malloc(sizeof(float) * s.nq * s.d);
+    for (int pass = 0; pass < 2; pass++) {
+        const float* src = pass ? s.xq : s.xb;
+        float* dst = pass ? qn : xn;
+        const int64_t n = pass ? s.nq : s.nb;
+        for (int64_t i = 0; i < n; i++) {
+            double nn = 0;
+            for (int64_t j = 0; j < s.d; j++) nn += (double)src[i * s.d + j] * src[i * s.d + j];
+            for (int64_t j = 0; j < s.d; j++) dst[i * s.d + j] = (float)(src[i * s.d + j] / sqrt(nn));
+        }
+    }
+    make_dataset(&ds, "sift5k normalized", xn, s.nb, qn, s.nq, s.d, GRAFT_METRIC_L2);
+    make_dataset(&ds, "sift5k normalized", xn, s.nb, qn, s.nq, s.d, GRAFT_METRIC_INNER_PRODUCT);
+    float *fb = NULL, *fq = NULL;
+    int64_t fnb = 0, fnq = 0, fd = 0;
+    if (graft_test_load_fmnist(20000, 500, &fb, &fnb, &fq, &fnq, &fd) == 0)
+        make_dataset(&ds, "fashion-mnist 20k", fb, fnb, fq, fnq, fd, GRAFT_METRIC_L2);
+    free(fb), free(fq), free(xn), free(qn);
+    graft_test_free_sift(&s);
+    return graft_test_finish("test_gpu_storage");
+}
