@@ -18,3 +18,4 @@ const char* graft_version_string(void) {
 #include "graft_gpu.h"
 
 int graft_gpu_available(void) { return graft_gpu_device_count() > 0; }
+int graft_gpu_count(void) { return graft_gpu_device_count(); }

@@ -61,6 +61,9 @@ const char* graft_version_string(void);
 
 /* 1 when graft was built with CUDA and a device is visible, 0 otherwise (never an error). */
 int graft_gpu_available(void);
+/* How many CUDA devices are visible (0 without CUDA or a device; never an error): the devices a
+ * sharded index's "gpus=all" spreads over. */
+int graft_gpu_count(void);
 
 #ifdef __cplusplus
 }
