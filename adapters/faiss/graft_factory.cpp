@@ -90,7 +90,7 @@ bool parse_device_option(const std::string& c, const std::string& desc, int* dev
     return true;
 }
 
-constexpr int kMaxShards = 1024;
+constexpr int kMaxShards = 256;  // one per GPU, or a few per GPU: far more would be a typo
 
 // "all", "0-3", "0,1,1": the devices, one shard each (a device may repeat: two shards on one GPU).
 void parse_gpu_list(const std::string& list, const std::string& desc, std::vector<int>* out) {

@@ -111,7 +111,7 @@ bool write_idmap(const faiss::IndexIDMap* m, FILE* f) {
     return write_graft(m->index, f);
 }
 
-constexpr uint32_t kMaxShards = 1024;
+constexpr uint32_t kMaxShards = 256;  // as the factory's limit
 
 // GraftIndexShards / GraftIndexReplicas (or FAISS's IndexShards / IndexReplicas) over graft
 // indexes: GRFTSHRD, uint32 version 1, uint32 kind (1 shards, 2 replicas), uint32 nshard,
