@@ -396,6 +396,7 @@ if [ $bench_shards = 1 ]; then
   fidx=(--index IVF16384,Flat@gpu)
   [ $ngpu -ge 2 ] && idx+=(--index "$gidx,gpus=0-1") && fidx+=(--index IVF16384,Flat@gpus=2)
   [ $ngpu -ge 4 ] && idx+=(--index "$gidx,gpus=0-3") && fidx+=(--index IVF16384,Flat@gpus=4)
+  fidx+=(--sweep nprobe=16,32,64,128,256)
   [ -f $fgpu/faiss/libfaiss.a ] || { fidx=(); stamp "no FAISS GPU (setup.log, build.log): graft alone"; }
   [ $ngpu -ge 2 ] || stamp "one GPU: the 1-GPU rows only (the comparison needs nvidia-h200-x2 or larger)"
   for c in ${GRAFT_SHARDS_SCALES:-10 50}; do
@@ -407,7 +408,7 @@ if [ $bench_shards = 1 ]; then
       timeout $left ./build-device/bench/graft-bench --base $dense/base.u8bin --query $dense/query.u8bin \
       --name dense-sift1m --scale $c --k 10 --batch 10000 --latency-queries 0 --out "$OUT" \
       --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) \
-      --sweep L=32,64,96,128,192,256 --sweep nprobe=16,32,64,128,256 "${idx[@]}" "${fidx[@]}" 2>&1 | tee -a "$OUT/shards.log"
+      --sweep L=32,64,96,128,192,256 "${idx[@]}" "${fidx[@]}" 2>&1 | tee -a "$OUT/shards.log"
     nvidia-smi --query-gpu=index,memory.used --format=csv >>"$OUT/shards.log" 2>&1
   done
   stamp "sharded benchmark done"
