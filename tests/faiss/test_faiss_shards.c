@@ -342,7 +342,7 @@ static void test_bad_strings(void) {
         FaissIndex* index = NULL;
         FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,gpus=all", METRIC_L2),
                     "no CUDA device");
-        FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,gpus=0,0", METRIC_L2), "device");
+        FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,gpus=0,0", METRIC_L2), "GRAFT_ENODEVICE");
     }
     /* xids into shards: refused, naming IDMap. */
     FaissIndex* sh = make("GraftFlat,shards=2,cpu");
