@@ -12,6 +12,7 @@
 #include <faiss/impl/ThreadedIndex.h>
 #include <faiss/index_factory.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -146,7 +147,14 @@ struct GraftSpec {
             t.reset(new graft::GraftIndexShards(d, metric));
         t->own_fields = true;
         for (int dev : devs) {
-            std::unique_ptr<faiss::Index> one(make_one(d, metric, dev));
+            // Shards sharing a GPU share its memory: a graph + PQ shard's default resident budget
+            // (half the device) is split between them, so that AUTO mode picks out-of-core where
+            // all of them in-memory would not fit.
+            const long long same = std::count(devs.begin(), devs.end(), dev);
+            GraftSpec one_spec = *this;
+            if (M > 0 && budget_mib < 0 && same > 1 && dev >= 0)
+                one_spec.budget_mib = (long long)(graft_gpu_memory(dev) >> 20) / (2 * same);
+            std::unique_ptr<faiss::Index> one(one_spec.make_one(d, metric, dev));
             t->addIndex(one.get());
             one.release();
         }

@@ -35,7 +35,15 @@ static void per_shard(FaissIndex* sh, const char* desc, int graph) {
             FAISS_OK(faiss_graft_get_shard_param(sh, i, "build_seconds", &secs));
             CHECK(pieces == 1, "%s shard %d: build_pieces %g (want 1: GRNND on the GPU)", desc, i, pieces);
         }
-        if (strstr(desc, "PQ")) faiss_graft_get_shard_param(sh, i, "gpu_bytes", &bytes);
+        if (strstr(desc, "PQ")) {
+            double budget = 0;
+            FAISS_OK(faiss_graft_get_shard_param(sh, i, "gpu_bytes", &bytes));
+            FAISS_OK(faiss_graft_get_shard_param(sh, i, "gpu_budget", &budget));
+            /* Two shards on one GPU: a quarter of it each (half the device split in two). */
+            if (strstr(desc, "gpus=0,0"))
+                CHECK(budget > 0 && budget <= graft_gpu_memory(0) / 4.0, "%s shard %d: gpu_budget %.0f of %zu",
+                      desc, i, budget, graft_gpu_memory(0));
+        }
         printf("    shard %d: device %g, build %.3f s, gpu_bytes %.0f\n", i, dev, secs, bytes);
         CHECK(dev >= 0, "%s shard %d on device %g", desc, i, dev);
     }
