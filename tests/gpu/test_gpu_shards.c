@@ -7,6 +7,7 @@
  * more GPUs it also runs "gpus=all" and reports each device's bytes (the multi-GPU check). */
 #include <time.h>
 
+#include <faiss/c_api/IndexShards_c.h>
 #include <faiss/c_api/Index_c.h>
 
 #include "faiss_sift_fixture.h"
@@ -94,6 +95,24 @@ static void compare(const char* kind, int train, int exact) {
     faiss_Index_free(one);
 }
 
+/* FAISS's own threaded IndexShards, built by hand over two graft graph indexes on GPU 0 (on
+ * GPUs 0 and 1 where there are two). */
+static void hand_built(void) {
+    FaissIndexShards* sh = NULL;
+    FAISS_OK(faiss_IndexShards_new_with_options(&sh, s.d, 1, 1));
+    const int second = graft_gpu_count() >= 2 ? 1 : 0;
+    FaissIndex* parts[2] = {make("GraftGraph,gpu=0"), make(second ? "GraftGraph,gpu=1" : "GraftGraph,gpu=0")};
+    for (int i = 0; i < 2; i++) FAISS_OK(faiss_IndexShards_add_shard(sh, parts[i]));
+    FAISS_OK(faiss_Index_add((FaissIndex*)sh, s.nb, s.xb));
+    FaissIndex* one = built("GraftGraph,gpu=0", 0);
+    double rs = recall_of((FaissIndex*)sh), r1 = recall_of(one);
+    printf("  FAISS IndexShards over GraftGraph on GPUs 0 and %d: recall@10 %.4f (one index %.4f)\n", second, rs, r1);
+    CHECK(rs >= r1 - 0.01, "hand-built IndexShards: recall %.4f below one index's %.4f", rs, r1);
+    faiss_Index_free(one);
+    faiss_Index_free((FaissIndex*)sh);
+    for (int i = 0; i < 2; i++) faiss_Index_free(parts[i]);
+}
+
 /* Every visible GPU used: one shard each, each shard's device different, memory per device. */
 static void all_gpus(void) {
     FaissIndex* g = built("GraftGraph,PQ16,gpus=all", 1);
@@ -124,6 +143,7 @@ int main(void) {
     compare("GraftFlat", 0, 1);
     compare("GraftGraph", 0, 0);
     compare("GraftGraph32,PQ16", 1, 0);
+    hand_built();
     if (graft_gpu_count() >= 2) all_gpus();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
