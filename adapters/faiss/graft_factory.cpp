@@ -478,7 +478,17 @@ int faiss_graft_set_param(FaissIndex* index, const char* name, double value) {
 int faiss_graft_get_param(FaissIndex* index, const char* name, double* value) {
     try {
         FAISS_THROW_IF_NOT_MSG(value, "faiss_graft_get_param: value is NULL");
-        *value = graft_indexes(index, "faiss_graft_get_param")[0]->get_param(name);
+        std::vector<graft::NamedParameters*> found = graft_indexes(index, "faiss_graft_get_param");
+        *value = found[0]->get_param(name);
+        // Sharded: the device bytes of all shards, and the longest build (they ran at once).
+        if (name && find_threaded(reinterpret_cast<faiss::Index*>(index))) {
+            const std::string n = name;
+            if (n == "gpu_bytes" || n == "build_seconds")
+                for (size_t i = 1; i < found.size(); i++) {
+                    const double v = found[i]->get_param(name);
+                    *value = n == "gpu_bytes" ? *value + v : std::max(*value, v);
+                }
+        }
         return 0;
     }
     CATCH_AND_HANDLE

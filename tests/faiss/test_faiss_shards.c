@@ -132,6 +132,16 @@ static void test_params(void) {
         CHECK(v == -1, "shard %d: device %g", i, v);
     }
     CHECK(param(sh, "L") == 72, "get_param L");
+    /* The shards build at once: the sharded index's build_seconds is the longest. */
+    FAISS_OK(faiss_Index_add(sh, 1500, s.xb));
+    double longest = 0;
+    for (int i = 0; i < n; i++) {
+        double b = 0;
+        FAISS_OK(faiss_graft_get_shard_param(sh, i, "build_seconds", &b));
+        longest = b > longest ? b : longest;
+    }
+    CHECK(longest > 0 && param(sh, "build_seconds") == longest, "build_seconds %g, longest shard's %g",
+          param(sh, "build_seconds"), longest);
     double v = 0;
     FAISS_FAILS(faiss_graft_get_shard_param(sh, 3, "L", &v), "shard 3 of 3");
     FAISS_FAILS(faiss_graft_set_param(sh, "L", 0), "L");

@@ -28,6 +28,7 @@ static FaissIndex* built(const char* desc, int train) {
 static void per_shard(FaissIndex* sh, const char* desc, int graph) {
     int n = 0;
     FAISS_OK(faiss_graft_shard_count(sh, &n));
+    double sum = 0;
     for (int i = 0; i < n; i++) {
         double dev = -9, pieces = -9, secs = 0, bytes = 0;
         FAISS_OK(faiss_graft_get_shard_param(sh, i, "device", &dev));
@@ -45,9 +46,13 @@ static void per_shard(FaissIndex* sh, const char* desc, int graph) {
                 CHECK(budget > 0 && budget <= graft_gpu_memory(0) / 4.0, "%s shard %d: gpu_budget %.0f of %zu",
                       desc, i, budget, graft_gpu_memory(0));
         }
+        sum += bytes;
         printf("    shard %d: device %g, build %.3f s, gpu_bytes %.0f\n", i, dev, secs, bytes);
         CHECK(dev >= 0, "%s shard %d on device %g", desc, i, dev);
     }
+    if (strstr(desc, "PQ"))  /* the sharded index's gpu_bytes: all shards' */
+        CHECK(sum > 0 && param(sh, "gpu_bytes") == sum, "%s: gpu_bytes %g, shards' sum %g", desc,
+              param(sh, "gpu_bytes"), sum);
 }
 
 static void compare(const char* kind, int train, int exact) {
@@ -138,7 +143,7 @@ int main(void) {
         return 1;
     }
     graft_test_load_sift5k(&s);
-    (void)filtered, (void)param, (void)same_results;  /* the fixture's helpers this test does not use */
+    (void)filtered, (void)same_results;  /* the fixture's helpers this test does not use */
     truth = exact_truth(NULL);
     compare("GraftFlat", 0, 1);
     compare("GraftGraph", 0, 0);
