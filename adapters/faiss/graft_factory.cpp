@@ -37,8 +37,9 @@ const char* const kAccepted =
         "budget; \",gpus=all\", \",gpus=0-3\" or \",gpus=0,1\" spread the index over those GPUs "
         "(one shard per listed GPU; a GPU may repeat), \",shards=N\" makes N shards on the "
         "chosen device (\"GraftGraph,shards=2,cpu\"), and \",replicas\" after either makes "
-        "full replicas instead of shards; optionally after FAISS vector-transform prefixes (\"PCA64,GraftGraph\", "
-        "\"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
+        "full replicas instead of shards; optionally after FAISS vector-transform prefixes "
+        "(\"PCA64,GraftGraph\", \"OPQ16_64,GraftFlat\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" / "
+        "\"IDMap2,\", and "
         "optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
 
 std::vector<std::string> split_commas(const std::string& s) {
