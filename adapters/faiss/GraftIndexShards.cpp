@@ -296,6 +296,22 @@ void GraftIndexReplicas::train(idx_t n, const float* x) {
     syncWithSubIndexes();
 }
 
+void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                                const faiss::SearchParameters* params) const {
+    if (!params) return faiss::IndexReplicas::search(n, x, k, distances, labels);
+    GRAFT_REQUIRE(k > 0 && n >= 0, "GraftIndexReplicas::search: n = %lld, k = %lld", (long long)n,
+                  (long long)k);
+    GRAFT_REQUIRE(count() > 0, "GraftIndexReplicas::search: %s", "no replicas");
+    const idx_t per = (n + count() - 1) / count(), dim = d;
+    // Every replica holds every id: the selector applies as it is, read by all at once (const).
+    runOnIndex([&](int i, const faiss::Index* index) {
+        const idx_t base = (idx_t)i * per;
+        if (base < n)
+            index->search(std::min(per, n - base), x + base * dim, k, distances + base * k, labels + base * k,
+                          params);
+    });
+}
+
 void GraftIndexReplicas::reset() {
     runOnIndex([](int, faiss::Index* index) { index->reset(); });
     syncWithSubIndexes();  // FAISS's reset marks the replicas untrained; graft's keep their codebooks

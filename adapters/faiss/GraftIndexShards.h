@@ -69,6 +69,10 @@ struct GraftIndexShards : faiss::IndexShards {
 struct GraftIndexReplicas : faiss::IndexReplicas {
     explicit GraftIndexReplicas(idx_t d, faiss::MetricType metric = faiss::METRIC_L2);
     void train(idx_t n, const float* x) override;
+    // FAISS's split of the queries (consecutive blocks, one per replica, all at once), with
+    // params (graft's SearchParameters, a selector) passed to every replica.
+    void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;
 };
 

@@ -157,9 +157,9 @@ int faiss_graft_get_shard_param(const FaissIndex* index, int shard, const char* 
  * equal to IndexFlat with the same selector; searched with the CPU reference even on a GPU), on
  * graft graph and graph + PQ indexes (on their device; the walk passes through every vertex,
  * only selected ids are returned, fewer than k where the beam met fewer), on IndexPreTransform
- * over them, on graft's sharded indexes (",gpus=" / ",shards=": the selector sees their ids), and
- * on every FAISS index whose search takes a selector (IndexFlat, IndexIVF*); FAISS 1.7.3's
- * IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
+ * over them, on graft's sharded and replicated indexes (",gpus=" / ",shards=": the selector sees
+ * their ids), and on every FAISS index whose search takes a selector (IndexFlat, IndexIVF*);
+ * FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
 int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const float* x, idx_t k,
                                      const FaissIDSelector* sel, float* distances, idx_t* labels);
 

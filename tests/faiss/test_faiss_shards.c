@@ -87,6 +87,12 @@ static void test_several_adds(void) {
     FAISS_OK(faiss_IDSelectorRange_new(&range, 900, 3300));
     results fa = search_with(one, (FaissIDSelector*)range), fb = search_with(sh, (FaissIDSelector*)range);
     CHECK(same_results(fa, fb), "selector through the shards: results differ from a single index's");
+    FaissIndex* rep = make("GraftFlat,shards=3,replicas,cpu");
+    FAISS_OK(faiss_Index_add(rep, s.nb, s.xb));
+    results fr = search_with(rep, (FaissIDSelector*)range);
+    CHECK(same_results(fa, fr), "selector through replicas: results differ from a single index's");
+    free_results(&fr);
+    faiss_Index_free(rep);
     free_results(&fa);
     free_results(&fb);
     faiss_IDSelector_free((FaissIDSelector*)range);
