@@ -639,32 +639,10 @@ void run_dataset(Bench& B, Dataset& D, const cudaDeviceProp& prop) {
 // with a budget of the whole device (refused past the device's memory), and out-of-core mode
 // is swept over L, with the CPU reference's agreement at L = 32 and 64.
 
-constexpr int kCells = 16, kBins = 8;
-
-// One row: dst = src with its cells permuted (dst cell j = src cell perm[j]).
-void permute_row(const float* src, const int* perm, float* dst) {
-    for (int j = 0; j < kCells; j++) memcpy(dst + j * kBins, src + perm[j] * kBins, kBins * sizeof(float));
-}
-
-// n rows, one permutation, all threads.
-void permute_cells(const float* src, int64_t n, const int* perm, float* dst) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) permute_row(src + i * kCells * kBins, perm, dst + i * kCells * kBins);
-}
-
-// The C permutations: identity for copy 0, then Fisher-Yates from a splitmix64 stream per copy.
-std::vector<std::vector<int>> cell_perms(int C) {
-    std::vector<std::vector<int>> P(C, std::vector<int>(kCells));
-    for (int c = 0; c < C; c++) {
-        for (int j = 0; j < kCells; j++) P[c][j] = j;
-        uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(c + 1);
-        for (int j = kCells - 1; j > 0 && c > 0; j--) {
-            h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29, h *= 0x94D049BB133111EBull, h ^= h >> 32;
-            std::swap(P[c][j], P[c][h % (uint64_t)(j + 1)]);
-        }
-    }
-    return P;
-}
+using bench::cell_perms;
+using bench::permute_cells;
+using bench::permute_row;
+constexpr int kCells = bench::kCells, kBins = bench::kBins;
 
 // A /proc/self/status field in bytes (VmRSS, VmHWM; 0 when absent).
 size_t self_status_bytes(const char* field) {

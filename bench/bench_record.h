@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -141,6 +142,54 @@ inline void replicate(Dataset& D, int R) {
            (long long)d, R - 1);
 }
 
+// --scale C (bench_bang's run_scale, graft-bench's --scale): a d = 128 SIFT set (4 x 4 cells of 8
+// orientation bins) grown to C copies, copy c with its 16 cells permuted (copy 0 unpermuted); a
+// permutation of coordinates is an isometry, so every copy keeps the source's neighbour structure.
+constexpr int kCells = 16, kBins = 8;
+
+// One row: dst = src with its cells permuted (dst cell j = src cell perm[j]).
+inline void permute_row(const float* src, const int* perm, float* dst) {
+    for (int j = 0; j < kCells; j++) memcpy(dst + j * kBins, src + perm[j] * kBins, kBins * sizeof(float));
+}
+
+// n rows, one permutation, all threads.
+inline void permute_cells(const float* src, int64_t n, const int* perm, float* dst) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) permute_row(src + i * kCells * kBins, perm, dst + i * kCells * kBins);
+}
+
+// The C permutations: identity for copy 0, then Fisher-Yates from a splitmix64 stream per copy.
+inline std::vector<std::vector<int>> cell_perms(int C) {
+    std::vector<std::vector<int>> P(C, std::vector<int>(kCells));
+    for (int c = 0; c < C; c++) {
+        for (int j = 0; j < kCells; j++) P[c][j] = j;
+        uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(c + 1);
+        for (int j = kCells - 1; j > 0 && c > 0; j--) {
+            h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29, h *= 0x94D049BB133111EBull, h ^= h >> 32;
+            std::swap(P[c][j], P[c][h % (uint64_t)(j + 1)]);
+        }
+    }
+    return P;
+}
+
+// D grown to C cell-permuted copies (D.xb copy c = the source permuted by cell_perms(C)[c]),
+// query q permuted as copy q mod C, as bench_bang --scale does; the ground truth must be computed
+// afresh. D.d must be 128.
+inline void scale_by_cells(Dataset& D, int C) {
+    const auto perms = cell_perms(C);
+    const int64_t n1 = D.nb, d = D.d;
+    std::vector<float> src;
+    src.swap(D.xb);
+    D.xb.resize((size_t)(n1 * C * d));
+    for (int c = 0; c < C; c++) permute_cells(src.data(), n1, perms[c].data(), D.xb.data() + (size_t)c * n1 * d);
+    std::vector<float> q(D.xq);
+    for (int64_t i = 0; i < D.nq; i++) permute_row(q.data() + i * d, perms[i % C].data(), D.xq.data() + i * d);
+    D.nb = n1 * C;
+    D.name += "-perm" + std::to_string(C);
+    D.gt.clear();
+}
+
+
 inline bool read_matrix(const std::string& path, bool fmnist, std::vector<float>& x, int64_t& n, int64_t& d) {
     float* p = nullptr;
     int rc = fmnist ? graft_fmnist_read(path.c_str(), -1, &p, &n, &d)
@@ -175,6 +224,29 @@ inline size_t gpu_used_bytes() {
 #else
     return 0;
 #endif
+}
+
+// Device memory in use on each visible device (cudaMemGetInfo per device; empty without CUDA).
+// The calling thread's current device is restored.
+inline std::vector<size_t> gpu_used_bytes_per_device() {
+    std::vector<size_t> out;
+#ifdef GRAFT_BENCH_CUDA
+    int n = 0, cur = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return out;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t free_b = 0, total = 0;
+        if (cudaSetDevice(i) != cudaSuccess || cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+            (void)cudaGetLastError();
+            free_b = total = 0;
+        }
+        out.push_back(total - free_b);
+    }
+    cudaSetDevice(cur);
+#endif
+    return out;
 }
 
 // Device memory taken since gpu_used_bytes() returned `base`.

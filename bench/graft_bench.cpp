@@ -85,6 +85,7 @@ struct Options {
     double min_time_s = 0.5;            // each timed search repeats until it took this long (3 runs at most)
     double deadline_s = 1e9;
     int threads = 0;
+    int scale = 0;                      // --scale C: the base grown to C cell-permuted copies
     bool plot = false;
     std::vector<double> selectivities;            // --selectivity: filtered searches (empty: none)
     std::vector<std::string> filter_modes = {"auto"};  // graft's paths under a filter
@@ -96,10 +97,15 @@ const char* kUsage =
     "                   [--out DIR] [--plot] [--name DATASET] [--gt-cache DIR] [--latency-queries N]\n"
     "                   [--min-time S] [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
     "                   [--selectivity S1,S2,... [--filter-modes auto,walk,exact]]\n"
+    "                   [--scale C]\n"
     "  files: .fvecs .bvecs .ivecs .fbin .u8bin .ibin, IDX images (.gz), or an ann-benchmarks .hdf5\n"
     "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
     "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
-    "         \"IVF4096,Flat\", ...); DESC@gpu puts a FAISS index on GPU 0; GGNN[<k_build>] is GGNN\n"
+    "         \"IVF4096,Flat\", ...); DESC@gpu puts a FAISS index on GPU 0, DESC@gpus=N sharded on\n"
+    "         GPUs 0..N-1 (FAISS's index_cpu_to_gpu_multiple, trained on GPU 0 first); graft's\n"
+    "         \",gpus=0-3\" shards its index itself; GGNN[<k_build>] is GGNN\n"
+    "  --scale C: a d = 128 SIFT base grown to C cell-permuted copies (bench_bang --scale's data;\n"
+    "         queries permuted as copy q mod C; the ground truth is computed, --gt is refused)\n"
     "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n";
 
 bool split_numbers(const std::string& s, std::vector<double>* out) {
@@ -183,7 +189,12 @@ bool parse(int argc, char** argv, Options* o) {
                 o->filter_modes.push_back(m);
                 i = j + 1;
             }
-        } else return fail("unknown option " + a);
+        }
+        else if (a == "--scale") {
+            o->scale = atoi(v.c_str());
+            if (o->scale < 1 || o->scale > 2000) return fail("--scale: " + v + ", need 1..2000 copies");
+        }
+        else return fail("unknown option " + a);
     }
     if (o->base.empty()) return fail("--base is required");
     if (o->indexes.empty()) return fail("at least one --index is required");
@@ -507,6 +518,7 @@ struct IndexSpec {
     const char* system = "faiss-cpu";
     const char* family = "";
     bool graft = false, faiss_gpu = false, ggnn = false;
+    int faiss_gpus = 0;  // DESC@gpus=N: FAISS's sharded GPU index over GPUs 0..N-1
     int ggnn_k_build = 24, ggnn_iterations = 400;
     float ggnn_tau_build = 0.5f;
     std::string knob;  // "" when nothing is swept
@@ -519,8 +531,16 @@ bool contains(const std::string& s, const char* part) { return s.find(part) != s
 bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::string* err) {
     s->desc = desc;
     s->factory = desc;
-    if (ends_with(desc, "@gpu")) {
-        s->factory = desc.substr(0, desc.size() - 4);
+    const size_t at_gpus = desc.rfind("@gpus=");
+    if (at_gpus != std::string::npos) {
+        s->faiss_gpus = atoi(desc.c_str() + at_gpus + 6);
+        if (s->faiss_gpus < 1 || desc.find_first_not_of("0123456789", at_gpus + 6) != std::string::npos) {
+            *err = desc + ": @gpus=N takes the number of GPUs (0..N-1), N >= 1";
+            return false;
+        }
+    }
+    if (ends_with(desc, "@gpu") || at_gpus != std::string::npos) {
+        s->factory = desc.substr(0, at_gpus != std::string::npos ? at_gpus : desc.size() - 4);
         s->faiss_gpu = true;
         s->system = "faiss-gpu";
         if (contains(s->factory, "Graft")) {
@@ -598,6 +618,7 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
 struct Built {
 #ifdef GRAFT_BENCH_FAISS_GPU
     std::unique_ptr<faiss::gpu::StandardGpuResources> res;
+    std::vector<std::unique_ptr<faiss::gpu::StandardGpuResources>> multi;  // @gpus=N: one per GPU
 #endif
     std::unique_ptr<faiss::Index> index;
 };
@@ -620,12 +641,52 @@ Built make_index(const IndexSpec& s, int d, faiss::MetricType metric) {
         throw std::runtime_error(faiss_get_last_error() ? faiss_get_last_error() : "index factory failed");
     b.index.reset(reinterpret_cast<faiss::Index*>(p));
 #ifdef GRAFT_BENCH_FAISS_GPU
-    if (s.faiss_gpu) {
+    if (s.faiss_gpu && s.faiss_gpus == 0) {
         b.res.reset(new faiss::gpu::StandardGpuResources());
         b.index.reset(faiss::gpu::index_cpu_to_gpu(b.res.get(), 0, b.index.get()));
     }
+    // @gpus=N stays on the CPU, untrained, until build_faiss_sharded.
 #endif
     return b;
+}
+
+#ifdef GRAFT_BENCH_FAISS_GPU
+// FAISS's sharded GPU index, the way FAISS's own multi-GPU benchmarks make one: trained once on
+// GPU 0, the trained index cloned onto GPUs 0..N-1 as shards (GpuMultipleClonerOptions::shard;
+// adds split over them, searches on all at once, merged), then filled by add.
+void build_faiss_sharded(Built& b, const IndexSpec& s, const Dataset& D) {
+    faiss::gpu::StandardGpuResources res0;
+    if (!b.index->is_trained) {
+        std::unique_ptr<faiss::Index> g(faiss::gpu::index_cpu_to_gpu(&res0, 0, b.index.get()));
+        g->train(D.nb, D.xb.data());
+        b.index.reset(faiss::gpu::index_gpu_to_cpu(g.get()));
+    }
+    std::vector<faiss::gpu::GpuResourcesProvider*> provs;
+    std::vector<int> devs;
+    for (int i = 0; i < s.faiss_gpus; i++) {
+        b.multi.emplace_back(new faiss::gpu::StandardGpuResources());
+        provs.push_back(b.multi.back().get());
+        devs.push_back(i);
+    }
+    faiss::gpu::GpuMultipleClonerOptions opt;
+    opt.shard = true;
+    b.index.reset(faiss::gpu::index_cpu_to_gpu_multiple(provs, devs, b.index.get(), &opt));
+    b.index->add(D.nb, D.xb.data());
+}
+#endif
+
+// A sharded graft index's shard count and the distinct GPUs its shards live on (0, 0 otherwise).
+std::pair<int, int> graft_shards(faiss::Index* index) {
+    int n = 1;
+    if (faiss_graft_shard_count(reinterpret_cast<FaissIndex*>(index), &n) != 0 || n <= 1) return {0, 0};
+    std::vector<int> devs;
+    for (int i = 0; i < n; i++) {
+        double dev = -1;
+        if (faiss_graft_get_shard_param(reinterpret_cast<FaissIndex*>(index), i, "device", &dev) == 0 && dev >= 0 &&
+            std::find(devs.begin(), devs.end(), (int)dev) == devs.end())
+            devs.push_back((int)dev);
+    }
+    return {n, (int)devs.size()};
 }
 
 // Applies knob = v to the index.
@@ -791,11 +852,24 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                       const bench::Deadline& deadline, const std::vector<Filter>& filters) {
     IndexResult res;
     const faiss::MetricType metric = D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
-    const size_t gpu0 = bench::gpu_used_bytes();
-    size_t gpu_max = gpu0;
+    // Every device's use: sharded indexes spread over several.
+    const std::vector<size_t> gpu0 = bench::gpu_used_bytes_per_device();
+    std::vector<size_t> gpu_max = gpu0;
     reset_host_peak();
     const size_t host0 = proc_status_kb("VmRSS:") * 1024;
-    auto sample = [&] { gpu_max = std::max(gpu_max, bench::gpu_used_bytes()); };
+    auto sample = [&] {
+        const std::vector<size_t> now = bench::gpu_used_bytes_per_device();
+        for (size_t i = 0; i < now.size() && i < gpu_max.size(); i++) gpu_max[i] = std::max(gpu_max[i], now[i]);
+    };
+    auto per_device = [&](std::string* note) {
+        size_t sum = 0;
+        for (size_t i = 0; i < gpu0.size(); i++) {
+            const size_t used = gpu_max[i] - gpu0[i];
+            sum += used;
+            if (note) *note += (note->empty() ? "GPU MiB per device: " : "/") + std::to_string(used >> 20);
+        }
+        return sum;
+    };
     const int threads = omp_get_max_threads();
     const bool cpu_system = !strcmp(s.system, "faiss-cpu") || !strcmp(s.system, "reference");
     try {
@@ -804,14 +878,30 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
         {
             Ticker tick("building " + s.desc);
             const double t0 = now_s();
-            if (!index->is_trained) index->train(D.nb, D.xb.data());
-            index->add(D.nb, D.xb.data());
+#ifdef GRAFT_BENCH_FAISS_GPU
+            if (s.faiss_gpus > 0) {
+                build_faiss_sharded(b, s, D);
+                index = b.index.get();
+            } else
+#endif
+            {
+                if (!index->is_trained) index->train(D.nb, D.xb.data());
+                index->add(D.nb, D.xb.data());
+            }
+            // graft's graph + PQ index builds its graph at the first search (on every shard at
+            // once when sharded): a one-query search puts that build in build_s.
+            if (s.graft && contains(s.factory, ",PQ")) {
+                std::vector<float> d1(D.k);
+                std::vector<faiss::Index::idx_t> i1(D.k);
+                index->search(1, D.xq.data(), D.k, d1.data(), i1.data());
+            }
             res.build_s = now_s() - t0;
         }
         sample();
         printf("%s: built in %.2f s\n", s.desc.c_str(), res.build_s);
         fflush(stdout);
 
+        const std::pair<int, int> shards = s.graft ? graft_shards(index) : std::pair<int, int>{0, 0};
         std::vector<double> values = s.sweep;
         if (values.empty()) values.push_back(NAN);  // one configuration, no knob
         std::vector<float> dist((size_t)(D.nq * D.k));
@@ -831,6 +921,9 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 r.build_s = res.build_s;
                 if (cpu_system) r.threads = threads;
                 if (!filters.empty()) r.params.add("selectivity", 1.0);
+                // The GPU count of sharded indexes (graft's distinct shard devices, FAISS's @gpus=N).
+                if (shards.first > 1) r.params.add("gpus", shards.second, false).add("shards", shards.first, false);
+                if (s.faiss_gpus > 0) r.params.add("gpus", s.faiss_gpus, false);
                 return r;
             };
             std::vector<bench::Rec> recs;
@@ -910,11 +1003,13 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
             }
             Status::clear();
-            res.gpu_bytes = gpu_max - gpu0;
+            std::string dev_note;
+            res.gpu_bytes = per_device(gpu0.size() > 1 ? &dev_note : nullptr);
             res.host_bytes = std::max<size_t>(proc_status_kb("VmHWM:") * 1024, host0) - host0;
             for (bench::Rec& r : recs) {
                 r.gpu_bytes = res.gpu_bytes;
                 r.host_bytes = res.host_bytes;
+                if (!dev_note.empty()) r.note += (r.note.empty() ? "" : "; ") + dev_note;
                 out.record(D, std::move(r));
             }
         }
@@ -958,6 +1053,15 @@ int main(int argc, char** argv) {
             fprintf(stderr, "graft-bench: %s\n", err.c_str());
             return 2;
         }
+    }
+    if (o.scale > 1) {
+        if (D.d != bench::kCells * bench::kBins || !o.gt.empty() || is_hdf5(o.base)) {
+            fprintf(stderr, "graft-bench: --scale needs a d = 128 SIFT base with its own queries and no --gt "
+                            "(the grown set's ground truth is computed)\n");
+            return 2;
+        }
+        Ticker tick("growing the base to " + std::to_string(o.scale) + " cell-permuted copies");
+        bench::scale_by_cells(D, o.scale);
     }
     // Every index string is checked on the data's dimension before any long phase starts.
     for (const IndexSpec& s : specs) {

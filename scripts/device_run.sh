@@ -43,6 +43,17 @@
 #                                              #     first three on Fashion-MNIST (no FAISS GPU, no
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
+#   bash scripts/device_run.sh --no-tests --bench-shards
+#                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
+#                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
+#                                              #     50M cell-permuted copies (--scale 10 / 50), build time and
+#                                              #     QPS by recall of GraftGraph on 1 GPU, "GraftGraph,gpus=0-1"
+#                                              #     and (4+ GPUs) "GraftGraph,gpus=0-3", against FAISS's
+#                                              #     IVF16384,Flat@gpu / @gpus=2 / @gpus=4 (sharded GPU
+#                                              #     IVF-Flat); records carry params.gpus; into $OUT:
+#                                              #     shards.log, graft-bench.jsonl. GRAFT_SHARDS_SCALES="10 50"
+#                                              #     (default) picks the sizes, GRAFT_SHARDS_INDEX="GraftGraph"
+#                                              #     the graft index (e.g. "GraftGraph,PQ32")
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --faiss-gpu --bench
@@ -75,7 +86,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -94,6 +105,7 @@ for a in "$@"; do
     --filter-bench) filter_bench=1 ;;
     --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
     --graft-bench-storage) storage_bench=1 ;;
+    --bench-shards) bench_shards=1 faiss_gpu=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -112,7 +124,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || bench_shards ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -472,6 +484,35 @@ if [ $storage_bench = 1 ]; then
       2>&1 | tee -a "$OUT/graft-bench-storage.log"
   fi
   stamp "graft-bench (storages) done"
+fi
+
+if [ $bench_shards = 1 ]; then
+  link_faiss_gpu
+  ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | tail -40; exit 1; }
+  wait_dense_sift
+  ngpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+  stamp "sharded benchmark on $ngpu GPU(s): $(nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tr '\n' ';')"
+  gidx=${GRAFT_SHARDS_INDEX:-GraftGraph}
+  idx=(--index "$gidx")
+  fidx=(--index IVF16384,Flat@gpu)
+  [ $ngpu -ge 2 ] && idx+=(--index "$gidx,gpus=0-1") && fidx+=(--index IVF16384,Flat@gpus=2)
+  [ $ngpu -ge 4 ] && idx+=(--index "$gidx,gpus=0-3") && fidx+=(--index IVF16384,Flat@gpus=4)
+  fidx+=(--sweep nprobe=16,32,64,128,256)
+  [ -f $fgpu/faiss/libfaiss.a ] || { fidx=(); stamp "no FAISS GPU (setup.log, build.log): graft alone"; }
+  [ $ngpu -ge 2 ] || stamp "one GPU: the 1-GPU rows only (the comparison needs nvidia-h200-x2 or larger)"
+  for c in ${GRAFT_SHARDS_SCALES:-10 50}; do
+    left=$(seconds_left)
+    [ $left -ge 120 ] || { stamp "--scale $c skipped: ${left}s left before GRAFT_DEADLINE"; continue; }
+    stamp "graft-bench --scale $c (${left}s at most); nvidia-smi memory per GPU after each index: shards.log"
+    # One search batch of all 10k queries; L / nprobe swept to recall@10 >= 0.95 and past it.
+    GRAFT_DEVICE_NAME="$gpu_name x$ngpu" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
+      timeout $left ./build-device/bench/graft-bench --base $dense/base.u8bin --query $dense/query.u8bin \
+      --name dense-sift1m --scale $c --k 10 --batch 10000 --latency-queries 0 --out "$OUT" \
+      --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) \
+      --sweep L=32,64,96,128,192,256 "${idx[@]}" "${fidx[@]}" 2>&1 | tee -a "$OUT/shards.log"
+    nvidia-smi --query-gpu=index,memory.used --format=csv >>"$OUT/shards.log" 2>&1
+  done
+  stamp "sharded benchmark done"
 fi
 
 if [ $bench = 1 ]; then

@@ -12,6 +12,7 @@
 #include <faiss/impl/ThreadedIndex.h>
 #include <faiss/index_factory.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 #include "GraftIndexFlat.h"
 #include "GraftIndexGraph.h"
 #include "GraftIndexGraphPQ.h"
+#include "GraftIndexShards.h"
 #include "graft_faiss_c.h"
 
 namespace {
@@ -34,9 +36,12 @@ const char* const kAccepted =
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
-        "budget; optionally after FAISS vector-transform prefixes (\"PCA64,GraftGraph\", "
-        "\"OPQ16_64,GraftFlat\", \"OPQ32_128,GraftGraph,PQ32\" or its form \"GraftGraph,OPQ32,PQ32\", "
-        "\"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
+        "budget; \",gpus=all\", \",gpus=0-3\" or \",gpus=0,1\" spread the index over those GPUs "
+        "(one shard per listed GPU; a GPU may repeat), \",shards=N\" makes N shards on the "
+        "chosen device (\"GraftGraph,shards=2,cpu\"), and \",replicas\" after either makes "
+        "full replicas instead of shards; optionally after FAISS vector-transform prefixes "
+        "(\"PCA64,GraftGraph\", \"OPQ16_64,GraftFlat\", \"OPQ32_128,GraftGraph,PQ32\" or its form "
+        "\"GraftGraph,OPQ32,PQ32\", \"L2norm,GraftFlat\", ...) or \"IDMap,\" / \"IDMap2,\", and "
         "optionally followed by \",RFlat\", \",IDMap\" or \",IDMap2\"";
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -89,6 +94,35 @@ bool parse_device_option(const std::string& c, const std::string& desc, int* dev
     return true;
 }
 
+constexpr int kMaxShards = 256;  // one per GPU, or a few per GPU: far more would be a typo
+
+// "all", "0-3", "0,1,1": the devices, one shard each (a device may repeat: two shards on one GPU).
+void parse_gpu_list(const std::string& list, const std::string& desc, std::vector<int>* out) {
+    if (list == "all") {
+        int n = graft_gpu_count();
+        GRAFT_REQUIRE(n > 0,
+                      "faiss_graft_index_factory: \"%s\": gpus=all, but no CUDA device is visible "
+                      "(CPU shards are \"shards=N,cpu\"); %s",
+                      desc.c_str(), kAccepted);
+        for (int i = 0; i < n; i++) out->push_back(i);
+        return;
+    }
+    for (const std::string& item : split_commas(list)) {
+        size_t dash = item.find('-');
+        int a = -1, b = -1;
+        bool ok = dash == std::string::npos
+                          ? parse_small_int(item, &a) && (b = a, true)
+                          : parse_small_int(item.substr(0, dash), &a) &&
+                                    parse_small_int(item.substr(dash + 1), &b) && a <= b;
+        GRAFT_REQUIRE(ok && b - a < kMaxShards && (int)out->size() + (b - a) < kMaxShards,
+                      "faiss_graft_index_factory: bad GPU list \"gpus=%s\" in \"%s\": use "
+                      "gpus=all, a range gpus=0-3 or a list gpus=0,1 (a device may repeat: gpus=0,0 "
+                      "is two shards on GPU 0), at most %d entries; %s",
+                      list.c_str(), desc.c_str(), kMaxShards, kAccepted);
+        for (int g = a; g <= b; g++) out->push_back(g);
+    }
+}
+
 // One graft component of a description ("GraftFlat", "GraftGraph64", "GraftGraph32,PQ16") with
 // its options.
 struct GraftSpec {
@@ -100,9 +134,38 @@ struct GraftSpec {
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
     long long budget_mib = -1;  // graph + PQ: GPU budget in MiB, -1 = default
+    std::vector<int> gpus;      // gpus=LIST: one shard per entry, on that device
+    int shards = 0;             // shards=N: N shards on `device`
+    bool replicas = false;      // replicas instead of shards
     std::string desc;           // the whole description, for messages
 
+    // The index: one graft index, or shards / replicas of them, one per device.
     faiss::Index* make(int d, faiss::MetricType metric) const {
+        if (gpus.empty() && shards == 0) return make_one(d, metric, device);
+        std::vector<int> devs = gpus;
+        if (devs.empty()) devs.assign(shards, device);
+        std::unique_ptr<faiss::ThreadedIndex<faiss::Index>> t;
+        if (replicas)
+            t.reset(new graft::GraftIndexReplicas(d, metric));
+        else
+            t.reset(new graft::GraftIndexShards(d, metric));
+        t->own_fields = true;
+        for (int dev : devs) {
+            // Shards sharing a GPU share its memory: a graph + PQ shard's default resident budget
+            // (half the device) is split between them, so that AUTO mode picks out-of-core where
+            // all of them in-memory would not fit.
+            const long long same = std::count(devs.begin(), devs.end(), dev);
+            GraftSpec one_spec = *this;
+            if (M > 0 && budget_mib < 0 && same > 1 && dev >= 0)
+                one_spec.budget_mib = (long long)(graft_gpu_memory(dev) >> 20) / (2 * same);
+            std::unique_ptr<faiss::Index> one(one_spec.make_one(d, metric, dev));
+            t->addIndex(one.get());
+            one.release();
+        }
+        return t.release();
+    }
+
+    faiss::Index* make_one(int d, faiss::MetricType metric, int device) const {
         if (M > 0) {
             // d is the dimension graft's index sees (after any transform prefix).
             GRAFT_REQUIRE(d % M == 0,
@@ -213,10 +276,39 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                               desc.c_str(), kAccepted);
                 spec.mode = c == "ooc" ? GRAFT_BANG_OUT_OF_CORE : GRAFT_BANG_IN_MEMORY;
             }
+        } else if (starts_with(c, "gpus=")) {
+            GRAFT_REQUIRE(spec.gpus.empty(),
+                          "faiss_graft_index_factory: \"%s\" names gpus= twice; %s",
+                          desc.c_str(), kAccepted);
+            // "gpus=0,1": the list's further entries are components of their own.
+            std::string list = c.substr(5);
+            while (j + 1 < comps.size() && !comps[j + 1].empty() &&
+                   comps[j + 1].find_first_not_of("0123456789-") == std::string::npos)
+                list += "," + comps[++j];
+            parse_gpu_list(list, desc, &spec.gpus);
+        } else if (starts_with(c, "shards=")) {
+            GRAFT_REQUIRE(spec.shards == 0 && parse_small_int(c.substr(7), &spec.shards) &&
+                                  spec.shards >= 1 && spec.shards <= kMaxShards,
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "shards=N once, 1 <= N <= %d shards on the chosen device; %s",
+                          c.c_str(), desc.c_str(), kMaxShards, kAccepted);
+        } else if (c == "replicas") {
+            GRAFT_REQUIRE(!spec.replicas, "faiss_graft_index_factory: \"%s\" names replicas twice; %s",
+                          desc.c_str(), kAccepted);
+            spec.replicas = true;
         } else {
             break;
         }
     }
+    GRAFT_REQUIRE(spec.gpus.empty() || (spec.shards == 0 && !have_device),
+                  "faiss_graft_index_factory: \"%s\": gpus=LIST places one shard on each listed "
+                  "GPU; it takes neither shards=N nor cpu / gpu=N (shards=N,gpu=N makes N shards on "
+                  "GPU N); %s",
+                  desc.c_str(), kAccepted);
+    GRAFT_REQUIRE(!spec.replicas || !spec.gpus.empty() || spec.shards > 0,
+                  "faiss_graft_index_factory: \"%s\": replicas of what? \"replicas\" goes with "
+                  "gpus=LIST (one replica per GPU) or shards=N (N replicas); %s",
+                  desc.c_str(), kAccepted);
     for (size_t s = j; s < comps.size(); s++) {
         GRAFT_REQUIRE((!starts_with(comps[s], "PQ") && comps[s] != "FP16" && comps[s] != "SQ8" &&
                        comps[s] != "SQfp16") || !spec.graph,
@@ -227,7 +319,10 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      pq ? ", L=NN, ooc, inmem, budget=MiB" : spec.graph ? ", L=NN" : "", kAccepted);
+                      pq ? ", L=NN, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, gpus=LIST, shards=N, replicas"
+                                      : ", gpus=LIST, shards=N, replicas",
+                      kAccepted);
     }
 
     if (graft_at == 0 && j == comps.size()) return spec.make(d, metric);
@@ -317,9 +412,47 @@ std::vector<graft::NamedParameters*> graft_indexes(FaissIndex* index, const char
     return found;
 }
 
+// The shards / replicas inside `index` (through IDMap/IDMap2 and IndexPreTransform), or nullptr.
+faiss::ThreadedIndex<faiss::Index>* find_threaded(faiss::Index* index) {
+    for (faiss::Index* cur = index; cur;) {
+        if (auto* t = dynamic_cast<faiss::ThreadedIndex<faiss::Index>*>(cur)) return t;
+        if (auto* m = dynamic_cast<faiss::IndexIDMap*>(cur))
+            cur = m->index;
+        else if (auto* pt = dynamic_cast<faiss::IndexPreTransform*>(cur))
+            cur = pt->index;
+        else
+            return nullptr;
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
+
+int faiss_graft_shard_count(const FaissIndex* index, int* count) {
+    try {
+        FAISS_THROW_IF_NOT_MSG(index && count, "faiss_graft_shard_count: NULL argument");
+        auto* t = find_threaded(const_cast<faiss::Index*>(reinterpret_cast<const faiss::Index*>(index)));
+        *count = t ? t->count() : 1;
+        return 0;
+    }
+    CATCH_AND_HANDLE
+}
+
+int faiss_graft_get_shard_param(const FaissIndex* index, int shard, const char* name, double* value) {
+    try {
+        const char* fn = "faiss_graft_get_shard_param";
+        FAISS_THROW_IF_NOT_MSG(index && name && value, "faiss_graft_get_shard_param: NULL argument");
+        auto* t = find_threaded(const_cast<faiss::Index*>(reinterpret_cast<const faiss::Index*>(index)));
+        GRAFT_REQUIRE(t, "%s: not a sharded or replicated index (faiss_graft_get_param reads a single one)",
+                      fn);
+        GRAFT_REQUIRE(shard >= 0 && shard < t->count(), "%s: shard %d of %d", fn, shard, t->count());
+        *value = graft_indexes(reinterpret_cast<FaissIndex*>(t->at(shard)), fn)[0]->get_param(name);
+        return 0;
+    }
+    CATCH_AND_HANDLE
+}
 
 int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* description,
                               FaissMetricType metric) {
@@ -368,7 +501,17 @@ int faiss_graft_set_param(FaissIndex* index, const char* name, double value) {
 int faiss_graft_get_param(FaissIndex* index, const char* name, double* value) {
     try {
         FAISS_THROW_IF_NOT_MSG(value, "faiss_graft_get_param: value is NULL");
-        *value = graft_indexes(index, "faiss_graft_get_param")[0]->get_param(name);
+        std::vector<graft::NamedParameters*> found = graft_indexes(index, "faiss_graft_get_param");
+        *value = found[0]->get_param(name);
+        // Sharded: the device bytes of all shards, and the longest build (they ran at once).
+        if (name && find_threaded(reinterpret_cast<faiss::Index*>(index))) {
+            const std::string n = name;
+            if (n == "gpu_bytes" || n == "build_seconds")
+                for (size_t i = 1; i < found.size(); i++) {
+                    const double v = found[i]->get_param(name);
+                    *value = n == "gpu_bytes" ? *value + v : std::max(*value, v);
+                }
+        }
         return 0;
     }
     CATCH_AND_HANDLE

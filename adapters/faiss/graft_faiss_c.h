@@ -95,6 +95,16 @@ int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_in
  *                        (out-of-core: graph and vectors stay in host memory), ",inmem" (all on
  *                        the GPU) and ",budget=MiB" (GPU memory the index keeps resident;
  *                        without ooc/inmem, in-memory is chosen when everything fits it)
+ *   ",gpus=LIST"         after any of them: one index per listed GPU, as a graft::GraftIndexShards
+ *                        (a threaded faiss::IndexShards, GraftIndexShards.h): adds split evenly,
+ *                        every shard's graph built on its own GPU at once, searches on all shards
+ *                        at once, merged; ids as a single index gives them (add order). LIST:
+ *                        "all", a range "0-3", a list "0,1" (a device may repeat: "gpus=0,0" is
+ *                        two shards on GPU 0)
+ *   ",shards=N"          N shards on the chosen device ("GraftGraph,shards=2,cpu")
+ *   ",replicas"          with gpus= or shards=: full replicas (graft::GraftIndexReplicas, a
+ *                        faiss::IndexReplicas), every add to all, a search's queries split over
+ *                        them. Graph + PQ shards and replicas train once and share the codebooks
  * Any of them may follow FAISS vector-transform prefixes ("PCA64,GraftFlat", "OPQ16_64,GraftFlat",
  * "L2norm,GraftFlat"; "GraftGraph,OPQ32,PQ32" is read as "OPQ32,GraftGraph,PQ32") or "IDMap," / "IDMap2,", and be followed by ",RFlat", ",IDMap", ",IDMap2":
  * FAISS builds those wrappers and graft's index takes the place of their inner Flat (wrappers over
@@ -152,12 +162,22 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
 int faiss_graft_set_param(FaissIndex* index, const char* name, double value);
 int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
 
+/* Sharded and replicated indexes (factory ",gpus=LIST" / ",shards=N" / ",replicas", a GRFTSHRD
+ * record, or FAISS's IndexShards / IndexReplicas; looked up through IndexIDMap/IDMap2 and
+ * IndexPreTransform). faiss_graft_set_param sets every shard and faiss_graft_get_param reads
+ * shard 0, except "gpu_bytes" (the sum over the shards) and "build_seconds" (the longest: the
+ * shards build at once); these read one shard, e.g. its "device", or the PQ index's "gpu_bytes" (the device
+ * memory each shard holds). faiss_graft_shard_count gives 1 for an index that is neither. */
+int faiss_graft_shard_count(const FaissIndex* index, int* count);
+int faiss_graft_get_shard_param(const FaissIndex* index, int shard, const char* name, double* value);
+
 /* index->search restricted to the ids `sel` accepts (faiss::SearchParameters::sel; FAISS 1.7.3's
  * C API has no SearchParameters). sel == NULL: a plain search. Works on graft flat indexes (exact,
  * equal to IndexFlat with the same selector; searched with the CPU reference even on a GPU), on
  * graft graph and graph + PQ indexes (on their device; k results whenever at least k ids pass:
  * exact over the passing ids or a walk with a widened beam, graft/graph.h), on IndexPreTransform
- * over them, and on every FAISS index whose search takes a selector (IndexFlat, IndexIVF*);
+ * over them, on graft's sharded and replicated indexes (",gpus=" / ",shards=": the selector sees
+ * their ids), and on every FAISS index whose search takes a selector (IndexFlat, IndexIVF*);
  * FAISS 1.7.3's IndexIDMap, IndexShards and IndexRefine refuse it with an error. */
 int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const float* x, idx_t k,
                                      const FaissIDSelector* sel, float* distances, idx_t* labels);
@@ -188,6 +208,20 @@ int faiss_graft_read_index_fname(const char* fname, int io_flags, FaissIndex** p
 /* faiss_graft_read_index with graft records loaded onto `device` (-1: the CPU reference, >= 0:
  * that CUDA device, -2: automatic as above). FAISS records are read as FAISS reads them. */
 int faiss_graft_read_index_device(FILE* f, int io_flags, int device, FaissIndex** p_out);
+/* Sharded and replicated indexes (graft::GraftIndexShards / GraftIndexReplicas, or FAISS's
+ * IndexShards (successive_ids) / IndexReplicas whose shards are all graft indexes) are written as
+ * a GRFTSHRD record: magic, uint32 version 1, uint32 kind (1 shards, 2 replicas), uint32 nshard,
+ * uint32 0, int64 next id; for shards, per shard an int64 count and that many (int64 local,
+ * int64 global) id runs (GraftIndexShards.h); uint64 FNV-1a checksum; then each shard's own graft
+ * record. The readers above load it as written (every shard on the automatic device); these
+ * place it: `placement` is NULL or "" (as written), "cpu", "gpu=N", "gpus=all", "gpus=0-3" or
+ * "gpus=0,1" (shard i onto the (i mod count)-th listed device: fewer or more GPUs than shards),
+ * optionally with ",shards=N": the vectors are spread over N shards (ids kept; graphs built again,
+ * PQ codebooks kept; N = 1 gives a single index, and a single index's record read with shards=N
+ * gives N shards). Bad placements fail with a message. */
+int faiss_graft_read_index_placed(FILE* f, int io_flags, const char* placement, FaissIndex** p_out);
+int faiss_graft_read_index_placed_fname(const char* fname, int io_flags, const char* placement,
+                                        FaissIndex** p_out);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <typeinfo>
 #include <vector>
 
 #include <faiss/IndexIDMap.h>
@@ -19,12 +21,14 @@
 #include "GraftIndexFlat.h"
 #include "GraftIndexGraph.h"
 #include "GraftIndexGraphPQ.h"
+#include "GraftIndexShards.h"
 #include "graft/io.h"
 #include "graft_faiss_c.h"
 
 namespace {
 
 const char kIdMapMagic[] = "GRFTIDMP";
+const char kShardsMagic[] = "GRFTSHRD";
 
 // Throws a faiss::FaissException whose what() is just the message (faiss_get_last_error()).
 [[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char* fmt, ...) {
@@ -107,9 +111,61 @@ bool write_idmap(const faiss::IndexIDMap* m, FILE* f) {
     return write_graft(m->index, f);
 }
 
+constexpr uint32_t kMaxShards = 256;  // as the factory's limit
+
+// GraftIndexShards / GraftIndexReplicas (or FAISS's IndexShards / IndexReplicas) over graft
+// indexes: GRFTSHRD, uint32 version 1, uint32 kind (1 shards, 2 replicas), uint32 nshard,
+// uint32 0, int64 next id; for shards then per shard int64 nruns and nruns pairs of int64 (local,
+// global) id runs (GraftIndexShards.h); uint64 checksum of those bytes; then each shard's graft
+// record. FAISS's IndexShards is written with the ids its successive_ids search gives. False
+// (nothing written) when a shard is not a graft index.
+bool write_shards(const faiss::ThreadedIndex<faiss::Index>* t, FILE* f) {
+    auto* gs = dynamic_cast<const graft::GraftIndexShards*>(t);
+    auto* fs = dynamic_cast<const faiss::IndexShards*>(t);
+    auto* fr = dynamic_cast<const faiss::IndexReplicas*>(t);
+    if (!fs && !fr) return false;
+    if (t->count() == 0 || (uint32_t)t->count() > kMaxShards) return false;
+    for (int i = 0; i < t->count(); i++)
+        if (!is_graft_index(t->at(i))) return false;
+    REQUIRE(!fs || gs || fs->successive_ids,
+            "faiss_graft_write_index: an IndexShards without successive_ids over graft indexes "
+            "cannot be written (graft indexes take no ids of their own)");
+    unsigned char h[32], buf[16];
+    std::memcpy(h, kShardsMagic, 8);
+    put_le(h + 8, 1, 4);
+    put_le(h + 12, fs ? 1 : 2, 4);
+    put_le(h + 16, (uint64_t)t->count(), 4);
+    put_le(h + 20, 0, 4);
+    put_le(h + 24, gs ? (uint64_t)gs->next_id : fs ? (uint64_t)fs->ntotal : 0, 8);
+    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
+    put(f, h, sizeof h, sum);
+    faiss::Index::idx_t start = 0;
+    for (int i = 0; fs && i < t->count(); i++) {
+        std::vector<graft::IdRun> runs;
+        if (gs)
+            runs = gs->shard_runs(i);
+        else if (t->at(i)->ntotal > 0)
+            runs.push_back({0, start});
+        start += t->at(i)->ntotal;
+        put_le(buf, runs.size(), 8);
+        put(f, buf, 8, sum);
+        for (const graft::IdRun& r : runs) {
+            put_le(buf, (uint64_t)r.local, 8);
+            put_le(buf + 8, (uint64_t)r.global, 8);
+            put(f, buf, 16, sum);
+        }
+    }
+    put_le(buf, sum, 8);
+    put(f, buf, 8, sum);
+    for (int i = 0; i < t->count(); i++) write_graft(t->at(i), f);
+    return true;
+}
+
 void write_any(const faiss::Index* idx, FILE* f) {
     REQUIRE(idx && f, "faiss_graft_write_index: NULL argument");
     if (write_graft(idx, f)) return;
+    if (auto* t = dynamic_cast<const faiss::ThreadedIndex<faiss::Index>*>(idx))
+        if (write_shards(t, f)) return;
     if (auto* m = dynamic_cast<const faiss::IndexIDMap*>(idx))
         if (write_idmap(m, f)) return;
     faiss::write_index(idx, f);
@@ -141,7 +197,8 @@ void adopt(graft::GraftIndexFlat* g, FlatPtr fl, const graft_flat_params& p) {
 
 bool is_graft_magic(const unsigned char* magic) {
     return !std::memcmp(magic, GRAFT_FLAT_MAGIC, 8) || !std::memcmp(magic, GRAFT_GRAPH_MAGIC, 8) ||
-           !std::memcmp(magic, GRAFT_BANG_MAGIC, 8) || !std::memcmp(magic, kIdMapMagic, 8);
+           !std::memcmp(magic, GRAFT_BANG_MAGIC, 8) || !std::memcmp(magic, kIdMapMagic, 8) ||
+           !std::memcmp(magic, kShardsMagic, 8);
 }
 
 // The 8-byte magic at f's position, put back (seek, or ungetc on pipes).
@@ -224,17 +281,183 @@ faiss::Index* read_idmap(FILE* f, int device) {
     return m.release();
 }
 
+// Where a read puts graft's indexes: shard i on devices[i % size] (empty: automatic), and how
+// many shards (0: as written).
+struct Placement {
+    std::vector<int> devices;
+    int shards = 0;
+    int device(int i) const { return devices.empty() ? kAutoDevice : devices[i % devices.size()]; }
+};
+
+// An empty graft index like `old` (type, metric, parameters, PQ codebooks) on `device`.
+std::unique_ptr<faiss::Index> make_like(const faiss::Index* old, int device) {
+    const int dev = device == kAutoDevice ? (graft_gpu_available() ? 0 : -1) : device;
+    if (auto* g = dynamic_cast<const graft::GraftIndexFlat*>(old)) {
+        graft_flat_params p = g->flat_params;
+        p.device = dev;
+        return std::make_unique<graft::GraftIndexFlat>(g->d, g->metric_type, &p);
+    }
+    if (auto* g = dynamic_cast<const graft::GraftIndexGraph*>(old)) {
+        graft_gindex_params p = graft_gindex_get_params(g->gindex);
+        p.device = dev;
+        return std::make_unique<graft::GraftIndexGraph>(g->d, g->metric_type, &p);
+    }
+    auto* g = dynamic_cast<const graft::GraftIndexGraphPQ*>(old);
+    REQUIRE(g, "faiss_graft_read_index: not a graft index");
+    graft_bindex_params p = graft_bindex_get_params(g->bindex);
+    p.device = dev;
+    const graft_pq* pq = graft_bindex_pq(g->bindex);
+    auto out = std::make_unique<graft::GraftIndexGraphPQ>(g->d, pq ? pq->M : p.pq.M, g->metric_type, &p);
+    if (pq) {
+        graft::throw_if_error(graft_bindex_set_pq(out->bindex, pq), "faiss_graft_read_index");
+        out->is_trained = true;
+    }
+    return out;
+}
+
+// The read shards (or replicas) as the placement asks: as written onto its devices, or their
+// vectors in id order spread over a new number of shards (graphs built again; PQ codebooks kept).
+faiss::Index* place(std::vector<std::unique_ptr<faiss::Index>> parts,
+                    std::vector<std::vector<graft::IdRun>> runs, int64_t next_id, bool replicas,
+                    const Placement& pl, bool resharding) {
+    const int want = pl.shards ? pl.shards : (int)parts.size();
+    const faiss::Index* first = parts[0].get();
+    if (!resharding && want == 1) return parts[0].release();
+    std::unique_ptr<faiss::ThreadedIndex<faiss::Index>> t;
+    if (replicas)
+        t.reset(new graft::GraftIndexReplicas(first->d, first->metric_type));
+    else
+        t.reset(new graft::GraftIndexShards(first->d, first->metric_type));
+    t->own_fields = true;
+    if (!resharding) {
+        for (auto& p : parts) {
+            t->addIndex(p.get());
+            p.release();
+        }
+        if (auto* gs = dynamic_cast<graft::GraftIndexShards*>(t.get())) {
+            for (int i = 0; i < gs->count(); i++) gs->set_runs(i, std::move(runs[i]));
+            gs->next_id = next_id;
+        }
+        return t.release();
+    }
+    // Every vector, at its id (replicas: replica 0 holds them all).
+    const int64_t d = first->d;
+    int64_t total = replicas ? first->ntotal : 0;
+    if (!replicas) {
+        for (auto& p : parts) total += p->ntotal;
+        REQUIRE(total == next_id,
+                "faiss_graft_read_index: the sharded index holds %lld vectors under ids up to %lld "
+                "(a shard was removed): it reads back onto its own shard count only",
+                (long long)total, (long long)next_id);
+    }
+    std::vector<float> x((size_t)total * d);
+    for (size_t s = 0; s < (replicas ? 1 : parts.size()); s++) {
+        const std::vector<graft::IdRun>& r = runs[s];
+        for (size_t j = 0; j < r.size(); j++) {
+            int64_t end = j + 1 < r.size() ? r[j + 1].local : parts[s]->ntotal;
+            for (int64_t l = r[j].local; l < end; l++)
+                parts[s]->reconstruct(l, x.data() + (size_t)(r[j].global + l - r[j].local) * d);
+        }
+    }
+    if (want == 1) {
+        auto one = make_like(first, pl.device(0));
+        if (total) one->add(total, x.data());
+        return one.release();
+    }
+    for (int i = 0; i < want; i++) {
+        auto one = make_like(first, pl.device(i));
+        t->addIndex(one.get());
+        one.release();
+    }
+    if (total) t->add(total, x.data());
+    return t.release();
+}
+
+// A GRFTSHRD record (write_shards).
+faiss::Index* read_shards(FILE* f, const Placement& pl) {
+    unsigned char h[32], buf[16];
+    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
+    get(f, h, sizeof h, sum, "shards header");
+    const uint32_t version = (uint32_t)get_le(h + 8, 4), kind = (uint32_t)get_le(h + 12, 4),
+                   nshard = (uint32_t)get_le(h + 16, 4), zero = (uint32_t)get_le(h + 20, 4);
+    const int64_t next_id = (int64_t)get_le(h + 24, 8);
+    REQUIRE(version == 1, "graft shards record: format version %u (this graft reads 1)", version);
+    REQUIRE(kind == 1 || kind == 2, "graft shards record: unknown kind %u", kind);
+    REQUIRE(nshard >= 1 && nshard <= kMaxShards && zero == 0 && next_id >= 0,
+            "graft shards record: bad header (%u shards, next id %lld)", nshard, (long long)next_id);
+    std::vector<std::vector<graft::IdRun>> runs(nshard);
+    for (uint32_t s = 0; kind == 1 && s < nshard; s++) {
+        get(f, buf, 8, sum, "id runs");
+        const int64_t nruns = (int64_t)get_le(buf, 8);
+        REQUIRE(nruns >= 0, "graft shards record: shard %u: %lld id runs", s, (long long)nruns);
+        for (int64_t r = 0; r < nruns; r++) {  // grown as the bytes arrive
+            get(f, buf, 16, sum, "id runs");
+            graft::IdRun run{(int64_t)get_le(buf, 8), (int64_t)get_le(buf + 8, 8)};
+            REQUIRE(run.local >= 0 && run.global >= 0 && run.global < next_id &&
+                            (runs[s].empty() || run.local > runs[s].back().local),
+                    "graft shards record: shard %u: bad id run (%lld, %lld)", s,
+                    (long long)run.local, (long long)run.global);
+            runs[s].push_back(run);
+        }
+    }
+    uint64_t want = sum;
+    get(f, buf, 8, sum, "checksum");
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    if (graft_fuzzing_ignore_checksums) want = get_le(buf, 8);
+#endif
+    REQUIRE(get_le(buf, 8) == want, "graft shards record: checksum mismatch: the record is corrupt");
+    const bool resharding = pl.shards != 0 && pl.shards != (int)nshard;
+    std::vector<std::unique_ptr<faiss::Index>> parts;
+    for (uint32_t s = 0; s < nshard; s++) {
+        unsigned char magic[8];
+        peek_magic(f, magic);
+        // Vectors that move to other shards are read on the CPU: no device work for them.
+        std::unique_ptr<faiss::Index> part = read_graft(f, magic, resharding ? -1 : pl.device(s));
+        REQUIRE(part, "graft shards record: shard %u is not a graft index record", s);
+        if (!parts.empty())
+            REQUIRE(part->d == parts[0]->d && part->metric_type == parts[0]->metric_type &&
+                            typeid(*part) == typeid(*parts[0]),
+                    "graft shards record: shard %u differs from shard 0 (type, d or metric)", s);
+        const std::vector<graft::IdRun>& r = runs[s];
+        for (size_t j = 0; j < r.size(); j++) {
+            int64_t end = j + 1 < r.size() ? r[j + 1].local : part->ntotal;
+            REQUIRE(end > r[j].local && r[j].global <= next_id - (end - r[j].local),
+                    "graft shards record: shard %u: id run %zu does not fit its %lld vectors and "
+                    "the %lld ids",
+                    s, j, (long long)part->ntotal, (long long)next_id);
+        }
+        REQUIRE(kind == 2 || part->ntotal == 0 || (!r.empty() && r[0].local == 0),
+                "graft shards record: shard %u: %lld vectors without ids", s, (long long)part->ntotal);
+        parts.push_back(std::move(part));
+    }
+    if (kind == 2) runs[0] = {{0, 0}};
+    return place(std::move(parts), std::move(runs), next_id, kind == 2, pl, resharding);
+}
+
 // Hands f to the reader its magic names.
-faiss::Index* read_any(FILE* f, int io_flags, int device) {
+faiss::Index* read_any(FILE* f, int io_flags, const Placement& pl) {
     REQUIRE(f, "faiss_graft_read_index: f is NULL");
     unsigned char magic[8];
     peek_magic(f, magic);
-    if (!std::memcmp(magic, kIdMapMagic, 8)) return read_idmap(f, device);
-    if (auto g = read_graft(f, magic, device)) return g.release();
+    if (!std::memcmp(magic, kIdMapMagic, 8)) return read_idmap(f, pl.device(0));
+    if (!std::memcmp(magic, kShardsMagic, 8)) return read_shards(f, pl);
+    const bool resharding = pl.shards > 1;
+    if (auto g = read_graft(f, magic, resharding ? -1 : pl.device(0))) {
+        if (!resharding) return g.release();
+        std::vector<std::unique_ptr<faiss::Index>> parts;
+        const int64_t n = g->ntotal;
+        parts.push_back(std::move(g));
+        return place(std::move(parts), {{{0, 0}}}, n, false, pl, true);
+    }
     return faiss::read_index(f, io_flags);
 }
+faiss::Index* read_any(FILE* f, int io_flags, int device) {
+    Placement pl;
+    if (device != kAutoDevice) pl.devices = {device};
+    return read_any(f, io_flags, pl);
+}
 
-int read_fname(const char* fname, int io_flags, int device, FaissIndex** p_out) {
+int read_fname(const char* fname, int io_flags, const Placement& pl, FaissIndex** p_out) {
     try {
         REQUIRE(fname && p_out, "faiss_graft_read_index_fname: NULL argument");
         std::unique_ptr<FILE, int (*)(FILE*)> f(fopen(fname, "rb"), fclose);
@@ -252,9 +475,75 @@ int read_fname(const char* fname, int io_flags, int device, FaissIndex** p_out) 
             return 0;
         }
         rewind(f.get());
-        *p_out = reinterpret_cast<FaissIndex*>(read_any(f.get(), io_flags, device));
+        *p_out = reinterpret_cast<FaissIndex*>(read_any(f.get(), io_flags, pl));
     }
     CATCH_AND_HANDLE
+}
+
+// "gpus=0,1" / "gpus=all" / "cpu" / "gpu=N", optionally with ",shards=N"; NULL or "": as written.
+Placement parse_placement(const char* placement) {
+    Placement pl;
+    if (!placement || !*placement) return pl;
+    const std::string desc = placement;
+    bool have_dev = false;
+    size_t start = 0;
+    std::vector<std::string> comps;
+    for (;;) {
+        size_t c = desc.find(',', start);
+        comps.push_back(desc.substr(start, c == std::string::npos ? c : c - start));
+        if (c == std::string::npos) break;
+        start = c + 1;
+    }
+    auto number = [](const std::string& t, int* v) {
+        if (t.empty() || t.size() > 5 || t.find_first_not_of("0123456789") != std::string::npos)
+            return false;
+        *v = std::stoi(t);
+        return true;
+    };
+    const char* usage = "faiss_graft_read_index: placement \"%s\": use \"gpus=all\", \"gpus=0-3\", "
+                        "\"gpus=0,1\" (shard i onto the (i mod count)-th GPU listed), \"cpu\" or "
+                        "\"gpu=N\", optionally with \",shards=N\" (spread the vectors over N shards; "
+                        "their graphs are built again)";
+    for (size_t i = 0; i < comps.size(); i++) {
+        const std::string& c = comps[i];
+        int v = 0;
+        if (c.compare(0, 7, "shards=") == 0) {
+            REQUIRE(pl.shards == 0 && number(c.substr(7), &v) && v >= 1 && v <= (int)kMaxShards,
+                    usage, placement);
+            pl.shards = v;
+        } else if (c == "cpu" || c.compare(0, 4, "gpu=") == 0) {
+            REQUIRE(!have_dev && (c == "cpu" || number(c.substr(4), &v)), usage, placement);
+            pl.devices = {c == "cpu" ? -1 : v};
+            have_dev = true;
+        } else if (c.compare(0, 5, "gpus=") == 0) {
+            REQUIRE(!have_dev, usage, placement);
+            have_dev = true;
+            std::vector<std::string> items{c.substr(5)};
+            while (i + 1 < comps.size() && !comps[i + 1].empty() &&
+                   comps[i + 1].find_first_not_of("0123456789-") == std::string::npos)
+                items.push_back(comps[++i]);
+            if (items.size() == 1 && items[0] == "all") {
+                int n = graft_gpu_count();
+                REQUIRE(n > 0, "faiss_graft_read_index: placement \"%s\": no CUDA device is visible",
+                        placement);
+                for (int g = 0; g < n; g++) pl.devices.push_back(g);
+                continue;
+            }
+            for (const std::string& it : items) {
+                size_t dash = it.find('-');
+                int a = -1, b = -1;
+                bool ok = dash == std::string::npos
+                                  ? number(it, &a) && (b = a, true)
+                                  : number(it.substr(0, dash), &a) && number(it.substr(dash + 1), &b) &&
+                                            a <= b;
+                REQUIRE(ok && pl.devices.size() + (b - a) < kMaxShards, usage, placement);
+                for (int g = a; g <= b; g++) pl.devices.push_back(g);
+            }
+        } else {
+            fail(usage, placement);
+        }
+    }
+    return pl;
 }
 
 }  // namespace
@@ -293,6 +582,24 @@ int faiss_graft_write_index_fname(const FaissIndex* idx, const char* fname) {
     CATCH_AND_HANDLE
 }
 
+int faiss_graft_read_index_placed(FILE* f, int io_flags, const char* placement, FaissIndex** p_out) {
+    try {
+        REQUIRE(p_out, "faiss_graft_read_index: p_out is NULL");
+        Placement pl = parse_placement(placement);
+        *p_out = reinterpret_cast<FaissIndex*>(read_any(f, io_flags, pl));
+    }
+    CATCH_AND_HANDLE
+}
+
+int faiss_graft_read_index_placed_fname(const char* fname, int io_flags, const char* placement,
+                                        FaissIndex** p_out) {
+    try {
+        Placement pl = parse_placement(placement);
+        return read_fname(fname, io_flags, pl, p_out);
+    }
+    CATCH_AND_HANDLE
+}
+
 int faiss_graft_read_index_device(FILE* f, int io_flags, int device, FaissIndex** p_out) {
     try {
         REQUIRE(p_out, "faiss_graft_read_index: p_out is NULL");
@@ -307,7 +614,7 @@ int faiss_graft_read_index(FILE* f, int io_flags, FaissIndex** p_out) {
 }
 
 int faiss_graft_read_index_fname(const char* fname, int io_flags, FaissIndex** p_out) {
-    return read_fname(fname, io_flags, kAutoDevice, p_out);
+    return read_fname(fname, io_flags, Placement(), p_out);
 }
 
 }  // extern "C"

@@ -18,3 +18,5 @@ const char* graft_version_string(void) {
 #include "graft_gpu.h"
 
 int graft_gpu_available(void) { return graft_gpu_device_count() > 0; }
+int graft_gpu_count(void) { return graft_gpu_device_count(); }
+size_t graft_gpu_memory(int device) { return device >= 0 ? graft_gpu_device_memory(device) : 0; }

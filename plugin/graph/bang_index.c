@@ -234,6 +234,33 @@ int graft_bindex_train(graft_bindex* g, int64_t n, const float* x) {
     return rc;
 }
 
+int graft_bindex_set_pq(graft_bindex* g, const graft_pq* pq) {
+    const char* fn = "graft_bindex_set_pq";
+    if (!g || !pq) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    GRAFT_TRY(graft_pq_check(pq, fn));
+    /* M is fixed at creation: the codes buffer is sized by it. */
+    if (pq->d != g->d || pq->M != g->p.pq.M)
+        return graft_fail(GRAFT_EINVAL, "%s: codebooks of d = %lld, M = %d for an index of d = %lld, "
+                          "M = %d", fn, (long long)pq->d, pq->M, (long long)g->d, g->p.pq.M);
+    const size_t bytes = (size_t)pq->M * GRAFT_PQ_KSUB * pq->dsub * sizeof(float);
+    float* c = malloc(bytes);
+    if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, bytes);
+    memcpy(c, pq->centroids, bytes);
+    pthread_mutex_lock(&g->lock);
+    int rc = GRAFT_OK;
+    if (g->ntotal > 0)
+        rc = graft_fail(GRAFT_ESTATE, "%s: the index holds %lld vectors encoded with the current "
+                        "codebooks; reset it before installing others", fn, (long long)g->ntotal);
+    if (rc == GRAFT_OK) {
+        graft_pq_free(&g->pq);
+        g->pq = (graft_pq){.d = pq->d, .M = pq->M, .dsub = pq->dsub, .centroids = c};
+        c = NULL;
+    }
+    pthread_mutex_unlock(&g->lock);
+    free(c);
+    return rc;
+}
+
 int graft_bindex_is_trained(const graft_bindex* g) { return g && g->pq.centroids != NULL; }
 
 /* Appends n vectors and their codes. The graph, now over a prefix only, and the device data go:

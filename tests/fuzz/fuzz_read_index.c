@@ -1,9 +1,9 @@
-/* libFuzzer target: faiss_graft_read_index on graft's records (GRFTFLAT, GRFTGRPH, GRFTBANG and
- * GRFTIDMP before an inner record), loaded on the CPU. Inputs with any other magic are skipped:
- * they go to faiss::read_index, which is FAISS's to harden. Checksums are ignored in this build
- * (graft_fuzzing_ignore_checksums) so mutations reach the checks behind them, as a hostile file
- * with a recomputed checksum would. A loaded index is then searched and written back: what the
- * reader accepted must be safe to use. */
+/* libFuzzer target: faiss_graft_read_index on graft's records (GRFTFLAT, GRFTGRPH, GRFTBANG,
+ * GRFTIDMP before an inner record and GRFTSHRD before its shards' records), loaded on the CPU.
+ * Inputs with any other magic are skipped: they go to faiss::read_index, which is FAISS's to
+ * harden. Checksums are ignored in this build (graft_fuzzing_ignore_checksums) so mutations
+ * reach the checks behind them, as a hostile file with a recomputed checksum would. A loaded
+ * index is then searched and written back: what the reader accepted must be safe to use. */
 #include <string.h>
 
 #include <faiss/c_api/Index_c.h>
@@ -20,9 +20,9 @@ int LLVMFuzzerInitialize(int* argc, char*** argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const char* const kMagic[] = {"GRFTFLAT", "GRFTGRPH", "GRFTBANG", "GRFTIDMP"};
+    static const char* const kMagic[] = {"GRFTFLAT", "GRFTGRPH", "GRFTBANG", "GRFTIDMP", "GRFTSHRD"};
     int graft = 0;
-    for (int i = 0; i < 4; i++) graft |= size >= 8 && memcmp(data, kMagic[i], 8) == 0;
+    for (int i = 0; i < 5; i++) graft |= size >= 8 && memcmp(data, kMagic[i], 8) == 0;
     if (!graft) return 0;
     FILE* f = fmemopen((void*)data, size, "rb");
     if (!f) return 0;

@@ -136,6 +136,9 @@ int main(int argc, char** argv) {
     index_seed("bang", "GraftGraph8,PQ2,cpu", x, 1);
     index_seed("idmap", "IDMap,GraftGraph8,cpu", x, 0);
     index_seed("idmap2-flat", "IDMap2,GraftFlat,cpu", x, 0);
+    index_seed("shards-flat", "GraftFlat,shards=2,cpu", x, 0);
+    index_seed("shards-graph", "GraftGraph8,shards=3,cpu", x, 0);
+    index_seed("replicas-bang", "GraftGraph8,PQ2,shards=2,replicas,cpu", x, 1);
 
     /* factory: descriptions from graft_faiss_c.h, each with a parameter it knows. */
     static const char* const fac[] = {
@@ -146,6 +149,7 @@ int main(int argc, char** argv) {
         "PCA16,GraftFlat,cpu\nverbose\n1",        "OPQ4_16,GraftGraph16,PQ4,cpu\nbloom_log2\n12",
         "L2norm,GraftFlat,RFlat\nT1\n2",          "GraftFlat,gpu=3\n\n",
         "GraftGraph,SQ8,cpu,L=32\nrerank\n10",    "GraftGraph16,FP16,cpu\nstorage\n1",
+        "GraftGraph,shards=2,cpu\nL\n32",        "IDMap,GraftFlat,gpus=0,0\n\n",
     };
     for (unsigned i = 0; i < sizeof fac / sizeof *fac; i++) {
         char name[16];

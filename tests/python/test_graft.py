@@ -236,6 +236,40 @@ def test_write_read_round_trip(sift, flat, graph, tmp_path):
     assert type(graft.read_index(tmp_path / "hnsw.faiss")) is faiss.IndexHNSWFlat
 
 
+def test_sharded_indexes(sift, flat, tmp_path):
+    """",shards=N" (the CPU form of ",gpus=LIST"): a faiss.IndexShards whose results equal the
+    single index's, ids in add order over several adds, parameters on every shard, and GRFTSHRD
+    read back onto other shard counts (tests/faiss/test_faiss_shards.c has the rest)."""
+    D0, I0 = flat.search(sift.xq, K)
+    sh = graft.index_factory(sift.d, "GraftFlat,shards=3,cpu")
+    assert isinstance(sh, faiss.IndexShards) and graft.shard_count(sh) == 3
+    sh.add(sift.xb[:1000])
+    sh.add(sift.xb[1000:])
+    D, I = sh.search(sift.xq, K)
+    agree_with_faiss(D0, I0, D, I)
+    assert sh.ntotal == len(sift.xb)
+    g = graft.index_factory(sift.d, "IDMap,GraftGraph,shards=2,cpu")
+    assert isinstance(g, faiss.IndexIDMap)
+    g.add_with_ids(sift.xb, np.arange(len(sift.xb), dtype=np.int64) + 10**6)
+    graft.set_param(g, "L", 96)
+    assert [graft.get_shard_param(g, i, "L") for i in range(2)] == [96, 96]
+    _, I = g.search(sift.xq, K)
+    assert sift.recall(I - 10**6) >= 0.98  # measured 0.9976 at L = 64 from C
+    path = tmp_path / "shards.graft"
+    graft.write_index(sh, path)
+    for shards, want in ((None, 3), (1, 1), (2, 2)):
+        back = graft.read_index(path, gpus="cpu", shards=shards)
+        assert graft.shard_count(back) == want
+        D, I = back.search(sift.xq, K)
+        agree_with_faiss(D0, I0, D, I)
+    with pytest.raises(RuntimeError, match="placement"):
+        graft.read_index(path, shards=0)
+    with pytest.raises(RuntimeError, match="bad GPU list"):
+        graft.index_factory(sift.d, "GraftFlat,gpus=2-1")
+    with pytest.raises(RuntimeError, match="IndexIDMap"):
+        sh.add_with_ids(sift.xb[:2], np.arange(2, dtype=np.int64))
+
+
 def test_export_hnsw(sift, graph):
     hnsw = graft.export_hnsw(graph)
     assert type(hnsw) is faiss.IndexHNSWFlat and hnsw.ntotal == graph.ntotal

@@ -406,10 +406,39 @@ static void test_gpu(const graft_test_sift* s) {
     graft_bindex_free(g);
 }
 
+/* Codebooks trained once and installed elsewhere (what sharded indexes do): the same codes as
+ * the trained index's, bit for bit; refused for another M or d, NULL, or a non-empty index. */
+static void test_set_pq(const graft_test_sift* s) {
+    graft_bindex_params p = cpu_params(GRAFT_METRIC_L2, 16);
+    graft_bindex* a = new_index(&p, s->d);
+    graft_bindex* b = new_index(&p, s->d);
+    graft_bindex_params p8 = cpu_params(GRAFT_METRIC_L2, 8);
+    graft_bindex* c = new_index(&p8, s->d);
+    if (!a || !b || !c) return;
+    CHECK_OK(graft_bindex_train(a, s->nb, s->xb));
+    CHECK_ERR(graft_bindex_set_pq(b, NULL), GRAFT_EINVAL);
+    CHECK_ERR(graft_bindex_set_pq(c, graft_bindex_pq(a)), GRAFT_EINVAL); /* M = 8 vs 16 */
+    CHECK(!graft_bindex_is_trained(c), "a refused set_pq trained the index");
+    CHECK_OK(graft_bindex_set_pq(b, graft_bindex_pq(a)));
+    CHECK(graft_bindex_is_trained(b) && graft_bindex_pq(b) != graft_bindex_pq(a) &&
+              !memcmp(graft_bindex_pq(b)->centroids, graft_bindex_pq(a)->centroids,
+                      sizeof(float) * 16 * GRAFT_PQ_KSUB * (s->d / 16)),
+          "set_pq: a copy of the codebooks");
+    CHECK_OK(graft_bindex_add(a, 1000, s->xb));
+    CHECK_OK(graft_bindex_add(b, 1000, s->xb));
+    CHECK(!memcmp(graft_bindex_codes(a), graft_bindex_codes(b), 1000 * 16), "installed codebooks code alike");
+    CHECK_ERR(graft_bindex_set_pq(b, graft_bindex_pq(a)), GRAFT_ESTATE); /* its codes would go stale */
+    CHECK(graft_bindex_ntotal(b) == 1000, "a refused set_pq changed the index");
+    graft_bindex_free(a);
+    graft_bindex_free(b);
+    graft_bindex_free(c);
+}
+
 int main(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
     test_life_cycle(&s);
+    test_set_pq(&s);
     test_set_data(&s);
     test_io(&s);
     test_gpu(&s);

@@ -28,6 +28,7 @@ __all__ = [
     "GraftIndexFlat", "GraftIndexGraph", "GraftIndexGraphPQ",
     "SearchParametersGraftFlat", "SearchParametersGraftGraph", "SearchParametersGraftGraphPQ",
     "index_factory", "set_param", "get_param", "write_index", "read_index", "export_hnsw",
+    "shard_count", "get_shard_param",
 ]
 
 
@@ -78,9 +79,36 @@ def write_index(index, path):
     _swig.write_index(index, str(path))
 
 
-def read_index(path, io_flags=0):
-    """Reads what write_index (graft's or FAISS's) wrote; graft records load into graft indexes."""
-    return _swig.read_index(str(path), int(io_flags))
+def read_index(path, io_flags=0, gpus=None, shards=None):
+    """Reads what write_index (graft's or FAISS's) wrote; graft records load into graft indexes.
+    gpus places graft's indexes: "all", "cpu", a device number or a list of them (shard i onto
+    the (i mod len)-th; a sharded index's shards round-robin over fewer or more GPUs than it has);
+    shards=N spreads the vectors over N shards (ids kept, graphs built again; 1 = a single index).
+    Neither: as written (graft_faiss_c.h, faiss_graft_read_index_placed)."""
+    if gpus is None and shards is None:
+        return _swig.read_index(str(path), int(io_flags))
+    parts = []
+    if gpus == "cpu":
+        parts.append("cpu")
+    elif gpus == "all":
+        parts.append("gpus=all")
+    elif gpus is not None:
+        devs = [gpus] if isinstance(gpus, int) else list(gpus)
+        parts.append("gpus=" + ",".join(str(int(g)) for g in devs))
+    if shards is not None:
+        parts.append(f"shards={int(shards)}")
+    return _swig.read_index_placed(str(path), int(io_flags), ",".join(parts))
+
+
+def shard_count(index):
+    """How many shards (or replicas) a sharded graft index has (",gpus=", ",shards=", a FAISS
+    IndexShards / IndexReplicas, looked up through IDMap and PreTransform); 1 for any other index."""
+    return _swig.shard_count(index)
+
+
+def get_shard_param(index, shard, name):
+    """get_param of one shard, e.g. its "device" or, for graph + PQ shards, "gpu_bytes"."""
+    return _swig.get_shard_param(index, int(shard), name)
 
 
 def export_hnsw(index):

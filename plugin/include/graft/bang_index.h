@@ -53,6 +53,11 @@ void graft_bindex_free(graft_bindex* index);
  * empty (GRAFT_ESTATE otherwise: retraining would invalidate the stored codes). */
 int graft_bindex_train(graft_bindex* index, int64_t n, const float* x);
 int graft_bindex_is_trained(const graft_bindex* index);
+/* Installs a copy of codebooks trained elsewhere (another index's graft_bindex_pq), as training
+ * would: what sharded and replicated indexes do, so that every shard trains once and all code
+ * the same way. Errors: GRAFT_EINVAL for a pq that graft_pq_check refuses or whose d or M differs
+ * from the index's; GRAFT_ESTATE for a non-empty index (as graft_bindex_train). */
+int graft_bindex_set_pq(graft_bindex* index, const graft_pq* pq);
 
 /* Appends n vectors (copied) and encodes them; the graph over all vectors is built by the next
  * search, graft_bindex_build or write. GRAFT_ESTATE before training. A failed add leaves the index

@@ -61,6 +61,11 @@ const char* graft_version_string(void);
 
 /* 1 when graft was built with CUDA and a device is visible, 0 otherwise (never an error). */
 int graft_gpu_available(void);
+/* How many CUDA devices are visible (0 without CUDA or a device; never an error): the devices a
+ * sharded index's "gpus=all" spreads over. */
+int graft_gpu_count(void);
+/* Total memory of CUDA device `device` in bytes (0 without CUDA or such a device). */
+size_t graft_gpu_memory(int device);
 
 #ifdef __cplusplus
 }
