@@ -465,10 +465,13 @@ int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsuppo
                                              (int)dp, &one, a->xb8 + j0 * dp, CUDA_R_8I, (int)dp, t.q8,
                                              CUDA_R_8I, (int)dp, &zero, dots, CUDA_R_32I, (int)t.ldc,
                                              CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
-            if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
+            // A cuBLAS without this GEMM for the shape: the caller takes the certified TF32 path
+            // (the tests require INT8 where it applies, so this cannot pass unnoticed there).
+            if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
                 *unsupported = true;
-                return gpu_fail(GRAFT_EUNSUPPORTED, "exact k-NN: cuBLAS has no INT8 GEMM for %lld x %lld x %lld here",
-                                (long long)nbt, (long long)qt, (long long)dp);
+                return gpu_fail(GRAFT_EUNSUPPORTED, "exact k-NN: cuBLAS has no INT8 GEMM for %lld x %lld x %lld "
+                                "here (%s)", (long long)nbt, (long long)qt, (long long)dp,
+                                cublas_status_string(st));
             }
             GRAFT_CUBLAS_TRY(st);
             IntDotSource src{dots, t.ldc, a->xb8_term + j0, l2 ? -2 : -1, (uint32_t)j0,
