@@ -181,6 +181,14 @@ bool uint8_valued(const std::vector<float>& x) {
     return true;
 }
 
+// Dense INT8 tensor-core rate from NVIDIA's datasheet (ops/s; without sparsity), 0 when unknown:
+// H100 / H200 SXM 1979 TOPS, H100 PCIe 1513.
+double datasheet_i8_rate(const char* name) {
+    const std::string n = name;
+    if (n.find("H100") == std::string::npos && n.find("H200") == std::string::npos) return 0;
+    return n.find("PCIe") != std::string::npos ? 1513e12 : 1979e12;
+}
+
 const char* path_name(int path) {
     return path == GRAFT_EXACT_INT8 ? "int8" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified" : "fp32";
 }
@@ -316,10 +324,12 @@ int main(int argc, char** argv) {
             for (int64_t n : {512, 1024, 2048}) i8_rate = std::max(i8_rate, i8gemm_rate(s.nb, n, graft_gpu_int8_row_bytes(s.d)));
         const double i8_floor = i8_rate > 0 ? flops / i8_rate : 0;
         const double i8_peak_floor = peak_i8 > 0 ? flops / peak_i8 : 0;
+        const double i8_sheet = datasheet_i8_rate(prop.name), i8_sheet_floor = i8_sheet > 0 ? flops / i8_sheet : 0;
         if (integer)
-            printf("-- integer data: INT8 GEMM at this shape %.0f TOPS -> %.2f ms (at the 8192^3 rate %.2f ms); "
-                   "INT8 path floor = that + distance matrix write+read = %.1f ms\n",
-                   i8_rate / 1e12, i8_floor * 1e3, i8_peak_floor * 1e3, (i8_floor + dist_bytes_floor) * 1e3);
+            printf("-- integer data: INT8 GEMM at this shape %.0f TOPS -> %.2f ms (at the 8192^3 rate %.2f ms, at "
+                   "the datasheet's dense %.0f TOPS %.2f ms); INT8 path floor = that + distance matrix write+read "
+                   "= %.1f ms\n", i8_rate / 1e12, i8_floor * 1e3, i8_peak_floor * 1e3, i8_sheet / 1e12,
+                   i8_sheet_floor * 1e3, (i8_floor + dist_bytes_floor) * 1e3);
         printf("-- %s nb=%lld d=%lld nq=%lld: best SGEMM at this shape %.1f TFLOP/s -> GEMM floor %.1f ms "
                "(%.0f QPS); TF32 %.1f TFLOP/s -> %.1f ms; distance matrix write+read %.1f ms\n",
                out.dataset.c_str(), (long long)s.nb, (long long)s.d, (long long)s.nq, shape_rate / 1e12,
@@ -330,8 +340,8 @@ int main(int argc, char** argv) {
                           gemm_floor * 1e3, shape_rate / 1e12, tf32_floor * 1e3, tf32_rate / 1e12, dist_bytes_floor * 1e3);
         if (integer)
             pn += snprintf(params + pn, sizeof params - pn, ",\"i8_floor_ms\":%.2f,\"i8_tops_shape\":%.1f,"
-                           "\"i8_tops_8192\":%.1f,\"i8_peak_floor_ms\":%.2f",
-                           i8_floor * 1e3, i8_rate / 1e12, peak_i8 / 1e12, i8_peak_floor * 1e3);
+                           "\"i8_tops_8192\":%.1f,\"i8_peak_floor_ms\":%.2f,\"i8_datasheet_floor_ms\":%.2f",
+                           i8_floor * 1e3, i8_rate / 1e12, peak_i8 / 1e12, i8_peak_floor * 1e3, i8_sheet_floor * 1e3);
         snprintf(params + pn, sizeof params - pn, "}");
         out.record("reference", "flat", "cuBLAS SGEMM floor", s.nb, s.d, s.nq, 0, params,
                    s.nq / gemm_floor, gemm_floor * 1e3, -1, 0, 0);
