@@ -449,9 +449,11 @@ int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsuppo
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
     GRAFT_GPU_TRY(ctx_cublas(ctx));
-    // cuBLAS's int32-output INT8 GEMM takes alpha and beta of 1 or 0 only, 4-byte aligned
-    // operands and leading dimensions that are multiples of 4: dp is a multiple of 16, tiles
-    // start at multiples of 32 rows, ldc is a multiple of 4; TN is the layout IMMA wants.
+    // cuBLAS's int32-output INT8 GEMM (IMMA) takes alpha and beta of 1 or 0 only, 4-byte aligned
+    // operands, leading dimensions and m, k that are multiples of 4, and the TN layout: dp is a
+    // multiple of 16, tiles start at multiples of 32 rows, ldc is a multiple of 4, and a last
+    // tile of nbt rows is computed as round_up(nbt, 4) rows (xb8 holds them: graft_gpu.h; the
+    // selection reads the first nbt columns only).
     const int32_t one = 1, zero = 0;
     int32_t* dots = reinterpret_cast<int32_t*>(t.dots);
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
@@ -461,7 +463,8 @@ int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsuppo
         for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
             // Column-major view as in knn_rows: C^T (nbt x qt) = B8_tile (nbt x dp) * Q8^T.
-            cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
+            const int64_t m4 = (nbt + 3) / 4 * 4;
+            cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m4, (int)qt,
                                              (int)dp, &one, a->xb8 + j0 * dp, CUDA_R_8I, (int)dp, t.q8,
                                              CUDA_R_8I, (int)dp, &zero, dots, CUDA_R_32I, (int)t.ldc,
                                              CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);

@@ -93,7 +93,9 @@ typedef struct graft_gpu_knn_args {
     /* The exact INT8 path, taken when xb8 is set: every value of xb and xq is an integer in
      * [shift8 - 128, shift8 + 127] (the caller has checked; shift8 is 0 or 128), d <=
      * GRAFT_GPU_INT8_MAX_D, and xb8 (nb x graft_gpu_int8_row_bytes(d)) and xb8_term (nb) are
-     * graft_gpu_int8_encode's of xb with that shift and this metric. The int8 GEMM's int32 dot
+     * graft_gpu_int8_encode's of xb with that shift and this metric. xb8's allocation must hold
+     * round_up(nb, 4) rows: the GEMM's m must be a multiple of 4, so it reads up to 3 rows past
+     * nb (any contents; they are never ranked). The int8 GEMM's int32 dot
      * products and the integer norms give every distance exactly; returned distances are those
      * exact values rounded once to float. NULL: the FP32 or certified TF32 path. */
     const int8_t* xb8;

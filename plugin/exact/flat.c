@@ -160,16 +160,18 @@ static int int8_ready(const graft_flat* f) {
     return int8_allowed(f) && (f->ntotal == 0 || (f->x8_shift >= 0 && f->x8_rows == f->ntotal));
 }
 
-/* Room for d_capacity rows of INT8 codes, keeping the first x8_rows. */
+/* Room for d_capacity rows of INT8 codes, keeping the first x8_rows. The code rows are rounded
+ * up to a multiple of 4 (the INT8 GEMM reads that many, graft_gpu.h) and start zeroed. */
 static int x8_reserve(graft_flat* f) {
     if (f->x8_capacity >= f->d_capacity) return GRAFT_OK;
     const int64_t cap = f->d_capacity, dp = graft_gpu_int8_row_bytes(f->d);
     size_t bytes;
-    if (graft_mul_overflow((size_t)cap, (size_t)dp, &bytes))
+    if (graft_mul_overflow((size_t)(cap + 3) / 4 * 4, (size_t)dp, &bytes))
         return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
     int8_t* x8 = NULL;
     int32_t* term = NULL;
     int rc = graft_gpu_malloc(f->ctx, (void**)&x8, bytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_memset_async(f->ctx, x8, 0, bytes, NULL);
     if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&term, (size_t)cap * sizeof(int32_t));
     if (rc == GRAFT_OK && f->x8_rows > 0) {
         rc = graft_gpu_copy_d2d(f->ctx, x8, f->d_x8, (size_t)f->x8_rows * dp);

@@ -147,6 +147,11 @@ static void real_data(const graft_test_sift* s) {
     run("sift5k k>ntotal", s->xb, 300, s->xq, 50, s->d, 1000, GRAFT_METRIC_L2, 0, 0, 0, 3);
     run("sift5k k>ntotal", s->xb, 300, s->xq, 50, s->d, 1000, GRAFT_METRIC_INNER_PRODUCT, 0, 0, 0, 3);
     run("sift5k nq=1", s->xb, s->nb, s->xq, 1, s->d, 10, GRAFT_METRIC_L2, 0, 0, 0, 3);
+    /* nb not a multiple of 4: the GEMM's rows are rounded up past the last vector. */
+    for (int64_t nb = s->nb - 3; nb < s->nb; nb++)
+        run("sift5k odd nb", s->xb, nb, s->xq, 37, s->d, 10, GRAFT_METRIC_L2, 0, 0, 0, 3);
+    run("sift5k odd nb tiled", s->xb, s->nb - 1, s->xq, 37, s->d, 100, GRAFT_METRIC_INNER_PRODUCT, 4u << 20, 0, 0, 3);
+    run("sift5k odd nb graph", s->xb, 1499, NULL, 0, s->d, 10, GRAFT_METRIC_L2, 0, 1, 0, 3);
     /* Forced INT8 gives the same results as auto. */
     run("sift5k forced int8", s->xb, s->nb, s->xq, s->nq, s->d, 100, GRAFT_METRIC_L2, 0, 0, GRAFT_EXACT_INT8, 3);
 
@@ -198,9 +203,9 @@ static void adversarial(void) {
     /* d = 1: values 0..255 on a line, each taken by ~195 vectors. */
     random_ints(xb, (size_t)nb, 51, 0, 256);
     random_ints(xq, (size_t)nq, 52, 0, 256);
-    run8("d=1 line", xb, nb, xq, nq, 1, 100, GRAFT_METRIC_L2);
-    run8("d=1 line", xb, nb, xq, nq, 1, 1024, GRAFT_METRIC_INNER_PRODUCT);
-    run8("d=1 line", xb, nb, xq, nq, 1, 4096, GRAFT_METRIC_L2);
+    run8("d=1 line", xb, nb - 1, xq, nq, 1, 100, GRAFT_METRIC_L2);
+    run8("d=1 line", xb, nb - 2, xq, nq, 1, 1024, GRAFT_METRIC_INNER_PRODUCT);
+    run8("d=1 line", xb, nb - 3, xq, nq, 1, 4096, GRAFT_METRIC_L2);
     /* d = 2, 3, 5: inner dimensions padded with zeros. */
     for (int64_t d = 2; d <= 5; d += d == 3 ? 2 : 1) {
         random_ints(xb, (size_t)(nb * d), 53 + d, -128, 256);
@@ -345,7 +350,7 @@ int main(void) {
         /* compute-sanitizer: sampled pivots, block mode, tiles with a merge, the graph, padding. */
         run8("sift5k", s.xb, s.nb, s.xq, 40, s.d, 10, GRAFT_METRIC_L2);
         run("sift5k tiled", s.xb, s.nb, s.xq, 40, s.d, 100, GRAFT_METRIC_L2, 1u << 20, 0, 0, 3);
-        run("sift5k graph tiled", s.xb, 1500, NULL, 0, s.d, 16, GRAFT_METRIC_L2, 1u << 20, 1, 0, 3);
+        run("sift5k graph tiled", s.xb, 1499, NULL, 0, s.d, 16, GRAFT_METRIC_L2, 1u << 20, 1, 0, 3);
         run("sift5k k>ntotal", s.xb, 300, s.xq, 8, s.d, 400, GRAFT_METRIC_INNER_PRODUCT, 0, 0, 0, 3);
         graft_test_free_sift(&s);
         return graft_test_finish("test_gpu_exact_int8 (quick)");
