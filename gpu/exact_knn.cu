@@ -93,7 +93,10 @@ struct KnnTiles {
 
     void layout(char* base) {
         Carver c{base};
-        dots = c.take<float>((size_t)qt * ldc);
+        // INT8: the GEMM's n is rounded up to a multiple of 4 too (knn_rows_int8), so the dot
+        // products and query codes hold up to 3 more rows (never selected).
+        const int64_t qr = dp8 ? (qt + 3) / 4 * 4 : qt;
+        dots = c.take<float>((size_t)qr * ldc);
         qnorm = c.take<float>(qt);
         merged = ntiles > 1 ? c.take<uint64_t>((size_t)qt * ntiles * ksel) : nullptr;
         winners = c.take<uint64_t>((size_t)qt * ksel);
@@ -106,7 +109,7 @@ struct KnnTiles {
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
         fail = c.take<int>(qt);
         bmax2 = c.take<float>(1);
-        q8 = dp8 ? c.take<int8_t>((size_t)qt * dp8) : nullptr;
+        q8 = dp8 ? c.take<int8_t>((size_t)qr * dp8) : nullptr;
         qterm = dp8 ? c.take<int64_t>(qt) : nullptr;
         bytes = c.used;
     }
@@ -453,18 +456,20 @@ int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsuppo
     // operands, leading dimensions and m, k that are multiples of 4, and the TN layout: dp is a
     // multiple of 16, tiles start at multiples of 32 rows, ldc is a multiple of 4, and a last
     // tile of nbt rows is computed as round_up(nbt, 4) rows (xb8 holds them: graft_gpu.h; the
-    // selection reads the first nbt columns only).
+    // selection reads the first nbt columns only). n is rounded up as well, in case a cuBLAS
+    // wants that too: the extra query rows (any contents) are computed and never selected.
     const int32_t one = 1, zero = 0;
     int32_t* dots = reinterpret_cast<int32_t*>(t.dots);
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
         const int64_t qt = std::min(t.qt, a->nq - q0);
         GRAFT_GPU_TRY(int8_rows(ctx, a->xq + q0 * a->d, qt, a->d, a->shift8,
                                 l2 ? kTermQueryL2 : kTermQueryIP, t.q8, nullptr, t.qterm));
+        const int64_t n4 = (qt + 3) / 4 * 4;
         for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
             // Column-major view as in knn_rows: C^T (nbt x qt) = B8_tile (nbt x dp) * Q8^T.
             const int64_t m4 = (nbt + 3) / 4 * 4;
-            cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m4, (int)qt,
+            cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m4, (int)n4,
                                              (int)dp, &one, a->xb8 + j0 * dp, CUDA_R_8I, (int)dp, t.q8,
                                              CUDA_R_8I, (int)dp, &zero, dots, CUDA_R_32I, (int)t.ldc,
                                              CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
