@@ -38,7 +38,9 @@ typedef struct graft_flat_params {
                               tensor-core candidates with a certified error bound, FP32
                               re-ranking, FP32 again for a query whose certificate fails),
                               GRAFT_EXACT_INT8 (3: INT8 only; a search whose stored vectors or
-                              queries do not qualify fails with GRAFT_EINVAL).
+                              queries do not qualify fails with GRAFT_EINVAL; a device whose
+                              cuBLAS refuses the INT8 GEMM searches in certified TF32, as
+                              graft_flat_last_path then says).
                               INT8: when every stored value is an integer in [0, 255] (uint8 data:
                               SIFT bvecs / u8bin, pixels) or in [-128, 127], and d <= 32768, the
                               index keeps int8 codes of its vectors on the GPU beside the FP32
