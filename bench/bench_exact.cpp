@@ -1,6 +1,9 @@
 // Exact k-NN benchmark: graft's GPU flat index against its peers in one run.
 //
-//   bench_exact --out results.jsonl [--commit C] [--run-id R] [--quick]
+//   bench_exact --out results.jsonl [--commit C] [--run-id R] [--quick | --focus] [--dense-sift DIR]
+//
+// --focus: only k = 10 and 1024 on dense-SIFT (DIR), random-uniform and random-uint8 1M x 128, and
+// random-uniform 1M x 960 (the exact paths' targets, against the same peers).
 //
 // Peers in the same process: FAISS GPU GpuIndexFlatL2 (when built with GRAFT_BENCH_FAISS_GPU),
 // FAISS CPU IndexFlatL2 on all cores, graft's CPU reference. The torch peer is
@@ -8,13 +11,16 @@
 // to host arrays (query upload and result download included, as FAISS GPU does), after a warm-up,
 // as the median of repeats. The floors printed beside it: the FP32 GEMM at the rate cuBLAS reaches
 // on this device, and the bytes of the distance matrix (written once, read once) at the measured
-// copy bandwidth.
+// copy bandwidth. Integer data (dense-SIFT, random-uint8) also runs the exact INT8 path, whose
+// floor is cuBLAS's INT8 GEMM (int32 output) at this shape plus the same distance matrix bytes
+// (its int32 dot products are as large as FP32 distances); every record names the path that ran.
 #include <cstdint>
 
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -140,6 +146,53 @@ double sgemm_rate(int64_t m, int64_t n, int64_t kd, bool tf32 = false) {
     return 2.0 * m * n * kd / t;
 }
 
+// cuBLAS INT8 GEMM rate (int8 inputs, int32 accumulation and output, ops/s) for the same shapes
+// as sgemm_rate, as the INT8 path runs it; 0 when cuBLAS refuses the shape.
+double i8gemm_rate(int64_t m, int64_t n, int64_t kd) {
+    int8_t *A, *B;
+    int32_t* C;
+    CK(cudaMalloc(&A, (size_t)m * kd));
+    CK(cudaMalloc(&B, (size_t)n * kd));
+    CK(cudaMalloc(&C, sizeof(int32_t) * m * n));
+    CK(cudaMemset(A, 3, (size_t)m * kd));
+    CK(cudaMemset(B, 5, (size_t)n * kd));
+    cublasHandle_t h;
+    CK(cublasCreate(&h));
+    const int32_t alpha = 1, beta = 0;
+    auto gemm = [&] {
+        return cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)kd, &alpha, A, CUDA_R_8I, (int)kd,
+                            B, CUDA_R_8I, (int)kd, &beta, C, CUDA_R_32I, (int)m, CUBLAS_COMPUTE_32I,
+                            CUBLAS_GEMM_DEFAULT);
+    };
+    double rate = 0;
+    cublasStatus_t st = gemm();
+    if (st == CUBLAS_STATUS_SUCCESS) rate = 2.0 * m * n * kd / event_median_s([&] { CK(gemm()); });
+    else printf("   INT8 GEMM %lld x %lld x %lld refused by cuBLAS (status %d)\n", (long long)m, (long long)n, (long long)kd, (int)st);
+    cublasDestroy(h);
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+    return rate;
+}
+
+bool uint8_valued(const std::vector<float>& x) {
+    for (float v : x)
+        if (!(v >= 0.f && v <= 255.f) || v != (float)(int)v) return false;
+    return true;
+}
+
+// Dense INT8 tensor-core rate from NVIDIA's datasheet (ops/s; without sparsity), 0 when unknown:
+// H100 / H200 SXM 1979 TOPS, H100 PCIe 1513.
+double datasheet_i8_rate(const char* name) {
+    const std::string n = name;
+    if (n.find("H100") == std::string::npos && n.find("H200") == std::string::npos) return 0;
+    return n.find("PCIe") != std::string::npos ? 1513e12 : 1979e12;
+}
+
+const char* path_name(int path) {
+    return path == GRAFT_EXACT_INT8 ? "int8" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified" : "fp32";
+}
+
 // Device-to-device copy bandwidth, bytes read + written per second.
 double copy_bandwidth() {
     size_t bytes = (size_t)2 << 30;
@@ -178,16 +231,17 @@ double select_seconds_per_row(int64_t rows, int64_t cols, int64_t k) {
 
 int main(int argc, char** argv) {
     std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id, dense;
-    bool quick = false;
+    bool quick = false, focus = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--out" && i + 1 < argc) out_path = argv[++i];
         else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
         else if (a == "--run-id" && i + 1 < argc) run_id = argv[++i];
         else if (a == "--quick") quick = true;
+        else if (a == "--focus") focus = true;
         else if (a == "--dense-sift" && i + 1 < argc) dense = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick] [--dense-sift DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick | --focus] [--dense-sift DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -213,14 +267,21 @@ int main(int argc, char** argv) {
     // Ceilings measured here, not datasheet numbers.
     const double bw = copy_bandwidth();
     const double peak_sgemm = sgemm_rate(8192, 8192, 8192);
-    printf("measured: copy %.2f TB/s (read+write), SGEMM 8192^3 %.1f TFLOP/s\n", bw / 1e12, peak_sgemm / 1e12);
+    const double peak_i8 = i8gemm_rate(8192, 8192, 8192);
+    printf("measured: copy %.2f TB/s (read+write), SGEMM 8192^3 %.1f TFLOP/s, INT8 GEMM 8192^3 %.0f TOPS\n",
+           bw / 1e12, peak_sgemm / 1e12, peak_i8 / 1e12);
 
-    // dataset "" is random-uniform; "dense-sift1m" reads DIR/base.u8bin and DIR/query.u8bin.
+    // dataset "" is random-uniform; "random-uint8" uniform integers 0..255 (the INT8 path's data
+    // without SIFT's structure); "dense-sift1m" reads DIR/base.u8bin and DIR/query.u8bin.
     struct Shape { int64_t nb, d, nq; std::vector<int64_t> ks; std::string dataset; };
     std::vector<Shape> shapes = {{1000000, 128, 10000, {1, 10, 100, 1024, 2048, 4096}, ""},
+                                 {1000000, 128, 10000, {1, 10, 100, 1024, 4096}, "random-uint8"},
                                  {1000000, 960, 1000, {10, 1024}, ""}};
-    if (!dense.empty()) shapes.insert(shapes.begin() + 1, Shape{1000000, 128, 10000, {10, 1024}, "dense-sift1m"});
-    if (quick) shapes = {{200000, 128, 2000, {10, 1024}, ""}};
+    if (focus) shapes = {{1000000, 128, 10000, {10, 1024}, ""},
+                         {1000000, 128, 10000, {10, 1024}, "random-uint8"},
+                         {1000000, 960, 1000, {10, 1024}, ""}};
+    if (!dense.empty()) shapes.insert(shapes.begin(), Shape{1000000, 128, 10000, {10, 1024}, "dense-sift1m"});
+    if (quick) shapes = {{200000, 128, 2000, {10, 1024}, ""}, {200000, 128, 2000, {10, 1024}, "random-uint8"}};
     printf("\n%-10s %-8s %6s %6s %6s %12s %10s  %s\n", "system", "index", "d", "nq", "k", "QPS", "ms",
            "notes");
     for (const Shape& s : shapes) {
@@ -229,6 +290,11 @@ int main(int argc, char** argv) {
         if (s.dataset.empty()) {
             random_fill(xb, 1);
             random_fill(xq, 2);
+        } else if (s.dataset == "random-uint8") {
+            random_fill(xb, 3);
+            random_fill(xq, 4);
+            for (auto* x : {&xb, &xq})
+                for (float& v : *x) v = std::min(255.f, std::floor(v * 256.f));
         } else {
             float *b = nullptr, *q = nullptr;
             int64_t nb, nq, d, dq;
@@ -251,20 +317,41 @@ int main(int argc, char** argv) {
         for (int64_t n : {512, 1024, 2048}) tf32_rate = std::max(tf32_rate, sgemm_rate(s.nb, n, s.d, true));
         const double tf32_floor = flops / tf32_rate;
         const double dist_bytes_floor = 2.0 * 4.0 * s.nq * s.nb / bw;
+        // INT8: the same padded inner dimension as the path (graft_gpu_int8_row_bytes).
+        const bool integer = uint8_valued(xb) && uint8_valued(xq);
+        double i8_rate = 0;
+        if (integer)
+            for (int64_t n : {512, 1024, 2048}) i8_rate = std::max(i8_rate, i8gemm_rate(s.nb, n, graft_gpu_int8_row_bytes(s.d)));
+        const double i8_floor = i8_rate > 0 ? flops / i8_rate : 0;
+        const double i8_peak_floor = peak_i8 > 0 ? flops / peak_i8 : 0;
+        const double i8_sheet = datasheet_i8_rate(prop.name), i8_sheet_floor = i8_sheet > 0 ? flops / i8_sheet : 0;
+        if (integer)
+            printf("-- integer data: INT8 GEMM at this shape %.0f TOPS -> %.2f ms (at the 8192^3 rate %.2f ms, at "
+                   "the datasheet's dense %.0f TOPS %.2f ms); INT8 path floor = that + distance matrix write+read "
+                   "= %.1f ms\n", i8_rate / 1e12, i8_floor * 1e3, i8_peak_floor * 1e3, i8_sheet / 1e12,
+                   i8_sheet_floor * 1e3, (i8_floor + dist_bytes_floor) * 1e3);
         printf("-- %s nb=%lld d=%lld nq=%lld: best SGEMM at this shape %.1f TFLOP/s -> GEMM floor %.1f ms "
                "(%.0f QPS); TF32 %.1f TFLOP/s -> %.1f ms; distance matrix write+read %.1f ms\n",
                out.dataset.c_str(), (long long)s.nb, (long long)s.d, (long long)s.nq, shape_rate / 1e12,
                gemm_floor * 1e3, s.nq / gemm_floor, tf32_rate / 1e12, tf32_floor * 1e3, dist_bytes_floor * 1e3);
-        char params[320];
-        snprintf(params, sizeof params, "{\"gemm_floor_ms\":%.2f,\"sgemm_tflops_shape\":%.2f,\"tf32_floor_ms\":%.2f,"
-                 "\"tf32_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f}",
-                 gemm_floor * 1e3, shape_rate / 1e12, tf32_floor * 1e3, tf32_rate / 1e12, dist_bytes_floor * 1e3);
+        char params[512];
+        int pn = snprintf(params, sizeof params, "{\"gemm_floor_ms\":%.2f,\"sgemm_tflops_shape\":%.2f,\"tf32_floor_ms\":%.2f,"
+                          "\"tf32_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f",
+                          gemm_floor * 1e3, shape_rate / 1e12, tf32_floor * 1e3, tf32_rate / 1e12, dist_bytes_floor * 1e3);
+        if (integer)
+            pn += snprintf(params + pn, sizeof params - pn, ",\"i8_floor_ms\":%.2f,\"i8_tops_shape\":%.1f,"
+                           "\"i8_tops_8192\":%.1f,\"i8_peak_floor_ms\":%.2f,\"i8_datasheet_floor_ms\":%.2f",
+                           i8_floor * 1e3, i8_rate / 1e12, peak_i8 / 1e12, i8_peak_floor * 1e3, i8_sheet_floor * 1e3);
+        snprintf(params + pn, sizeof params - pn, "}");
         out.record("reference", "flat", "cuBLAS SGEMM floor", s.nb, s.d, s.nq, 0, params,
                    s.nq / gemm_floor, gemm_floor * 1e3, -1, 0, 0);
 
-        // Both exact paths, 8 GiB of scratch: FP32 GEMM, and certified TF32 (its floor: the TF32
-        // GEMM plus the distance matrix's write and read).
-        for (int path : {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED}) {
+        // The exact paths, 8 GiB of scratch: FP32 GEMM, certified TF32 (its floor: the TF32 GEMM
+        // plus the distance matrix's write and read), and on integer data INT8 (its floor: the
+        // INT8 GEMM plus the same bytes).
+        std::vector<int> paths = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED};
+        if (integer) paths.push_back(GRAFT_EXACT_INT8);
+        for (int path : paths) {
             const size_t budget_gb = 8;
             graft_flat_params p;
             graft_flat_params_defaults(&p);
@@ -275,7 +362,10 @@ int main(int argc, char** argv) {
             CK(graft_flat_new(s.d, &p, &g));
             CK(graft_flat_add(g, s.nb, xb.data()));
             const bool fp32 = path == GRAFT_EXACT_FP32;
-            const double floor_s = fp32 ? gemm_floor : tf32_floor + dist_bytes_floor;
+            const double floor_s = fp32 ? gemm_floor
+                                   : path == GRAFT_EXACT_INT8 ? i8_floor + dist_bytes_floor
+                                                              : tf32_floor + dist_bytes_floor;
+            const size_t codes = path == GRAFT_EXACT_INT8 ? (size_t)s.nb * (graft_gpu_int8_row_bytes(s.d) + 4) : 0;
             for (int64_t k : s.ks) {
                 std::vector<float> D((size_t)s.nq * k);
                 std::vector<int64_t> I((size_t)s.nq * k);
@@ -284,20 +374,22 @@ int main(int argc, char** argv) {
                 double t = median_time(5, [&] { CK(graft_flat_search(g, s.nq, xq.data(), k, D.data(), I.data())); });
                 graft_flat_exact_path(g, &fb1);
                 const double fallback_frac = (double)(fb1 - fb0) / (6.0 * s.nq);  // median_time runs 6 times
+                // The path that ran (graft_flat_last_path), not the one asked for.
+                const char* ran = path_name(graft_flat_last_path(g));
                 snprintf(params, sizeof params,
                          "{\"memory_budget_gb\":%zu,\"path\":\"%s\",\"fp32_fallback_frac\":%.4f,\"floor_ms\":%.2f}",
-                         budget_gb, fp32 ? "fp32" : "tf32-certified", fallback_frac, floor_s * 1e3);
+                         budget_gb, ran, fallback_frac, floor_s * 1e3);
                 out.record("graft", "flat", "GraftFlat", s.nb, s.d, s.nq, k, params, s.nq / t, t * 1e3,
-                           -1, graft_flat_gpu_scratch_peak(g) + (size_t)s.nb * (s.d + 1) * 4, 0);
-                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %s, %.2fx its floor (%.1f ms)%s\n", "graft",
-                       fp32 ? "fp32" : "tf32c", (long long)s.d, (long long)s.nq, (long long)k, s.nq / t,
-                       t * 1e3, fp32 ? "FP32 GEMM" : "certified TF32", t / floor_s, floor_s * 1e3,
-                       fp32 ? "" : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
+                           -1, graft_flat_gpu_scratch_peak(g) + (size_t)s.nb * (s.d + 1) * 4 + codes, 0);
+                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %s ran, %.2fx its floor (%.1f ms)%s\n", "graft",
+                       ran, (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3, ran, t / floor_s,
+                       floor_s * 1e3,
+                       path != GRAFT_EXACT_TF32_CERTIFIED ? "" : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
             }
             graft_flat_free(g);
         }
         // Selection alone on 1024 rows of nb (the part graft adds on top of the GEMM).
-        if (s.d == 128)
+        if (s.d == 128 && !focus && s.dataset.empty())
             for (int64_t k : s.ks) {
                 double per_row = select_seconds_per_row(1024, s.nb, k);
                 printf("%-10s %-8s %6s %6lld %6lld %12.0f %10.2f  select only (1024 rows of %lld), "

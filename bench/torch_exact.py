@@ -16,11 +16,14 @@ def main():
     ap.add_argument("--run-id", required=True)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--focus", action="store_true", help="bench_exact --focus's shapes: k = 10 and 1024 only")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda")
     name = torch.cuda.get_device_name(0)
     shapes = [(1000000, 128, 10000, [1, 10, 100, 1024, 2048, 4096]), (1000000, 960, 1000, [10])]
+    if a.focus:
+        shapes = [(1000000, 128, 10000, [10, 1024]), (1000000, 960, 1000, [10, 1024])]
     if a.quick:
         shapes = [(200000, 128, 2000, [10, 1024])]
     g = torch.Generator(device="cpu").manual_seed(0)

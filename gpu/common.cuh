@@ -69,6 +69,8 @@ struct graft_gpu_ctx {
     int64_t last_fallbacks; // queries the last certified search sent back to FP32
     int fp32_calls_left;    // calls that skip certification after one whose certificates failed
     int64_t cert_margin;    // candidates kept beyond k by the certified path (0: the default)
+    int last_path;          // path of the last exact k-NN call: 1 FP32, 2 certified TF32, 3 INT8
+    int int8_unsupported;   // cuBLAS refused the INT8 GEMM once: the INT8 path is off for this context
 };
 
 namespace graft {
@@ -113,6 +115,14 @@ __host__ __device__ inline float ordered_to_float(uint32_t u) {
 }
 __host__ __device__ inline uint64_t make_key(float v, uint32_t id) {
     return ((uint64_t)float_to_ordered(v) << 32) | id;
+}
+// Integer keys (the exact INT8 path): the int32 value with its sign bit flipped orders as an
+// unsigned word, so (value, id) compares exactly like the float keys do.
+__host__ __device__ inline uint64_t make_int_key(int32_t v, uint32_t id) {
+    return ((uint64_t)((uint32_t)v ^ 0x80000000u) << 32) | id;
+}
+__host__ __device__ inline int32_t int_key_value(uint64_t key) {
+    return (int32_t)((uint32_t)(key >> 32) ^ 0x80000000u);
 }
 
 __device__ inline unsigned lanemask_lt() {

@@ -170,6 +170,7 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) {
 
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { ctx->certified_tf32 = on; }
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { return ctx->last_fallbacks; }
+int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx) { return ctx->last_path; }
 
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { return ctx->scratch_peak; }
 

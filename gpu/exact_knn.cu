@@ -86,11 +86,17 @@ struct KnnTiles {
     void* sort_temp;
     int* fail;          // qt certificate failures (certified TF32)
     float* bmax2;       // largest ||b||^2 (certified TF32)
+    int64_t dp8;        // INT8 path: bytes of a query's int8 codes (0: another path)
+    int8_t* q8;         // qt x dp8 query codes (INT8)
+    int64_t* qterm;     // qt per-query terms of the exact distance (INT8)
     size_t bytes;
 
     void layout(char* base) {
         Carver c{base};
-        dots = c.take<float>((size_t)qt * ldc);
+        // INT8: the GEMM's n is rounded up to a multiple of 4 too (knn_rows_int8), so the dot
+        // products and query codes hold up to 3 more rows (never selected).
+        const int64_t qr = dp8 ? (qt + 3) / 4 * 4 : qt;
+        dots = c.take<float>((size_t)qr * ldc);
         qnorm = c.take<float>(qt);
         merged = ntiles > 1 ? c.take<uint64_t>((size_t)qt * ntiles * ksel) : nullptr;
         winners = c.take<uint64_t>((size_t)qt * ksel);
@@ -103,13 +109,16 @@ struct KnnTiles {
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
         fail = c.take<int>(qt);
         bmax2 = c.take<float>(1);
+        q8 = dp8 ? c.take<int8_t>((size_t)qr * dp8) : nullptr;
+        qterm = dp8 ? c.take<int64_t>(qt) : nullptr;
         bytes = c.used;
     }
 };
 
-KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nbt) {
+KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nbt, int64_t dp8) {
     KnnTiles t{};
     t.qt = qt;
+    t.dp8 = dp8;
     t.nbt = nbt;
     t.ldc = (nbt + 3) / 4 * 4;  // 16-byte rows for the float4 loads
     t.ntiles = ceil_div(nb, nbt);
@@ -123,13 +132,14 @@ KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nb
 
 // Picks tile sizes that fit the budget: the whole base per row when at least `min_rows` query
 // rows fit, else base tiles (multiples of 32 columns) until they do.
-int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTiles* out) {
+int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTiles* out,
+                 int64_t dp8 = 0) {
     const size_t budget = ctx->scratch_budget;
     const int64_t min_rows = std::min<int64_t>(nq, 256);
     int64_t nbt = nb;
     for (;;) {
-        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt);
-        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt);
+        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt, dp8);
+        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt, dp8);
         size_t per_row = two.bytes - one.bytes;
         size_t fixed = one.bytes > per_row ? one.bytes - per_row : 0;
         int64_t qt = budget > fixed ? (int64_t)((budget - fixed) / std::max<size_t>(per_row, 1)) : 0;
@@ -141,8 +151,8 @@ int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTi
                                 "exact k-NN with k=%lld over %lld vectors needs more GPU scratch than "
                                 "the budget of %zu bytes; raise the memory budget or lower k",
                                 (long long)ksel, (long long)nb, budget);
-            *out = plan_tiles(nq, nb, ksel, qt, nbt);
-            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt);
+            *out = plan_tiles(nq, nb, ksel, qt, nbt, dp8);
+            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt, dp8);
             return GRAFT_OK;
         }
         nbt = std::max<int64_t>(4096, (nbt / 2 + 31) / 32 * 32);
@@ -360,8 +370,155 @@ int fp32_again(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const std::vecto
     return GRAFT_OK;
 }
 
+// ---- exact INT8 -------------------------------------------------------------------------------
+// Integer data (graft_gpu.h, "the exact INT8 path"): codes x' = x - shift, an int8 GEMM with
+// int32 accumulation (IMMA tensor cores) gives q'.b' exactly, and every ranked value is an exact
+// integer: v = ||b'||^2 - 2 q'.b' (L2; the query's ||q'||^2 is the same for its whole row) or
+// v = -q'.b' - shift sum b' (inner product; shift sum q' + shift^2 d is the row's). The keys
+// (make_int_key) rank exactly, ties by the smaller id, so no certificate and no re-ranking are
+// needed; the distances returned are qterm + v (L2) or qterm - v (IP), rounded once to float.
+
+enum Int8Term { kTermBaseL2 = 0, kTermBaseIP = 1, kTermQueryL2 = 2, kTermQueryIP = 3 };
+
+// One warp per row: the codes (zero padded to dp) and the row's term, into term32 (base: below
+// 2^29 in magnitude for d <= GRAFT_GPU_INT8_MAX_D) or term64 (queries).
+__global__ void int8_rows_kernel(const float* __restrict__ x, int64_t n, int64_t d, int64_t dp,
+                                 int shift, int mode, int8_t* __restrict__ out,
+                                 int32_t* __restrict__ term32, int64_t* __restrict__ term64) {
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (row >= n) return;  // the whole warp
+    const float* xr = x + row * d;
+    int8_t* o = out + row * dp;
+    long long sum = 0, sq = 0;
+    for (int64_t i = lane; i < dp; i += 32) {
+        const int v = i < d ? __float2int_rn(xr[i]) - shift : 0;
+        o[i] = (int8_t)v;
+        sum += v;
+        sq += v * v;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        sum += __shfl_xor_sync(kFullMask, sum, off);
+        sq += __shfl_xor_sync(kFullMask, sq, off);
+    }
+    if (lane != 0) return;
+    const long long s = shift;
+    switch (mode) {
+        case kTermBaseL2: term32[row] = (int32_t)sq; break;
+        case kTermBaseIP: term32[row] = (int32_t)(-s * sum); break;
+        case kTermQueryL2: term64[row] = sq; break;
+        default: term64[row] = s * sum + s * s * d; break;
+    }
+}
+
+int int8_rows(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, int shift, int mode,
+              int8_t* out, int32_t* term32, int64_t* term64) {
+    if (n <= 0) return GRAFT_OK;
+    int8_rows_kernel<<<(unsigned)ceil_div(n, 8), 256, 0, ctx->stream>>>(
+        x, n, d, graft_gpu_int8_row_bytes(d), shift, mode, out, term32, term64);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
+// Sorted integer keys to FAISS's layout: qterm + v (L2) or qterm - v (inner product), exact in
+// int64 and rounded once to float (round to nearest even, as a double reference's cast does).
+__global__ void decode_int_kernel(const uint64_t* __restrict__ sorted, int64_t rows, int64_t ksel,
+                                  int64_t k, const int64_t* __restrict__ qterm, int l2,
+                                  float* __restrict__ D, int64_t* __restrict__ I) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * k) return;
+    int64_t r = i / k, c = i % k;
+    uint64_t key = c < ksel ? sorted[r * ksel + c] : kKeyNone;
+    if (key == kKeyNone) {
+        D[i] = l2 ? FLT_MAX : -FLT_MAX;
+        I[i] = -1;
+        return;
+    }
+    const long long v = int_key_value(key);
+    D[i] = __ll2float_rn(l2 ? qterm[r] + v : qterm[r] - v);
+    I[i] = (int64_t)(uint32_t)key;
+}
+
+// The INT8 path over a->nq queries. *unsupported: cuBLAS refused the INT8 GEMM (an error is
+// returned and the caller may take another path; D and I are then unwritten).
+int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsupported) {
+    *unsupported = false;
+    const bool l2 = a->metric == GRAFT_METRIC_L2;
+    const int64_t ksel = std::max<int64_t>(1, std::min(a->k, a->nb));
+    const int64_t dp = graft_gpu_int8_row_bytes(a->d);
+    KnnTiles t;
+    GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t, dp));
+    void* scratch = nullptr;
+    GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
+    t.layout(static_cast<char*>(scratch));
+    GRAFT_GPU_TRY(ctx_cublas(ctx));
+    // cuBLAS's int32-output INT8 GEMM (IMMA) takes alpha and beta of 1 or 0 only, 4-byte aligned
+    // operands, leading dimensions and m, k that are multiples of 4, and the TN layout: dp is a
+    // multiple of 16, tiles start at multiples of 32 rows, ldc is a multiple of 4, and a last
+    // tile of nbt rows is computed as round_up(nbt, 4) rows (xb8 holds them: graft_gpu.h; the
+    // selection reads the first nbt columns only). n is rounded up as well, in case a cuBLAS
+    // wants that too: the extra query rows (any contents) are computed and never selected.
+    const int32_t one = 1, zero = 0;
+    int32_t* dots = reinterpret_cast<int32_t*>(t.dots);
+    for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
+        const int64_t qt = std::min(t.qt, a->nq - q0);
+        GRAFT_GPU_TRY(int8_rows(ctx, a->xq + q0 * a->d, qt, a->d, a->shift8,
+                                l2 ? kTermQueryL2 : kTermQueryIP, t.q8, nullptr, t.qterm));
+        const int64_t n4 = (qt + 3) / 4 * 4;
+        for (int64_t ti = 0; ti < t.ntiles; ti++) {
+            const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
+            // Column-major view as in knn_rows: C^T (nbt x qt) = B8_tile (nbt x dp) * Q8^T.
+            const int64_t m4 = (nbt + 3) / 4 * 4;
+            cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m4, (int)n4,
+                                             (int)dp, &one, a->xb8 + j0 * dp, CUDA_R_8I, (int)dp, t.q8,
+                                             CUDA_R_8I, (int)dp, &zero, dots, CUDA_R_32I, (int)t.ldc,
+                                             CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+            // A cuBLAS without this GEMM for the shape: the caller takes the certified TF32 path
+            // (the tests require INT8 where it applies, so this cannot pass unnoticed there).
+            if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+                *unsupported = true;
+                return gpu_fail(GRAFT_EUNSUPPORTED, "exact k-NN: cuBLAS has no INT8 GEMM for %lld x %lld x %lld "
+                                "here (%s)", (long long)nbt, (long long)qt, (long long)dp,
+                                cublas_status_string(st));
+            }
+            GRAFT_CUBLAS_TRY(st);
+            IntDotSource src{dots, t.ldc, a->xb8_term + j0, l2 ? -2 : -1, (uint32_t)j0,
+                             a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
+            const QmsPlan& plan = nbt == t.nbt ? t.tile_plan : t.last_plan;
+            uint64_t* out = t.ntiles > 1 ? t.merged + ti * ksel : t.winners;
+            int64_t out_ld = t.ntiles > 1 ? t.ntiles * ksel : ksel;
+            GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+        }
+        if (t.ntiles > 1) {
+            KeySource src{t.merged, t.ntiles * ksel};
+            GRAFT_GPU_TRY(qms_select_rows(ctx, src, t.merge_plan, qt, t.winners, ksel, t.qms));
+        }
+        GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
+        const int64_t n = qt * a->k;
+        decode_int_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, ctx->stream>>>(
+            t.sorted, qt, ksel, a->k, t.qterm, l2, a->D + q0 * a->k, a->I + q0 * a->k);
+        GRAFT_CUDA_LAUNCH_CHECK();
+    }
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
 }  // namespace
 }  // namespace graft
+
+extern "C" int graft_gpu_int8_encode(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, int shift,
+                                     int metric, int8_t* x8, int32_t* term) {
+    if (!ctx || (n > 0 && (!x || !x8 || !term)))
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_int8_encode: NULL argument");
+    if (n < 0 || d < 1 || d > GRAFT_GPU_INT8_MAX_D || (shift != 0 && shift != 128))
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_int8_encode: bad arguments n=%lld d=%lld shift=%d",
+                        (long long)n, (long long)d, shift);
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    GRAFT_GPU_TRY(int8_rows(ctx, x, n, d, shift, metric == GRAFT_METRIC_L2 ? kTermBaseL2 : kTermBaseIP,
+                            x8, term, nullptr));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
 
 extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a) {
     if (!ctx || !a) return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: NULL argument");
@@ -373,10 +530,22 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
                         "inside the selection (at most %u)", (long long)a->nb, UINT32_MAX - 1);
     if (a->metric != GRAFT_METRIC_L2 && a->metric != GRAFT_METRIC_INNER_PRODUCT)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: unknown metric %d", a->metric);
+    if (a->xb8 && (!a->xb8_term || a->d > GRAFT_GPU_INT8_MAX_D || (a->shift8 != 0 && a->shift8 != 128)))
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: bad INT8 arguments (term %p, d=%lld, shift %d)",
+                        (const void*)a->xb8_term, (long long)a->d, a->shift8);
     ctx->last_fallbacks = 0;
     if (a->nq == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
+    if (a->xb8 && a->nb > 0 && !ctx->int8_unsupported) {
+        bool unsupported = false;
+        int rc = knn_rows_int8(ctx, a, &unsupported);
+        if (rc == GRAFT_OK) ctx->last_path = 3;
+        if (!unsupported) return rc;
+        // No INT8 GEMM on this device or library: the certified TF32 path from now on.
+        ctx->int8_unsupported = 1;
+    }
     if (a->nb == 0) {
+        ctx->last_path = a->xb8 ? 3 : 1;
         // Nothing to find: every result is missing. decode reads key c < ksel only, so ksel = 0
         // needs no keys.
         return decode(ctx, nullptr, a->nq, 0, a->k, nullptr,
@@ -385,6 +554,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     // The k-NN graph (exclude_self) keeps the FP32 path: its rows' exclusions are not contiguous
     // once failed rows are gathered.
     bool certify = ctx->certified_tf32 && !ctx->allow_tf32 && a->xb_norms && a->exclude_self < 0;
+    ctx->last_path = certify ? 2 : 1;
     // After a call on data whose certificates mostly failed, the next 7 calls go to FP32 directly
     // and the 8th tries TF32 again: at most 1/8 of one tile's TF32 work lost on such data.
     if (certify && ctx->fp32_calls_left > 0) {

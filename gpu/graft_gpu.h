@@ -41,6 +41,9 @@ void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on);
 /* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32, or that
  * went to FP32 directly once most of the first tile's certificates had failed. */
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);
+/* The path of the last graft_gpu_exact_knn call: 1 FP32 GEMM, 2 certified TF32 (its failed
+ * queries searched again in FP32: graft_gpu_ctx_last_fallbacks), 3 INT8; 0 before the first. */
+int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx);
 /* Largest device scratch the context has held so far, in bytes (for benchmarks). */
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);
 
@@ -87,8 +90,36 @@ typedef struct graft_gpu_knn_args {
     int64_t exclude_self;
     float* D;               /* nq x k */
     int64_t* I;             /* nq x k */
+    /* The exact INT8 path, taken when xb8 is set: every value of xb and xq is an integer in
+     * [shift8 - 128, shift8 + 127] (the caller has checked; shift8 is 0 or 128), d <=
+     * GRAFT_GPU_INT8_MAX_D, and xb8 (nb x graft_gpu_int8_row_bytes(d)) and xb8_term (nb) are
+     * graft_gpu_int8_encode's of xb with that shift and this metric. xb8's allocation must hold
+     * round_up(nb, 4) rows: the GEMM's m must be a multiple of 4, so it reads up to 3 rows past
+     * nb (any contents; they are never ranked). The int8 GEMM's int32 dot
+     * products and the integer norms give every distance exactly; returned distances are those
+     * exact values rounded once to float. NULL: the FP32 or certified TF32 path. */
+    const int8_t* xb8;
+    const int32_t* xb8_term;
+    int shift8;
 } graft_gpu_knn_args;
 int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* args);
+
+/* ---- the exact INT8 path ---------------------------------------------------------------------
+ * Integer data in [0, 255] (uint8 sets: SIFT, bvecs, u8bin, image pixels) or [-128, 127] is
+ * stored once more as int8 codes x - shift (shift 128 or 0): ||q - b||^2 = ||q' - b'||^2 for
+ * q' = q - s, b' = b - s, and q.b = q'.b' + s (sum q' + sum b') + s^2 d, all exact in integers.
+ * Codes are rows of graft_gpu_int8_row_bytes(d) bytes (d rounded up to 16, zero padded: the
+ * GEMM's inner dimension must be a multiple of 4, and 16-byte rows keep its loads aligned;
+ * zeros add nothing to a dot product). int32 accumulation bounds d: |q'.b'| <= 2^14 d, and the
+ * ranked values (below) stay under 1.5 * 2^15 d < 2^31. */
+#define GRAFT_GPU_INT8_MAX_D 32768
+static inline int64_t graft_gpu_int8_row_bytes(int64_t d) { return (d + 15) / 16 * 16; }
+
+/* Codes of n device rows x (n x d floats, each an integer in [shift - 128, shift + 127]; the
+ * caller has checked) into x8 (n x graft_gpu_int8_row_bytes(d) bytes, device) and each row's rank
+ * term into term (n int32, device): metric 1 (L2) ||x'||^2, 0 (inner product) -shift * sum x'. */
+int graft_gpu_int8_encode(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, int shift, int metric,
+                          int8_t* x8, int32_t* term);
 
 /* Quick multi-select on its own (tests, benchmarks): for each of `rows` rows of `cols` floats
  * (row stride ld >= cols, ld % 4 == 0, 16-byte aligned), the k smallest values with their column

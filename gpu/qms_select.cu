@@ -60,6 +60,17 @@ __device__ inline uint64_t key_at(const DotSource& s, int64_t r, int64_t j) {
 __device__ inline uint64_t key_at(const KeySource& s, int64_t r, int64_t j) {
     return s.keys[r * s.ld + j];
 }
+__device__ inline uint64_t int_dot_key(const IntDotSource& s, int64_t r, int64_t j, int32_t v) {
+    uint32_t id = s.id0 + (uint32_t)j;
+    if (s.self0 >= 0 && (int64_t)id == s.self0 + r) return kKeyNone;
+    return make_int_key(v, id);
+}
+__device__ inline int32_t int_value(const IntDotSource& s, int64_t r, int64_t j) {
+    return s.mul * s.dots[r * s.ld + j] + (s.bterm ? s.bterm[j] : 0);
+}
+__device__ inline uint64_t key_at(const IntDotSource& s, int64_t r, int64_t j) {
+    return int_dot_key(s, r, j, int_value(s, r, j));
+}
 
 // Loads columns 4*j4 .. 4*j4+3 (NaN past cols, which no filter passes). The distance row is read
 // once, so it is loaded with the evict-first hint; the base norms are shared by every row and
@@ -78,6 +89,21 @@ __device__ inline void load4(const DotSource& s, int64_t r, int64_t j4, int64_t 
 #pragma unroll
         for (int e = 0; e < 4; e++)
             v[e] = (c0 + e < cols) ? s.dots[r * s.ld + c0 + e] + (s.bnorm ? s.bnorm[c0 + e] : 0.f) : NAN;
+    }
+}
+// kIntPastEnd past cols, which no filter passes (IntDotFilter).
+__device__ inline void load4(const IntDotSource& s, int64_t r, int64_t j4, int64_t cols, int32_t v[4]) {
+    int64_t c0 = j4 * 4;
+    if (c0 + 3 < cols) {
+        int4 d = __ldcs(reinterpret_cast<const int4*>(s.dots + r * s.ld + c0));
+        int4 b = s.bterm ? __ldg(reinterpret_cast<const int4*>(s.bterm + c0)) : make_int4(0, 0, 0, 0);
+        v[0] = s.mul * d.x + b.x;
+        v[1] = s.mul * d.y + b.y;
+        v[2] = s.mul * d.z + b.z;
+        v[3] = s.mul * d.w + b.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = (c0 + e < cols) ? int_value(s, r, c0 + e) : kIntPastEnd;
     }
 }
 __device__ inline void load4(const KeySource& s, int64_t r, int64_t j4, int64_t cols, uint64_t key[4]) {
@@ -102,9 +128,20 @@ struct KeyFilter {
     __device__ bool coarse(uint64_t k) const { return k < pivot; }
     __device__ uint64_t key(const KeySource&, int64_t, int64_t, uint64_t k) const { return k; }
 };
+// Integer values compare exactly; the bound stays below kIntPastEnd even when every key passes.
+struct IntDotFilter {
+    int32_t pv;
+    __device__ IntDotFilter(uint64_t pivot)
+        : pv(pivot == kKeyNone ? kIntPastEnd - 1 : min(int_key_value(pivot - 1), kIntPastEnd - 1)) {}
+    __device__ bool coarse(int32_t v) const { return v <= pv; }
+    __device__ uint64_t key(const IntDotSource& s, int64_t r, int64_t j, int32_t v) const {
+        return int_dot_key(s, r, j, v);
+    }
+};
 template <class Src> struct SourceTraits;
 template <> struct SourceTraits<DotSource> { using Elem = float; using Filter = DotFilter; };
 template <> struct SourceTraits<KeySource> { using Elem = uint64_t; using Filter = KeyFilter; };
+template <> struct SourceTraits<IntDotSource> { using Elem = int32_t; using Filter = IntDotFilter; };
 
 // ---- warp helpers -------------------------------------------------------------------------------
 
@@ -384,6 +421,10 @@ int qms_select_rows(graft_gpu_ctx* ctx, const DotSource& src, const QmsPlan& pla
     return launch(ctx, src, plan, rows, out, out_ld, scratch);
 }
 int qms_select_rows(graft_gpu_ctx* ctx, const KeySource& src, const QmsPlan& plan, int64_t rows,
+                    uint64_t* out, int64_t out_ld, void* scratch) {
+    return launch(ctx, src, plan, rows, out, out_ld, scratch);
+}
+int qms_select_rows(graft_gpu_ctx* ctx, const IntDotSource& src, const QmsPlan& plan, int64_t rows,
                     uint64_t* out, int64_t out_ld, void* scratch) {
     return launch(ctx, src, plan, rows, out, out_ld, scratch);
 }

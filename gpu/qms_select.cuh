@@ -19,6 +19,21 @@ struct DotSource {
     int64_t self0;
 };
 
+// Exact integer distances (the INT8 path): key value = mul * dots[r*ld + j] + (bterm ? bterm[j] :
+// 0), an int32 with smaller better (L2: mul = -2, bterm = ||b'||^2; inner product: mul = -1,
+// bterm = -shift sum b'; exact_knn.cu). The INT8 GEMM runs with alpha = 1 (the only alpha cuBLAS
+// takes with int32 output), so the scale is applied here. Values stay below kIntPastEnd
+// (GRAFT_GPU_INT8_MAX_D bounds them), which marks columns past the row's end.
+struct IntDotSource {
+    const int32_t* dots;
+    int64_t ld;            // multiple of 4; dots 16-byte aligned
+    const int32_t* bterm;  // nullable; 16-byte aligned
+    int32_t mul;
+    uint32_t id0;
+    int64_t self0;
+};
+constexpr int32_t kIntPastEnd = INT32_MAX;
+
 // Keys already made (merging per-tile winners): keys[r*ld + j].
 struct KeySource {
     const uint64_t* keys;
@@ -45,6 +60,8 @@ size_t qms_scratch_bytes(const QmsPlan& plan, int64_t rows);
 int qms_select_rows(graft_gpu_ctx* ctx, const DotSource& src, const QmsPlan& plan, int64_t rows,
                     uint64_t* out, int64_t out_ld, void* scratch);
 int qms_select_rows(graft_gpu_ctx* ctx, const KeySource& src, const QmsPlan& plan, int64_t rows,
+                    uint64_t* out, int64_t out_ld, void* scratch);
+int qms_select_rows(graft_gpu_ctx* ctx, const IntDotSource& src, const QmsPlan& plan, int64_t rows,
                     uint64_t* out, int64_t out_ld, void* scratch);
 
 // Sorts each row of rows x k keys ascending (CUB segmented radix sort) into `sorted`.

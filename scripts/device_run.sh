@@ -3,6 +3,14 @@
 # (scripts/fetch_deps.sh), runs every CTest label including gpu, and prints a summary.
 #   bash scripts/device_run.sh                 # build + all tests
 #   bash scripts/device_run.sh --bench         # ... then the exact k-NN benchmark and its torch peer
+#   bash scripts/device_run.sh --no-tests --bench-exact-dense
+#                                              # ... the exact k-NN benchmark at its targets only (implies
+#                                              #     --faiss-gpu): k = 10 and 1024 on the 1M dense-SIFT set,
+#                                              #     random-uniform and random-uint8 1M x 128, random-uniform
+#                                              #     1M x 960; every GraftFlat path (FP32, certified TF32,
+#                                              #     INT8 on integer data) with its floor, FAISS GpuIndexFlatL2
+#                                              #     and torch in the same run (bench_exact --focus; into
+#                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log)
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
 #                                              #     (vs the whole GRNND and CPU builds; ~2 min)
@@ -86,11 +94,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
     --quick-bench) bench=1 quick=1 ;;
+    --bench-exact-dense) bench=1 focus=1 faiss_gpu=1 ;;
     --faiss-gpu) faiss_gpu=1 ;;
     --sanitize) sanitize=1 ;;
     --no-tests) tests=0 ;;
@@ -241,7 +250,7 @@ if [ $sanitize = 1 ]; then
   # compute-sanitizer on the quick GPU cases: out-of-bounds/misaligned accesses and shared-memory races.
   # test_concurrency: 16 host threads on one GPU index of each type (2 s of mixing per index);
   # test_gpu_oom: every allocation failed once, with memcheck's leak check on the device.
-  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_grnnd test_gpu_search test_gpu_bang test_gpu_filter test_concurrency test_gpu_oom}; do
+  for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_exact_int8 test_gpu_grnnd test_gpu_search test_gpu_bang test_gpu_filter test_concurrency test_gpu_oom}; do
     bin=$(find ./build-device/tests -name "$t" -type f -perm -u+x | head -n1)
     if [ -z "$bin" ]; then
       echo "=== $t: not built" >>"$OUT/sanitize.log"
@@ -521,6 +530,7 @@ if [ $bench = 1 ]; then
   stamp "benchmark"
   args=(--out "$OUT/exact.jsonl" --commit "${GRAFT_COMMIT:-unknown}" --run-id "exact-$(date -u +%Y%m%dT%H%M%SZ)")
   [ $quick = 1 ] && args+=(--quick)
+  [ $focus = 1 ] && args+=(--focus)
   if [ $quick = 0 ]; then
     wait_dense_sift
     [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
@@ -528,7 +538,8 @@ if [ $bench = 1 ]; then
   OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
   PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
-    --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) 2>&1 | tee "$OUT/torch_exact.log"
+    --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) $([ $focus = 1 ] && echo --focus) \
+    2>&1 | tee "$OUT/torch_exact.log"
   stamp "done"
 fi
 [ $test_status = 0 ] || stamp "FAILED: $failed test(s) failed (see above)"

@@ -121,9 +121,9 @@ void GraftIndexFlat::set_param(const char* name, double value) {
                       value);
         p.allow_tf32 = (int)value;
     } else if (n == "exact_path") {
-        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2,
-                      "GraftIndexFlat: exact_path must be 0 (auto), 1 (fp32) or 2 (tf32 certified), "
-                      "got %g", value);
+        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2 || value == 3,
+                      "GraftIndexFlat: exact_path must be 0 (auto), 1 (fp32), 2 (tf32 certified) or "
+                      "3 (int8), got %g", value);
         p.exact_path = (int)value;
     } else if (n == "device_budget_mb") {
         GRAFT_REQUIRE(std::isfinite(value) && value >= 0 && value <= 1e9,
@@ -138,7 +138,7 @@ void GraftIndexFlat::set_param(const char* name, double value) {
     } else {
         FAISS_THROW_FMT(
                 "GraftIndexFlat: unknown parameter '%s' (settable: allow_tf32, exact_path, "
-                "device_budget_mb; readable: device, fp32_fallbacks)",
+                "device_budget_mb; readable: device, fp32_fallbacks, last_path)",
                 name);
     }
     std::lock_guard<std::mutex> hold(swap_lock);
@@ -170,9 +170,10 @@ double GraftIndexFlat::get_param(const char* name) const {
     int path = graft_flat_exact_path(flat, &fallbacks);
     if (n == "exact_path") return path;  // the path in use, auto resolved
     if (n == "fp32_fallbacks") return (double)fallbacks;
+    if (n == "last_path") return graft_flat_last_path(flat);
     FAISS_THROW_FMT(
             "GraftIndexFlat: unknown parameter '%s' (known: allow_tf32, exact_path, "
-            "device_budget_mb, device, fp32_fallbacks)",
+            "device_budget_mb, device, fp32_fallbacks, last_path)",
             name);
 }
 

@@ -16,6 +16,7 @@ void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) { (void)ctx; }
 void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) { (void)ctx; (void)allow; }
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { (void)ctx; (void)on; }
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
+int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
 int graft_gpu_malloc(graft_gpu_ctx* ctx, void** p, size_t n) { (void)ctx; (void)p; (void)n; return GRAFT_ENODEVICE; }
 void graft_gpu_free(graft_gpu_ctx* ctx, void* p) { (void)ctx; (void)p; }
@@ -32,6 +33,11 @@ int graft_gpu_gather_rows(graft_gpu_ctx* c, const float* s, const int32_t* idx, 
     return GRAFT_ENODEVICE;
 }
 int graft_gpu_exact_knn(graft_gpu_ctx* c, const graft_gpu_knn_args* a) { (void)c; (void)a; return GRAFT_ENODEVICE; }
+int graft_gpu_int8_encode(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d, int shift, int metric,
+                          int8_t* x8, int32_t* term) {
+    (void)c; (void)x; (void)n; (void)d; (void)shift; (void)metric; (void)x8; (void)term;
+    return GRAFT_ENODEVICE;
+}
 int graft_gpu_select_k(graft_gpu_ctx* c, const float* v, int64_t r, int64_t cols, int64_t ld, int64_t k,
                        float* ov, int64_t* oi) {
     (void)c; (void)v; (void)r; (void)cols; (void)ld; (void)k; (void)ov; (void)oi;

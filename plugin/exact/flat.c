@@ -1,6 +1,7 @@
 /* The exact flat index: host copy of the vectors (reconstruct, I/O, CPU search) and, when it
  * searches on a GPU, a device copy with precomputed norms. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "graft/flat.h"
 #include "graft_gpu.h"
 #include "core/validate.h"
+#include "exact/int8_range.h"
 
 /* Default scratch budget: a quarter of the device's memory, at most 8 GiB. Larger tiles let
  * more queries share one GEMM (cuBLAS reaches 42.7 TFLOP/s at 2048 x 1M x 128 on an H100 and
@@ -32,7 +34,18 @@ struct graft_flat {
     size_t d_io_bytes;
     int exact_path;           /* the resolved GPU path: GRAFT_EXACT_FP32 or _TF32_CERTIFIED */
     int64_t fp32_fallbacks;   /* queries the certificate sent back to FP32, all searches */
+    int last_path;            /* path of the last search (graft_flat_last_path) */
+    /* The exact INT8 path: int8 codes of the stored vectors on the device, kept while every
+     * stored value is an integer that fits them (exact/int8_range.h). */
+    graft_int8_range range;   /* of the stored vectors */
+    int8_t* d_x8;             /* d_capacity x graft_gpu_int8_row_bytes(d) */
+    int32_t* d_x8_term;       /* d_capacity rank terms (graft_gpu_int8_encode) */
+    int64_t x8_capacity;
+    int64_t x8_rows;          /* leading rows coded with x8_shift; the path needs all ntotal */
+    int x8_shift;             /* 128 or 0; -1: no codes */
 };
+
+static const graft_int8_range empty_range = {1, INFINITY, -INFINITY};
 
 void graft_flat_params_defaults(graft_flat_params* p) {
     p->metric = GRAFT_METRIC_L2;
@@ -59,9 +72,9 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
     if (params) p = *params;
     if (p.metric != GRAFT_METRIC_L2 && p.metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: unknown metric %d", (int)p.metric);
-    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_TF32_CERTIFIED)
+    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_INT8)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: exact_path %d not in 0 (auto), 1 (fp32), "
-                          "2 (tf32 certified)", p.exact_path);
+                          "2 (tf32 certified), 3 (int8)", p.exact_path);
     if (p.memory_budget == 0 && p.device >= 0) {
         size_t quarter = graft_gpu_device_memory(p.device) / 4;
         p.memory_budget = quarter && quarter < GRAFT_MAX_DEFAULT_BUDGET ? quarter : GRAFT_MAX_DEFAULT_BUDGET;
@@ -70,6 +83,8 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
     if (!f) return graft_fail(GRAFT_ENOMEM, "graft_flat_new: out of host memory");
     f->d = d;
     f->p = p;
+    f->range = empty_range;
+    f->x8_shift = -1;
     pthread_mutex_init(&f->lock, NULL);
     if (p.device >= 0) {
         int rc = graft_gpu_ctx_create(p.device, p.memory_budget, &f->ctx);
@@ -80,7 +95,8 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
         }
         graft_gpu_ctx_set_tf32(f->ctx, p.allow_tf32);
         /* Auto: the certified TF32 path, measured faster on an H100 for every k tried
-         * (bench/RESULTS.md, "Exact k-NN on tensor cores"). */
+         * (bench/RESULTS.md, "Exact k-NN on tensor cores"), and INT8 above it for integer data
+         * (gpu_search_locked). */
         f->exact_path = p.exact_path == GRAFT_EXACT_FP32 ? GRAFT_EXACT_FP32 : GRAFT_EXACT_TF32_CERTIFIED;
         graft_gpu_ctx_set_certified_tf32(f->ctx, f->exact_path == GRAFT_EXACT_TF32_CERTIFIED);
     } else {
@@ -96,6 +112,8 @@ void graft_flat_free(graft_flat* f) {
         graft_gpu_free(f->ctx, f->d_xb);
         graft_gpu_free(f->ctx, f->d_norms);
         graft_gpu_free(f->ctx, f->d_io);
+        graft_gpu_free(f->ctx, f->d_x8);
+        graft_gpu_free(f->ctx, f->d_x8_term);
         graft_gpu_ctx_destroy(f->ctx);
     }
     pthread_mutex_destroy(&f->lock);
@@ -131,6 +149,72 @@ static int gpu_reserve(graft_flat* f, int64_t need) {
     return GRAFT_OK;
 }
 
+/* INT8 codes may be kept: a GPU index whose path is auto or INT8, d within the int32 bound. */
+static int int8_allowed(const graft_flat* f) {
+    return f->ctx && (f->p.exact_path == GRAFT_EXACT_AUTO || f->p.exact_path == GRAFT_EXACT_INT8) &&
+           f->d <= GRAFT_GPU_INT8_MAX_D;
+}
+
+/* Every stored vector has codes (none stored counts). */
+static int int8_ready(const graft_flat* f) {
+    return int8_allowed(f) && (f->ntotal == 0 || (f->x8_shift >= 0 && f->x8_rows == f->ntotal));
+}
+
+/* Room for d_capacity rows of INT8 codes, keeping the first x8_rows. The code rows are rounded
+ * up to a multiple of 4 (the INT8 GEMM reads that many, graft_gpu.h) and start zeroed. */
+static int x8_reserve(graft_flat* f) {
+    if (f->x8_capacity >= f->d_capacity) return GRAFT_OK;
+    const int64_t cap = f->d_capacity, dp = graft_gpu_int8_row_bytes(f->d);
+    size_t bytes;
+    if (graft_mul_overflow((size_t)(cap + 3) / 4 * 4, (size_t)dp, &bytes))
+        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
+    int8_t* x8 = NULL;
+    int32_t* term = NULL;
+    int rc = graft_gpu_malloc(f->ctx, (void**)&x8, bytes);
+    if (rc == GRAFT_OK) rc = graft_gpu_memset_async(f->ctx, x8, 0, bytes, NULL);
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&term, (size_t)cap * sizeof(int32_t));
+    if (rc == GRAFT_OK && f->x8_rows > 0) {
+        rc = graft_gpu_copy_d2d(f->ctx, x8, f->d_x8, (size_t)f->x8_rows * dp);
+        if (rc == GRAFT_OK)
+            rc = graft_gpu_copy_d2d(f->ctx, term, f->d_x8_term, (size_t)f->x8_rows * sizeof(int32_t));
+    }
+    if (rc != GRAFT_OK) {
+        graft_gpu_free(f->ctx, x8);
+        graft_gpu_free(f->ctx, term);
+        return gpu_status(rc);
+    }
+    graft_gpu_free(f->ctx, f->d_x8);
+    graft_gpu_free(f->ctx, f->d_x8_term);
+    f->d_x8 = x8;
+    f->d_x8_term = term;
+    f->x8_capacity = cap;
+    return GRAFT_OK;
+}
+
+/* Codes for rows [x8_rows, need) of the device vectors (all of them when the shift changes). On
+ * failure x8_rows still counts only rows coded with x8_shift, so the index stays consistent. */
+static int x8_update(graft_flat* f, int64_t need, int shift) {
+    GRAFT_TRY(x8_reserve(f));
+    if (shift != f->x8_shift) {
+        f->x8_rows = 0;
+        f->x8_shift = shift;
+    }
+    const int64_t dp = graft_gpu_int8_row_bytes(f->d), r0 = f->x8_rows;
+    GPU_TRY(graft_gpu_int8_encode(f->ctx, f->d_xb + r0 * f->d, need - r0, f->d, shift, (int)f->p.metric,
+                                  f->d_x8 + r0 * dp, f->d_x8_term + r0));
+    f->x8_rows = need;
+    return GRAFT_OK;
+}
+
+static void x8_release(graft_flat* f) {
+    graft_gpu_free(f->ctx, f->d_x8);
+    graft_gpu_free(f->ctx, f->d_x8_term);
+    f->d_x8 = NULL;
+    f->d_x8_term = NULL;
+    f->x8_capacity = f->x8_rows = 0;
+    f->x8_shift = -1;
+}
+
 static int gpu_io(graft_flat* f, size_t bytes, void** out) {
     if (bytes > f->d_io_bytes) {
         graft_gpu_free(f->ctx, f->d_io);
@@ -158,14 +242,25 @@ static int flat_add_locked(graft_flat* f, int64_t n, const float* x) {
         f->xb = xb;
         f->capacity = cap;
     }
+    graft_int8_range range = f->range;
+    int shift = -1;
+    if (int8_allowed(f)) {
+        graft_int8_range r;
+        graft_int8_range_scan(x, n, f->d, &r);
+        range = graft_int8_range_union(range, r);
+        shift = graft_int8_shift(range);
+    }
     if (f->ctx) {
         GRAFT_TRY(gpu_reserve(f, need));
         float* dst = f->d_xb + f->ntotal * f->d;
         GPU_TRY(graft_gpu_upload(f->ctx, dst, x, (size_t)n * f->d * sizeof(float)));
         GPU_TRY(graft_gpu_row_norms(f->ctx, dst, n, f->d, f->d_norms + f->ntotal));
+        if (shift >= 0) GRAFT_TRY(x8_update(f, need, shift));
     }
     memcpy(f->xb + f->ntotal * f->d, x, (size_t)n * f->d * sizeof(float));
     f->ntotal = need;
+    f->range = range;
+    if (shift < 0 && f->d_x8) x8_release(f); /* no longer integer data: the codes go */
     return GRAFT_OK;
 }
 
@@ -184,6 +279,8 @@ int graft_flat_reset(graft_flat* f) {
     if (!f) return graft_fail(GRAFT_EINVAL, "graft_flat_reset: NULL index");
     pthread_mutex_lock(&f->lock);
     f->ntotal = 0;
+    f->range = empty_range;
+    f->x8_rows = 0;
     pthread_mutex_unlock(&f->lock);
     return GRAFT_OK;
 }
@@ -195,8 +292,12 @@ int graft_flat_device(const graft_flat* f) { return f && f->ctx ? f->p.device : 
 const float* graft_flat_vectors(const graft_flat* f) { return f ? f->xb : NULL; }
 int graft_flat_exact_path(const graft_flat* f, int64_t* fp32_fallbacks) {
     if (fp32_fallbacks) *fp32_fallbacks = f ? f->fp32_fallbacks : 0;
-    return f ? f->exact_path : GRAFT_EXACT_FP32;
+    if (!f) return GRAFT_EXACT_FP32;
+    if (f->ctx && (f->p.exact_path == GRAFT_EXACT_INT8 || (int8_ready(f) && f->ntotal > 0)))
+        return GRAFT_EXACT_INT8;
+    return f->exact_path;
 }
+int graft_flat_last_path(const graft_flat* f) { return f ? f->last_path : 0; }
 size_t graft_flat_gpu_scratch_peak(const graft_flat* f) {
     return f && f->ctx ? graft_gpu_ctx_scratch_peak(f->ctx) : 0;
 }
@@ -209,6 +310,22 @@ static int gpu_search_locked(graft_flat* f, int64_t nq, const float* xq, int64_t
     int64_t batch = (int64_t)(GRAFT_IO_BATCH_BYTES / per_q);
     if (batch < 1) batch = 1;
     if (batch > nq) batch = nq;
+    /* INT8 when the stored vectors have codes and the queries fit them too (checked here, on the
+     * host, like their finiteness); the k-NN graph's queries are the stored vectors. */
+    int use8 = int8_ready(f) && f->ntotal > 0;
+    int queries_fit = 1;
+    if (use8 && xq) {
+        graft_int8_range r;
+        graft_int8_range_scan(xq, nq, f->d, &r);
+        queries_fit = use8 = graft_int8_fits(r, f->x8_shift);
+    }
+    if (f->p.exact_path == GRAFT_EXACT_INT8 && !use8 && f->ntotal > 0)
+        return graft_fail(GRAFT_EINVAL,
+                          "graft_flat_search: exact_path 3 (int8) needs integer vectors in [0, 255] or "
+                          "[-128, 127] (the same range for stored vectors and queries); %s",
+                          f->d > GRAFT_GPU_INT8_MAX_D ? "the dimension is over 32768"
+                          : !queries_fit              ? "the queries do not fit the stored vectors' codes"
+                                                      : "the stored vectors are not such integers");
     void* io = NULL;
     GRAFT_TRY(gpu_io(f, (size_t)batch * per_q + 512, &io));
     float* dD = io;
@@ -217,7 +334,12 @@ static int gpu_search_locked(graft_flat* f, int64_t nq, const float* xq, int64_t
     for (int64_t q0 = 0; q0 < nq; q0 += batch) {
         int64_t nb = nq - q0 < batch ? nq - q0 : batch;
         graft_gpu_knn_args a = {f->d_xb, f->d_norms, f->ntotal, NULL, nb, f->d, k, (int)f->p.metric,
-                                -1, dD, dI};
+                                -1, dD, dI, NULL, NULL, 0};
+        if (use8) {
+            a.xb8 = f->d_x8;
+            a.xb8_term = f->d_x8_term;
+            a.shift8 = f->x8_shift;
+        }
         if (xq) {
             GPU_TRY(graft_gpu_upload(f->ctx, dq, xq + q0 * f->d, (size_t)nb * f->d * sizeof(float)));
             a.xq = dq;
@@ -227,6 +349,7 @@ static int gpu_search_locked(graft_flat* f, int64_t nq, const float* xq, int64_t
         }
         GPU_TRY(graft_gpu_exact_knn(f->ctx, &a));
         f->fp32_fallbacks += graft_gpu_ctx_last_fallbacks(f->ctx);
+        f->last_path = graft_gpu_ctx_last_path(f->ctx);
         GPU_TRY(graft_gpu_download(f->ctx, D + q0 * k, dD, (size_t)nb * k * sizeof(float)));
         GPU_TRY(graft_gpu_download(f->ctx, I + q0 * k, dI, (size_t)nb * k * sizeof(int64_t)));
     }
@@ -248,6 +371,7 @@ int graft_flat_search(const graft_flat* cf, int64_t nq, const float* xq, int64_t
     if (nq == 0) return GRAFT_OK;
     GRAFT_TRY(graft_check_finite(xq, nq, f->d, "graft_flat_search: queries"));
     pthread_mutex_lock(&f->lock);
+    if (!f->ctx) f->last_path = GRAFT_EXACT_FP32;
     int rc = f->ctx         ? gpu_search_locked(f, nq, xq, k, D, I)
              : f->p.cpu_knn ? f->p.cpu_knn(f->xb, f->ntotal, xq, nq, f->d, k, f->p.metric, D, I)
                             : graft_knn_cpu(f->xb, f->ntotal, xq, nq, f->d, k, f->p.metric, -1, D, I);

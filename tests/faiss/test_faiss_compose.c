@@ -402,7 +402,13 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "device_budget_mb", -1), "device_budget_mb");
     FAISS_FAILS(faiss_graft_set_param(g, "device", 1), "fixed at creation");
     FAISS_FAILS(faiss_graft_set_param(g, "nprobe", 8), "allow_tf32, exact_path, device_budget_mb");
-    FAISS_FAILS(faiss_graft_set_param(g, "exact_path", 3), "0 (auto), 1 (fp32) or 2 (tf32 certified)");
+    FAISS_FAILS(faiss_graft_set_param(g, "exact_path", 4), "2 (tf32 certified) or 3 (int8)");
+    /* sift5k is uint8 data: forced INT8 runs on a GPU (exact); the CPU ignores the path. */
+    FAISS_OK(faiss_graft_set_param(g, "exact_path", 3));
+    r = recall_of(g, s.nq);
+    CHECK(r >= 0.999, "recall with exact_path 3: %.4f", r);
+    FAISS_OK(faiss_graft_get_param(g, "last_path", &v));
+    CHECK(v == (graft_gpu_available() ? 3 : 1), "last_path %g after an exact_path 3 search", v);
     FAISS_OK(faiss_graft_set_param(g, "exact_path", 1));
     FAISS_OK(faiss_graft_get_param(g, "exact_path", &v));
     CHECK(v == 1, "exact_path reads back %g after setting 1", v);

@@ -1,7 +1,8 @@
 /* graft: exact k-NN (brute force), the IndexFlat-style index and the oracle for everything else.
  *
- * On the GPU, distances are a cuBLAS SGEMM (exact FP32 unless allow_tf32) and selection is the
- * warp-ballot quick multi-select (gpu/qms_select.cu); on the CPU, the reference below.
+ * On the GPU, distances are a cuBLAS GEMM (FP32, certified TF32, or INT8 for integer data; see
+ * exact_path) and selection is the warp-ballot quick multi-select (gpu/qms_select.cu); on the
+ * CPU, the reference below.
  * Results follow FAISS's IndexFlat exactly: row-major nq x k; L2 gives squared distances,
  * ascending; inner product gives dot products, descending; ties go to the smaller id; when k
  * exceeds the number of vectors, the remaining slots hold label -1 and distance FLT_MAX (L2) or
@@ -32,12 +33,27 @@ typedef struct graft_flat_params {
     int (*cpu_knn)(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
                    graft_metric metric, float* D, int64_t* I);
     int exact_path;        /* GPU path of the exact search (still exact): GRAFT_EXACT_AUTO (0,
-                              default), GRAFT_EXACT_FP32 (1: FP32 GEMM), GRAFT_EXACT_TF32_CERTIFIED
-                              (2: TF32 tensor-core candidates with a certified error bound, FP32
-                              re-ranking, FP32 again for a query whose certificate fails) */
+                              default: INT8 where the data allows it, else certified TF32),
+                              GRAFT_EXACT_FP32 (1: FP32 GEMM), GRAFT_EXACT_TF32_CERTIFIED (2: TF32
+                              tensor-core candidates with a certified error bound, FP32
+                              re-ranking, FP32 again for a query whose certificate fails),
+                              GRAFT_EXACT_INT8 (3: INT8 only; a search whose stored vectors or
+                              queries do not qualify fails with GRAFT_EINVAL; a device whose
+                              cuBLAS refuses the INT8 GEMM searches in certified TF32, as
+                              graft_flat_last_path then says).
+                              INT8: when every stored value is an integer in [0, 255] (uint8 data:
+                              SIFT bvecs / u8bin, pixels) or in [-128, 127], and d <= 32768, the
+                              index keeps int8 codes of its vectors on the GPU beside the FP32
+                              copy: n x d bytes (d rounded up to 16), a quarter of the FP32
+                              copy's n x d x 4, plus 4 bytes a vector. A search whose queries are
+                              integers in the same range then takes an int8 tensor-core GEMM
+                              with int32 accumulation: distances are exact integers (ranked
+                              exactly, ties to the smaller id) rounded once to float, equal to or
+                              more accurate than FP32's. Other queries take certified TF32.
+                              Ignored on the CPU. */
 } graft_flat_params;
 
-enum { GRAFT_EXACT_AUTO = 0, GRAFT_EXACT_FP32 = 1, GRAFT_EXACT_TF32_CERTIFIED = 2 };
+enum { GRAFT_EXACT_AUTO = 0, GRAFT_EXACT_FP32 = 1, GRAFT_EXACT_TF32_CERTIFIED = 2, GRAFT_EXACT_INT8 = 3 };
 
 void graft_flat_params_defaults(graft_flat_params* params);
 
@@ -69,9 +85,14 @@ int64_t graft_flat_d(const graft_flat* index);
 graft_metric graft_flat_metric(const graft_flat* index);
 /* -1 when the index searches on the CPU. */
 int graft_flat_device(const graft_flat* index);
-/* The GPU path the index's searches take (GRAFT_EXACT_FP32 or GRAFT_EXACT_TF32_CERTIFIED; FP32
- * on the CPU), and how many queries of its searches so far the certificate sent back to FP32. */
+/* The GPU path the index's searches take (GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, or
+ * GRAFT_EXACT_INT8 while the stored vectors have INT8 codes: integer queries in their range take
+ * it; FP32 on the CPU), and how many queries of its searches so far the certificate sent back to
+ * FP32. */
 int graft_flat_exact_path(const graft_flat* index, int64_t* fp32_fallbacks);
+/* The path the last search (or k-NN graph) took: GRAFT_EXACT_FP32 (also every CPU search),
+ * GRAFT_EXACT_TF32_CERTIFIED or GRAFT_EXACT_INT8; 0 before the first. */
+int graft_flat_last_path(const graft_flat* index);
 /* The stored vectors (ntotal x d, row-major), owned by the index, valid until the next add/reset. */
 const float* graft_flat_vectors(const graft_flat* index);
 
