@@ -457,7 +457,7 @@ int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsuppo
     // multiple of 16, tiles start at multiples of 32 rows, ldc is a multiple of 4, and a last
     // tile of nbt rows is computed as round_up(nbt, 4) rows (xb8 holds them: graft_gpu.h; the
     // selection reads the first nbt columns only). n is rounded up as well, in case a cuBLAS
-    // wants that too: the extra query rows (any contents) are computed and never selected.
+    // wants that too: the extra query rows (zeros) are computed and never selected.
     const int32_t one = 1, zero = 0;
     int32_t* dots = reinterpret_cast<int32_t*>(t.dots);
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
@@ -465,6 +465,8 @@ int knn_rows_int8(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool* unsuppo
         GRAFT_GPU_TRY(int8_rows(ctx, a->xq + q0 * a->d, qt, a->d, a->shift8,
                                 l2 ? kTermQueryL2 : kTermQueryIP, t.q8, nullptr, t.qterm));
         const int64_t n4 = (qt + 3) / 4 * 4;
+        // The rounded-up query rows are never selected; zeroed, so that no read is uninitialized.
+        if (n4 > qt) GRAFT_CUDA_TRY(cudaMemsetAsync(t.q8 + qt * dp, 0, (size_t)(n4 - qt) * dp, ctx->stream));
         for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
             // Column-major view as in knn_rows: C^T (nbt x qt) = B8_tile (nbt x dp) * Q8^T.
