@@ -9,7 +9,7 @@
 
 #include <faiss/Index.h>
 
-#include "graft/bang_index.h"
+#include "graft/graph_index.h"
 #include "graft_faiss_common.h"
 
 namespace graft {
@@ -19,9 +19,9 @@ struct GraftIndexGraphPQ : faiss::Index, NamedParameters {
     // 0 = params->pq.M, whose default is graft_pq_default_M(d)). params nullptr = defaults (GPU 0
     // when one is visible, else the CPU). The PQ k-means is always FAISS's (graft_faiss_kmeans).
     explicit GraftIndexGraphPQ(idx_t d, int M = 0, faiss::MetricType metric = faiss::METRIC_L2,
-                               const graft_bindex_params* params = nullptr);
-    // Takes ownership of an existing plugin index (e.g. from graft_bindex_read).
-    explicit GraftIndexGraphPQ(graft_bindex* owned);
+                               const graft_gindex_params* params = nullptr);
+    // Takes ownership of an existing plugin index (e.g. from graft_gindex_read).
+    explicit GraftIndexGraphPQ(graft_gindex* owned);
     ~GraftIndexGraphPQ() override;
     GraftIndexGraphPQ(const GraftIndexGraphPQ&) = delete;
     GraftIndexGraphPQ& operator=(const GraftIndexGraphPQ&) = delete;
@@ -55,12 +55,12 @@ struct GraftIndexGraphPQ : faiss::Index, NamedParameters {
     //             searches use now: 1 in-memory, 2 out-of-core; 0 on the CPU), "build_seconds",
     //             "build_pieces" (1 GRNND, P > 1 GRNND in P pieces, 0 CPU), "gpu_bytes" (device
     //             bytes held resident)
-    // Values are checked as graft_bindex_set_search_params / set_build_params / set_mode check
+    // Values are checked as graft_gindex_set_search_params / set_build_params / set_mode check
     // them; a refused value leaves the index as it was.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
 
-    graft_bindex* bindex = nullptr;
+    graft_gindex* bindex = nullptr;
 };
 
 // Per-search parameters of a GraftIndexGraphPQ (graft/bang.h); -1 = the index's default. `sel`

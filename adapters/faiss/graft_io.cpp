@@ -83,7 +83,7 @@ bool write_graft(const faiss::Index* idx, FILE* f) {
         return true;
     }
     if (auto* g = dynamic_cast<const graft::GraftIndexGraphPQ*>(idx)) {
-        graft::throw_if_error(graft_bindex_write(g->bindex, f), fn);
+        graft::throw_if_error(graft_gindex_write(g->bindex, f), fn);
         return true;
     }
     return false;
@@ -231,12 +231,13 @@ std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, in
         return std::make_unique<graft::GraftIndexGraph>(loaded);
     }
     if (!std::memcmp(magic, GRAFT_BANG_MAGIC, 8)) {
-        graft_bindex_params p;
-        graft_bindex_params_defaults(&p);
+        graft_gindex_params p;
+        graft_gindex_params_defaults(&p);
+        p.storage = GRAFT_STORAGE_PQ;
         if (device != kAutoDevice) p.device = device;
         p.pq.kmeans = graft_faiss_kmeans;  // for training an index that was saved untrained
-        graft_bindex* loaded = nullptr;
-        graft::throw_if_error(graft_bindex_read(f, &p, &loaded), "faiss_graft_read_index");
+        graft_gindex* loaded = nullptr;
+        graft::throw_if_error(graft_gindex_read(f, &p, &loaded), "faiss_graft_read_index");
         return std::make_unique<graft::GraftIndexGraphPQ>(loaded);
     }
     return nullptr;
@@ -304,12 +305,12 @@ std::unique_ptr<faiss::Index> make_like(const faiss::Index* old, int device) {
     }
     auto* g = dynamic_cast<const graft::GraftIndexGraphPQ*>(old);
     REQUIRE(g, "faiss_graft_read_index: not a graft index");
-    graft_bindex_params p = graft_bindex_get_params(g->bindex);
+    graft_gindex_params p = graft_gindex_get_params(g->bindex);
     p.device = dev;
-    const graft_pq* pq = graft_bindex_pq(g->bindex);
+    const graft_pq* pq = graft_gindex_pq(g->bindex);
     auto out = std::make_unique<graft::GraftIndexGraphPQ>(g->d, pq ? pq->M : p.pq.M, g->metric_type, &p);
     if (pq) {
-        graft::throw_if_error(graft_bindex_set_pq(out->bindex, pq), "faiss_graft_read_index");
+        graft::throw_if_error(graft_gindex_set_pq(out->bindex, pq), "faiss_graft_read_index");
         out->is_trained = true;
     }
     return out;

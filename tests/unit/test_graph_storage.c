@@ -252,7 +252,7 @@ static void test_io(const graft_test_sift* s) {
         unsigned char* b = graft_test_bytes_of(f, &len);
         const size_t sq = kinds[c] == GRAFT_STORAGE_SQ8 ? 8 * (size_t)s->d : 0;
         const int R = graft_gindex_graph(g)->R;
-        CHECK(len == 80 + sq + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "%s record length %zu",
+        CHECK(len == 104 + sq + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "%s record length %zu",
               graft_storage_name(kinds[c]), len);
         f = tmpfile();
         fwrite(b, 1, len, f);
@@ -278,12 +278,12 @@ static void test_io(const graft_test_sift* s) {
             graft_gindex_free(r);
         }
         if (kinds[c] == GRAFT_STORAGE_SQ8) {
-            graft_test_expect_format(read_record, b, 80 + 100, "truncated in the SQ8 parameters",
+            graft_test_expect_format(read_record, b, 104 + 100, "truncated in the SQ8 parameters",
                                      "truncated");
             graft_test_with_field(read_record, b, len, 68, 0, 4, 0, "SQ8 with vectors, untrained",
                                   "untrained SQ8");
             /* vdiff < 0 under a valid checksum */
-            graft_test_with_field(read_record, b, len, 80 + 4 * (size_t)s->d, 0xbf800000u, 4, 1,
+            graft_test_with_field(read_record, b, len, 104 + 4 * (size_t)s->d, 0xbf800000u, 4, 1,
                                   "SQ8 vdiff -1, valid checksum", "vdiff");
         }
         free(b);
@@ -327,7 +327,7 @@ static void test_v1_fixture(const graft_test_sift* s) {
     CHECK_OK(graft_gindex_search(g, NQ, s->xq, K, NULL, D, I, NULL));
     CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v1: the same labels and distances "
           "as the code that wrote it");
-    /* Written again, it is a version-2 record that reads back to the same answers. */
+    /* Written again, it is a version-3 record that reads back to the same answers. */
     FILE* t = tmpfile();
     CHECK_OK(graft_gindex_write(g, t));
     rewind(t);
@@ -335,7 +335,42 @@ static void test_v1_fixture(const graft_test_sift* s) {
     CHECK_OK(graft_gindex_read(t, NULL, &r));
     fclose(t);
     if (r) CHECK_OK(graft_gindex_search(r, NQ, s->xq, K, NULL, D, I, NULL));
-    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v1 -> v2: same answers");
+    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v1 -> v3: same answers");
+    graft_gindex_free(r);
+    graft_gindex_free(g);
+}
+
+/* The version-2 SQ8 record written by the code before format version 3 (tests/fixtures/
+ * make_bindex_v1.c) loads as SQ8 with its ranges and answers exactly what that code answered. */
+static void test_v2_fixture(const graft_test_sift* s) {
+    printf("version-2 SQ8 fixture\n");
+    enum { NQ = 100, K = 10 };
+    FILE* f = fopen(GRAFT_FIXTURES_DIR "/gindex_v2_sq8_sift500.grft", "rb");
+    FILE* e = fopen(GRAFT_FIXTURES_DIR "/gindex_v2_sq8_sift500.expect", "rb");
+    CHECK(f && e, "fixtures in %s", GRAFT_FIXTURES_DIR);
+    if (!f || !e) return;
+    int64_t I0[NQ * K], I[NQ * K];
+    float D0[NQ * K], D[NQ * K];
+    CHECK(fread(I0, sizeof I0, 1, e) == 1 && fread(D0, sizeof D0, 1, e) == 1, "expectation file");
+    graft_gindex* g = NULL;
+    CHECK_OK(graft_gindex_read(f, NULL, &g));
+    fclose(f);
+    fclose(e);
+    if (!g) return;
+    graft_gindex_params p = graft_gindex_get_params(g);
+    CHECK(graft_gindex_ntotal(g) == 500 && p.storage == GRAFT_STORAGE_SQ8 && graft_gindex_is_trained(g) &&
+          p.search.L == 32 && graft_gindex_graph(g)->R == 32, "v2: SQ8, shape and defaults");
+    CHECK_OK(graft_gindex_search(g, NQ, s->xq, K, NULL, D, I, NULL));
+    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v2: the same labels and distances "
+          "as the code that wrote it");
+    FILE* t = tmpfile();
+    CHECK_OK(graft_gindex_write(g, t));
+    rewind(t);
+    graft_gindex* r = NULL;
+    CHECK_OK(graft_gindex_read(t, NULL, &r));
+    fclose(t);
+    if (r) CHECK_OK(graft_gindex_search(r, NQ, s->xq, K, NULL, D, I, NULL));
+    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v2 -> v3: same answers");
     graft_gindex_free(r);
     graft_gindex_free(g);
 }
@@ -370,6 +405,7 @@ int main(void) {
     test_rules(&s);
     test_io(&s);
     test_v1_fixture(&s);
+    test_v2_fixture(&s);
 
     dataset ds;
     make_dataset(&ds, "sift5k", s.xb, s.nb, s.xq, s.nq, s.d, GRAFT_METRIC_L2);
