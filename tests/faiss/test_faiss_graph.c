@@ -215,7 +215,7 @@ static void test_idmap_io(void) {
 
     FAISS_OK(faiss_graft_set_param(g, "L", 48));
     long len = roundtrip(g, "graph.gft", "GraftIndexGraph");
-    CHECK(len == 80 + s.nb * s.d * 4 + s.nb * 64 * 4 + 8, "GRFTGRPH record of %ld bytes", len); /* version 2 */
+    CHECK(len == 104 + s.nb * s.d * 4 + s.nb * 64 * 4 + 8, "GRFTGRPH record of %ld bytes", len); /* version 3 */
     roundtrip((FaissIndex*)m, "idmap_graph.gft", "IndexIDMap over GraftIndexGraph");
     FaissIndex* m2 = built("IDMap2,GraftGraph,cpu");
     if (m2) roundtrip(m2, "idmap2_graph.gft", "IDMap2,GraftGraph (factory)");
