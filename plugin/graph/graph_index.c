@@ -831,7 +831,7 @@ static int parse_graph_header(const unsigned char* hdr, uint32_t version, const 
     return GRAFT_OK;
 }
 
-/* The graph + PQ index's GRFTBANG version-1 header (graft/bang_index.h) past the shape. */
+/* The graph + PQ index's GRFTBANG version-1 header (graft/graph_index.h documents its bytes) past the shape. */
 static int parse_bang_header(const unsigned char* hdr, const char* fn, record* r) {
     graft_gindex_params* p = &r->p;
     const int32_t M = get_i32(hdr + 48);

@@ -335,7 +335,7 @@ static long roundtrip(FaissIndex* idx, const char* name, const char* what) {
     results a = search_with(idx, NULL), b = search_with(back, NULL);
     CHECK(same_results(a, b) && faiss_Index_ntotal(back) == faiss_Index_ntotal(idx) &&
           faiss_Index_is_trained(back) == faiss_Index_is_trained(idx), "%s: read back differs", what);
-    /* M is stored trained or not (graft/bang_index.h). */
+    /* M is stored trained or not (graft/graph_index.h). */
     const char* names[] = {"L", "rerank", "max_expand", "bloom_log2", "mode", "gpu_budget", "M"};
     const size_t nnames = sizeof names / sizeof names[0];
     for (size_t i = 0; i < nnames; i++)

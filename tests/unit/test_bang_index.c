@@ -1,4 +1,4 @@
-/* The graph + PQ index object (plugin/graph/bang_index.c) on the CPU (device -1): train / add / search
+/* The graph index with the PQ storage (plugin/graph/graph_index.c) on the CPU (device -1): train / add / search
  * life cycle with FAISS's conventions, state kept across failed calls, set_data with an outside
  * graph, and the GRFTBANG record (round trip, truncation, corruption). Real data: sift5k.
  * Where a GPU is visible, the same object on the GPU in both memory modes against the CPU

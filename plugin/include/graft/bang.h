@@ -71,7 +71,7 @@ typedef enum graft_bang_mode {
  * graph and vectors) to params->device, searches, frees. Same parameters, results and errors as
  * graft_bang_search_cpu, plus bloom_log2 outside 10..24, R > 256, mode not IN_MEMORY or
  * OUT_OF_CORE, GRAFT_ENODEVICE, GRAFT_EGPU_NOMEM, GRAFT_ECUDA. report may be NULL. The index
- * (graft/bang_index.h) keeps the device data between searches. */
+ * (graft/graph_index.h, the PQ storage) keeps the device data between searches. */
 int graft_bang_search_gpu(const graft_graph* graph, const graft_pq* pq, const uint8_t* codes,
                           const float* x, int64_t d, graft_metric metric, const float* xq,
                           int64_t nq, int64_t k, const graft_bang_params* params,

@@ -183,7 +183,7 @@ int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const 
  *         the reader encodes the vectors again)
  *     ... 8  uint64 FNV-1a checksum of every byte before it (graft_io_checksum)
  * write builds a pending graph first (the file holds one over every vector). read also loads
- * the graph + PQ index's GRFTBANG version-1 records (graft/bang_index.h) as the PQ storage.
+ * the graph + PQ index's GRFTBANG version-1 records (below) as the PQ storage.
  * Errors as graft_flat_write / graft_flat_read (GRAFT_EIO, GRAFT_EFORMAT with the byte offset of a
  * truncation, checksum mismatch, newer version, out-of-range sizes or ids). params of read: NULL
  * = defaults (its pq.kmeans is kept for later training); metric, storage, M, placement and the
