@@ -326,13 +326,18 @@ static void test_io(const graft_test_sift* s) {
     graft_gindex_free(g);
 }
 
-/* The version-1 record written by the code before format version 2 (tests/fixtures/
- * make_gindex_v1.c) loads as FP32 and answers exactly what that code answered. */
-static void test_v1_fixture(const graft_test_sift* s) {
-    printf("version-1 fixture\n");
+/* A record written by the code before a format change (tests/fixtures/make_gindex_v1.c, version
+ * 1; make_bindex_v1.c, version 2 with SQ8 and the graph + PQ index's GRFTBANG version 1) loads
+ * with its storage and answers exactly what that
+ * code answered; written again, it is a version-3 record that reads back to the same answers. */
+static void test_fixture(const graft_test_sift* s, const char* name, int storage, int trained) {
+    printf("fixture %s\n", name);
     enum { NQ = 100, K = 10 };
-    FILE* f = fopen(GRAFT_FIXTURES_DIR "/gindex_v1_sift500.grft", "rb");
-    FILE* e = fopen(GRAFT_FIXTURES_DIR "/gindex_v1_sift500.expect", "rb");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.grft", GRAFT_FIXTURES_DIR, name);
+    FILE* f = fopen(path, "rb");
+    snprintf(path, sizeof path, "%s/%s.expect", GRAFT_FIXTURES_DIR, name);
+    FILE* e = fopen(path, "rb");
     CHECK(f && e, "fixtures in %s", GRAFT_FIXTURES_DIR);
     if (!f || !e) return;
     int64_t I0[NQ * K], I[NQ * K];
@@ -344,13 +349,13 @@ static void test_v1_fixture(const graft_test_sift* s) {
     fclose(e);
     if (!g) return;
     graft_gindex_params p = graft_gindex_get_params(g);
-    CHECK(graft_gindex_ntotal(g) == 500 && p.storage == GRAFT_STORAGE_FP32 && p.search.L == 32 &&
-          p.search.rerank == 0 && graft_gindex_graph(g)->R == 32, "v1: shape and defaults");
-    CHECK(!memcmp(graft_gindex_vectors(g), s->xb, sizeof(float) * 500 * s->d), "v1: the vectors");
+    CHECK(graft_gindex_ntotal(g) == 500 && p.storage == storage && graft_gindex_is_trained(g) == trained &&
+              p.search.L == 32 && p.search.rerank == 0 && graft_gindex_graph(g)->R == 32,
+          "%s: storage, shape and defaults", name);
+    CHECK(!memcmp(graft_gindex_vectors(g), s->xb, sizeof(float) * 500 * s->d), "%s: the vectors", name);
     CHECK_OK(graft_gindex_search(g, NQ, s->xq, K, NULL, D, I, NULL));
-    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v1: the same labels and distances "
-          "as the code that wrote it");
-    /* Written again, it is a version-3 record that reads back to the same answers. */
+    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "%s: the same labels and distances "
+          "as the code that wrote it", name);
     FILE* t = tmpfile();
     CHECK_OK(graft_gindex_write(g, t));
     rewind(t);
@@ -358,42 +363,7 @@ static void test_v1_fixture(const graft_test_sift* s) {
     CHECK_OK(graft_gindex_read(t, NULL, &r));
     fclose(t);
     if (r) CHECK_OK(graft_gindex_search(r, NQ, s->xq, K, NULL, D, I, NULL));
-    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v1 -> v3: same answers");
-    graft_gindex_free(r);
-    graft_gindex_free(g);
-}
-
-/* The version-2 SQ8 record written by the code before format version 3 (tests/fixtures/
- * make_bindex_v1.c) loads as SQ8 with its ranges and answers exactly what that code answered. */
-static void test_v2_fixture(const graft_test_sift* s) {
-    printf("version-2 SQ8 fixture\n");
-    enum { NQ = 100, K = 10 };
-    FILE* f = fopen(GRAFT_FIXTURES_DIR "/gindex_v2_sq8_sift500.grft", "rb");
-    FILE* e = fopen(GRAFT_FIXTURES_DIR "/gindex_v2_sq8_sift500.expect", "rb");
-    CHECK(f && e, "fixtures in %s", GRAFT_FIXTURES_DIR);
-    if (!f || !e) return;
-    int64_t I0[NQ * K], I[NQ * K];
-    float D0[NQ * K], D[NQ * K];
-    CHECK(fread(I0, sizeof I0, 1, e) == 1 && fread(D0, sizeof D0, 1, e) == 1, "expectation file");
-    graft_gindex* g = NULL;
-    CHECK_OK(graft_gindex_read(f, NULL, &g));
-    fclose(f);
-    fclose(e);
-    if (!g) return;
-    graft_gindex_params p = graft_gindex_get_params(g);
-    CHECK(graft_gindex_ntotal(g) == 500 && p.storage == GRAFT_STORAGE_SQ8 && graft_gindex_is_trained(g) &&
-          p.search.L == 32 && graft_gindex_graph(g)->R == 32, "v2: SQ8, shape and defaults");
-    CHECK_OK(graft_gindex_search(g, NQ, s->xq, K, NULL, D, I, NULL));
-    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v2: the same labels and distances "
-          "as the code that wrote it");
-    FILE* t = tmpfile();
-    CHECK_OK(graft_gindex_write(g, t));
-    rewind(t);
-    graft_gindex* r = NULL;
-    CHECK_OK(graft_gindex_read(t, NULL, &r));
-    fclose(t);
-    if (r) CHECK_OK(graft_gindex_search(r, NQ, s->xq, K, NULL, D, I, NULL));
-    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "v2 -> v3: same answers");
+    CHECK(!memcmp(I, I0, sizeof I) && !memcmp(D, D0, sizeof D), "%s -> version 3: same answers", name);
     graft_gindex_free(r);
     graft_gindex_free(g);
 }
@@ -427,8 +397,9 @@ int main(void) {
 
     test_rules(&s);
     test_io(&s);
-    test_v1_fixture(&s);
-    test_v2_fixture(&s);
+    test_fixture(&s, "gindex_v1_sift500", GRAFT_STORAGE_FP32, 1);
+    test_fixture(&s, "gindex_v2_sq8_sift500", GRAFT_STORAGE_SQ8, 1);
+    test_fixture(&s, "bindex_v1_sift500", GRAFT_STORAGE_PQ, 1); /* GRFTBANG: the PQ storage */
 
     dataset ds;
     make_dataset(&ds, "sift5k", s.xb, s.nb, s.xq, s.nq, s.d, GRAFT_METRIC_L2);
