@@ -192,7 +192,7 @@ enum {
                                position, warp-parallel shift) */
 };
 
-/* Filtered search (both graph indexes: graft_gindex_search, graft_gindex_search). With a filter
+/* Filtered search (the graph index, every storage: graft_gindex_search). With a filter
  * (`allowed`), the index counts the ids that pass (popcount of the bitmap) and picks a path:
  *   - exact: the k nearest among the passing ids by brute force (the GPU's exact k-NN over the
  *     gathered passing vectors on a GPU index, the CPU reference's otherwise). Cost: one distance
