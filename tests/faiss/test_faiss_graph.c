@@ -132,7 +132,11 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "build_seconds", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "build_pieces", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "allow_tf32", 1), "unknown parameter 'allow_tf32'");
+    /* One table for every storage: the PQ storage's names are unknown to an FP32 index. */
+    FAISS_FAILS(faiss_graft_set_param(g, "max_expand", 64), "unknown parameter 'max_expand'");
+    FAISS_FAILS(faiss_graft_set_param(g, "mode", 2), "unknown parameter 'mode'");
     double v;
+    FAISS_FAILS(faiss_graft_get_param(g, "M", &v), "unknown parameter 'M'");
     FAISS_FAILS(faiss_graft_get_param(g, "efSearch", &v), "L, probes");
     CHECK(param(g, "L") == 128 && param(g, "R") == 32, "failed set_param calls changed parameters");
     faiss_Index_free(g);

@@ -236,6 +236,23 @@ static void test_bad_args(const graft_test_sift* s) {
     CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
     b = p, b.device = -3;
     CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
+    /* Placement: only the PQ storage leaves data in host memory; PQ's M must divide d. */
+    b = p, b.mode = GRAFT_BANG_OUT_OF_CORE;
+    CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EUNSUPPORTED);
+    b = p, b.mode = (graft_bang_mode)5;
+    CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
+    b = p, b.storage = GRAFT_STORAGE_PQ, b.pq.M = 3;
+    CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
+    CHECK(g == NULL, "no index from refused parameters");
+    CHECK_OK(graft_gindex_new(8, &p, &g));
+    CHECK_ERR(graft_gindex_set_mode(g, GRAFT_BANG_OUT_OF_CORE, 0), GRAFT_EUNSUPPORTED);
+    CHECK_OK(graft_gindex_set_mode(g, GRAFT_BANG_IN_MEMORY, 0));
+    CHECK(graft_gindex_mode(g) == GRAFT_BANG_AUTO, "a CPU index's placement: AUTO");
+    graft_pq none = {8, 2, 4, NULL};
+    CHECK_ERR(graft_gindex_set_pq(g, &none), GRAFT_EINVAL);
+    CHECK(graft_gindex_pq(g) == NULL && graft_gindex_codes(g) == NULL, "FP32: no codebooks, no codes");
+    graft_gindex_free(g);
+    g = NULL;
     b = p, b.build.base.R = 0;
     CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
     b = p, b.search.L = 2000;
