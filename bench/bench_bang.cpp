@@ -18,7 +18,7 @@
 // Per dataset, in this order (the most important numbers first, in case the deadline cuts in):
 //  1. Ground truth from graft's exact GPU flat index (as bench_search; also its exact-peer record).
 //  2. graft: a graph + PQ index on device 0 with M = d / 4 code bytes (32 for d = 128): PQ codebooks
-//     trained on a 100k sample (FAISS's k-means), then add (encode) and graft_bindex_build (GRNND on
+//     trained on a 100k sample (FAISS's k-means), then add (encode) and graft_gindex_build (GRNND on
 //     the GPU + upload), after a warm-up build on a 20k slice; build_s = add + build wall clock,
 //     train_s in params.
 //  3. In-memory mode (graph, vectors and codes on the GPU): L sweep at batch nq.
@@ -61,7 +61,7 @@
 //     expansion one graph row (4 R), the codes of its R neighbours (R M; an upper bound, visited
 //     ones are skipped) and one full vector for the re-rank (4 d), at the datasheet bandwidth.
 // gpu_peak_bytes = report.gpu_peak_bytes (the index's resident data + the largest batch's
-// scratch, graft/bang.h); params also carry gpu_resident_bytes (graft_bindex_gpu_bytes) and
+// scratch, graft/bang.h); params also carry gpu_resident_bytes (graft_gindex_gpu_bytes) and
 // gpu_held_bytes (cudaMemGetInfo against the level before the index existed: the same plus the
 // device context's own pools). host_peak_bytes = the index's host copies (vectors, graph, codes).
 #include <cstdint>
@@ -90,7 +90,7 @@
 
 #include "bench_record.h"
 #include "graft/bang.h"
-#include "graft/bang_index.h"
+#include "graft/graph_index.h"
 #include "graft/graph.h"
 #include "graft/pq.h"
 
@@ -209,7 +209,7 @@ const char* mode_name(graft_bang_mode m) {
 }
 
 struct Bang {
-    graft_bindex* index = nullptr;
+    graft_gindex* index = nullptr;
     int M = 0, R = 0;
     std::string name, name_inmem, name_ooc;  // "GraftGraph,PQ32", ... ",inmem", ... ",ooc" (factory strings)
     double train_s = 0, build_s = 0;
@@ -224,9 +224,10 @@ struct Bang {
 
 // The benchmark's index: device 0, M code bytes, codebooks from FAISS's k-means on a kTrainSample
 // sample; G named for the records ("GraftGraph,PQ32" and its ",inmem" / ",ooc" forms).
-graft_bindex_params bang_params(int M, Bang* G) {
-    graft_bindex_params p;
-    graft_bindex_params_defaults(&p);
+graft_gindex_params bang_params(int M, Bang* G) {
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    p.storage = GRAFT_STORAGE_PQ;
     p.device = 0;
     p.pq.M = M;
     p.pq.max_train = kTrainSample;
@@ -241,29 +242,29 @@ graft_bindex_params bang_params(int M, Bang* G) {
 // Trains (on a kTrainSample sample, FAISS's k-means) and builds a graph + PQ index with M code
 // bytes on device 0, after a warm-up build on a 20k slice (kernels loaded, allocator primed).
 bool bang_build(const Dataset& D, int M, Bang* G) {
-    const graft_bindex_params p = bang_params(M, G);
+    const graft_gindex_params p = bang_params(M, G);
     const int64_t nwarm = std::min<int64_t>(D.nb, 20000);
-    graft_bindex* warm = nullptr;
-    bool ok = graft_bindex_new(D.d, &p, &warm) == GRAFT_OK &&
-              graft_bindex_train(warm, nwarm, D.xb.data()) == GRAFT_OK &&
-              graft_bindex_add(warm, nwarm, D.xb.data()) == GRAFT_OK && graft_bindex_build(warm) == GRAFT_OK;
-    graft_bindex_free(warm);
+    graft_gindex* warm = nullptr;
+    bool ok = graft_gindex_new(D.d, &p, &warm) == GRAFT_OK &&
+              graft_gindex_train(warm, nwarm, D.xb.data()) == GRAFT_OK &&
+              graft_gindex_add(warm, nwarm, D.xb.data()) == GRAFT_OK && graft_gindex_build(warm) == GRAFT_OK;
+    graft_gindex_free(warm);
     G->gpu_base = gpu_used_bytes();
-    ok = ok && graft_bindex_new(D.d, &p, &G->index) == GRAFT_OK;
+    ok = ok && graft_gindex_new(D.d, &p, &G->index) == GRAFT_OK;
     const double t0 = now_s();
-    ok = ok && graft_bindex_train(G->index, D.nb, D.xb.data()) == GRAFT_OK;
+    ok = ok && graft_gindex_train(G->index, D.nb, D.xb.data()) == GRAFT_OK;
     const double t1 = now_s();
-    ok = ok && graft_bindex_add(G->index, D.nb, D.xb.data()) == GRAFT_OK &&
-         graft_bindex_build(G->index) == GRAFT_OK;  // adds encode; the build (graph + upload) is apart
+    ok = ok && graft_gindex_add(G->index, D.nb, D.xb.data()) == GRAFT_OK &&
+         graft_gindex_build(G->index) == GRAFT_OK;  // adds encode; the build (graph + upload) is apart
     G->train_s = t1 - t0;
     G->build_s = now_s() - t1;
     if (!ok) {
         printf("graft graph + PQ index (M=%d) failed: %s\n", M, graft_last_error());
-        graft_bindex_free(G->index);
+        graft_gindex_free(G->index);
         G->index = nullptr;
         return false;
     }
-    const graft_graph* graph = graft_bindex_graph(G->index);
+    const graft_graph* graph = graft_gindex_graph(G->index);
     G->R = graph->R;
     G->host_bytes = (size_t)D.nb * ((size_t)D.d * 4 + (size_t)G->R * 4 + (size_t)M);
     double mean_degree = 0, reachable = 0;
@@ -271,8 +272,8 @@ bool bang_build(const Dataset& D, int M, Bang* G) {
     printf("graft %s: train %.2f s (%lld of %lld points), add + build %.3f s wall (graph %.3f s), R=%d mean degree %.2f, "
            "reachable %.5f; mode %s, %.1f MB resident on the GPU, %.1f MB held, %.1f MB host\n",
            G->name.c_str(), G->train_s, (long long)std::min(D.nb, kTrainSample), (long long)D.nb, G->build_s,
-           graft_bindex_build_seconds(G->index), G->R, mean_degree, reachable,
-           mode_name(graft_bindex_mode(G->index)), graft_bindex_gpu_bytes(G->index) / 1e6,
+           graft_gindex_build_seconds(G->index), G->R, mean_degree, reachable,
+           mode_name(graft_gindex_mode(G->index)), graft_gindex_gpu_bytes(G->index) / 1e6,
            gpu_bytes_since(G->gpu_base) / 1e6, G->host_bytes / 1e6);
     return true;
 }
@@ -282,27 +283,27 @@ bool bang_build(const Dataset& D, int M, Bang* G) {
 // looks like to the index), or explicitly if AUTO does not resolve to it.
 bool bang_set_mode(const Dataset& D, Bang* G, graft_bang_mode mode) {
     if (mode == GRAFT_BANG_IN_MEMORY) {
-        if (graft_bindex_set_mode(G->index, GRAFT_BANG_IN_MEMORY, G->inmem_budget) != GRAFT_OK) {
+        if (graft_gindex_set_mode(G->index, GRAFT_BANG_IN_MEMORY, G->inmem_budget) != GRAFT_OK) {
             printf("graft %s: in-memory mode refused: %s\n", G->name.c_str(), graft_last_error());
             return false;
         }
-        G->inmem_resident = graft_bindex_gpu_bytes(G->index);
+        G->inmem_resident = graft_gindex_gpu_bytes(G->index);
         return true;
     }
     const size_t inmem = G->inmem_resident ? G->inmem_resident : G->host_bytes;
     G->ooc_budget = inmem / 4;
-    int rc = graft_bindex_set_mode(G->index, GRAFT_BANG_AUTO, G->ooc_budget);
-    if (rc != GRAFT_OK || graft_bindex_mode(G->index) != GRAFT_BANG_OUT_OF_CORE) {
+    int rc = graft_gindex_set_mode(G->index, GRAFT_BANG_AUTO, G->ooc_budget);
+    if (rc != GRAFT_OK || graft_gindex_mode(G->index) != GRAFT_BANG_OUT_OF_CORE) {
         printf("graft %s: AUTO under a %.1f MB budget gave %s (%s); setting out-of-core explicitly\n",
                G->name.c_str(), G->ooc_budget / 1e6,
-               rc == GRAFT_OK ? mode_name(graft_bindex_mode(G->index)) : "an error",
+               rc == GRAFT_OK ? mode_name(graft_gindex_mode(G->index)) : "an error",
                rc == GRAFT_OK ? "" : graft_last_error());
-        if (graft_bindex_set_mode(G->index, GRAFT_BANG_OUT_OF_CORE, G->ooc_budget) != GRAFT_OK) {
+        if (graft_gindex_set_mode(G->index, GRAFT_BANG_OUT_OF_CORE, G->ooc_budget) != GRAFT_OK) {
             printf("graft %s: out-of-core mode refused: %s\n", G->name.c_str(), graft_last_error());
             return false;
         }
     }
-    G->ooc_resident = graft_bindex_gpu_bytes(G->index);
+    G->ooc_resident = graft_gindex_gpu_bytes(G->index);
     printf("graft %s: out-of-core under a GPU budget of %.1f MB (in-memory keeps %.1f MB): %.1f MB resident\n",
            G->name.c_str(), G->ooc_budget / 1e6, inmem / 1e6, G->ooc_resident / 1e6);
     return true;
@@ -322,7 +323,7 @@ bool time_bang(const Dataset& D, const Bang& G, const graft_bang_params& sp, int
     for (int p = -1; p < passes; p++) {
         graft_bang_report rep{};
         const double t0 = now_s();
-        if (graft_bindex_search(G.index, D.nq, D.xq.data(), K, &sp, dist.data(), run->I.data(), &rep) != GRAFT_OK) {
+        if (graft_gindex_search(G.index, D.nq, D.xq.data(), K, &sp, dist.data(), run->I.data(), &rep) != GRAFT_OK) {
             printf("graft %s search L=%d failed: %s\n", G.name.c_str(), sp.L, graft_last_error());
             return false;
         }
@@ -339,7 +340,7 @@ bool time_bang(const Dataset& D, const Bang& G, const graft_bang_params& sp, int
 
 // Measures the index at one L in its current mode and records it with the stage breakdown.
 bool bang_config(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, int L) {
-    graft_bang_params sp = graft_bindex_get_params(G.index).search;
+    graft_bang_params sp = graft_gindex_get_params(G.index).search;
     sp.L = L;
     BangRun run;
     if (!time_bang(D, G, sp, 3, &run)) return false;
@@ -363,7 +364,7 @@ bool bang_config(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, int 
     }
     size_t& peak = ooc ? G.ooc_peak : G.inmem_peak;
     peak = std::max(peak, rp.gpu_peak_bytes);
-    const size_t resident = graft_bindex_gpu_bytes(G.index);
+    const size_t resident = graft_gindex_gpu_bytes(G.index);
     if (rp.gpu_peak_bytes < resident)
         printf("WARNING: report.gpu_peak_bytes %zu < resident %zu: graft/bang.h says it includes the resident data\n",
                rp.gpu_peak_bytes, resident);
@@ -432,7 +433,7 @@ void bang_sweep(Bench& B, const Dataset& D, Bang& G, graft_bang_mode mode, const
 // vector (host: vectors, graph row, codes; GPU: codes) and the memory free now (plus what the index
 // itself holds). A projection, not a measurement: recorded with params.projected = true.
 void project_largest(Bench& B, const Dataset& D, const Bang& G) {
-    if (graft_bindex_mode(G.index) != GRAFT_BANG_OUT_OF_CORE || !G.ooc_resident) {
+    if (graft_gindex_mode(G.index) != GRAFT_BANG_OUT_OF_CORE || !G.ooc_resident) {
         printf("largest-data projection: the index is not in out-of-core mode, skipped\n");
         return;
     }
@@ -489,13 +490,13 @@ void cpu_reference(Bench& B, const Dataset& D, const Bang& G) {
     S.gt.assign(D.gt.begin(), D.gt.begin() + nsub * K);
     std::vector<float> dist(nsub * K);
     std::vector<int64_t> Icpu(nsub * K);
-    graft_bang_params sp = graft_bindex_get_params(G.index).search;
+    graft_bang_params sp = graft_gindex_get_params(G.index).search;
     for (int L : {32, 64}) {
         if (B.deadline.stops("CPU reference L=" + std::to_string(L))) return;
         sp.L = L;
         const double t = bench::median_time(3, [&] {
-            return graft_bang_search_cpu(graft_bindex_graph(G.index), graft_bindex_pq(G.index),
-                                         graft_bindex_codes(G.index), graft_bindex_vectors(G.index), D.d,
+            return graft_bang_search_cpu(graft_gindex_graph(G.index), graft_gindex_pq(G.index),
+                                         graft_gindex_codes(G.index), graft_gindex_vectors(G.index), D.d,
                                          GRAFT_METRIC_L2, D.xq.data(), nsub, K, &sp, dist.data(),
                                          Icpu.data()) == GRAFT_OK;
         });
@@ -606,7 +607,7 @@ void run_dataset(Bench& B, Dataset& D, const cudaDeviceProp& prop) {
     printf("faiss-gpu: not built into this benchmark (configure with GRAFT_FAISS_GPU_DIR)\n");
 #endif
     if (G.index) cpu_reference(B, D, G);
-    graft_bindex_free(G.index);
+    graft_gindex_free(G.index);
 
     // Half the code bytes: a smaller GPU footprint out-of-core, at some recall.
     const int M2 = M / 2;
@@ -616,7 +617,7 @@ void run_dataset(Bench& B, Dataset& D, const cudaDeviceProp& prop) {
             bang_sweep(B, D, H, GRAFT_BANG_IN_MEMORY, Ls);
             bang_sweep(B, D, H, GRAFT_BANG_OUT_OF_CORE, Ls);
         }
-        graft_bindex_free(H.index);
+        graft_gindex_free(H.index);
     }
 }
 
@@ -633,7 +634,7 @@ void run_dataset(Bench& B, Dataset& D, const cudaDeviceProp& prop) {
 //
 // Nothing is held twice: blocks of 10 copies are generated, searched exactly on the GPU (graft's
 // flat index; the running top 10 of every query is the ground truth) and added to the index
-// (encode only), then one graft_bindex_build builds the graph (GRNND in pieces: the build's
+// (encode only), then one graft_gindex_build builds the graph (GRNND in pieces: the build's
 // device budget is C x 150 MB, so about 18 pieces at any C, keeping the host's transient piece
 // copies near a tenth of the index) and uploads the codes. In-memory mode is then asked for
 // with a budget of the whole device (refused past the device's memory), and out-of-core mode
@@ -695,10 +696,10 @@ void run_scale(Bench& B, const Dataset& src, int C) {
 
     const int M = graft_pq_default_M(d);
     Bang G;
-    graft_bindex_params p = bang_params(M, &G);
+    graft_gindex_params p = bang_params(M, &G);
     p.build.memory_budget = (size_t)C * 150000000;
     G.gpu_base = gpu_used_bytes();
-    if (graft_bindex_new(d, &p, &G.index) != GRAFT_OK) {
+    if (graft_gindex_new(d, &p, &G.index) != GRAFT_OK) {
         printf("graft index: %s\n", graft_last_error());
         return;
     }
@@ -710,9 +711,9 @@ void run_scale(Bench& B, const Dataset& src, int C) {
         permute_row(src.xb.data() + (g % n1) * d, perms[g / n1].data(), blk.data() + t * d);
     }
     double t0 = now_s();
-    if (graft_bindex_train(G.index, nt, blk.data()) != GRAFT_OK) {
+    if (graft_gindex_train(G.index, nt, blk.data()) != GRAFT_OK) {
         printf("graft train: %s\n", graft_last_error());
-        graft_bindex_free(G.index);
+        graft_gindex_free(G.index);
         return;
     }
     G.train_s = now_s() - t0;
@@ -737,7 +738,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
         graft_flat_free(flat);
         if (ok) merge_topk(S.nq, bd.data(), bi.data(), (int64_t)c0 * n1, gd.data(), gi.data());
         const double t2 = now_s();
-        ok = ok && graft_bindex_add(G.index, m, blk.data()) == GRAFT_OK;
+        ok = ok && graft_gindex_add(G.index, m, blk.data()) == GRAFT_OK;
         if (!ok) printf("graft add, copies %d..%d: %s\n", c0, c0 + nc - 1, graft_last_error());
         gen_s += t1 - t0, gt_s += t2 - t1, add_s += now_s() - t2;
     }
@@ -751,31 +752,31 @@ void run_scale(Bench& B, const Dataset& src, int C) {
            (long long)n, gen_s, (long long)K, gt_s, add_s, (double)own / (S.nq * K), (long long)K,
            self_status_bytes("VmRSS") / 1e9);
     if (!ok) {
-        graft_bindex_free(G.index);
+        graft_gindex_free(G.index);
         return;
     }
     t0 = now_s();
-    if (graft_bindex_build(G.index) != GRAFT_OK) {
+    if (graft_gindex_build(G.index) != GRAFT_OK) {
         printf("graft build: %s\n", graft_last_error());
-        graft_bindex_free(G.index);
+        graft_gindex_free(G.index);
         return;
     }
     G.build_s = now_s() - t0;
-    const graft_graph* graph = graft_bindex_graph(G.index);
+    const graft_graph* graph = graft_gindex_graph(G.index);
     G.R = graph->R;
     G.host_bytes = (size_t)n * ((size_t)d * 4 + (size_t)G.R * 4 + (size_t)M);
     double mean_degree = 0, reachable = -1;  // reachability (a one-thread BFS) up to 20M only
     graft_graph_stats(graph, &mean_degree, nullptr, nullptr, n <= 20000000 ? &reachable : nullptr);
     const size_t hwm_build = self_status_bytes("VmHWM");
     graft_pieces_report prep{};
-    graft_bindex_build_report(G.index, &prep);
+    graft_gindex_build_report(G.index, &prep);
     printf("graft %s: build %.1f s (GRNND in %d pieces of at most %lld, device budget %.1f GB: partition %.1f s, "
            "pieces' builds %.1f s, merges %.1f s), R=%d mean degree %.2f, reachable "
            "%.5f; mode %s, %.1f MB resident on the GPU; host: index %.1f GB, process peak %.1f GB so far, %.1f GB "
            "available now\n",
            G.name.c_str(), G.build_s, prep.pieces, (long long)prep.largest_piece, p.build.memory_budget / 1e9,
            prep.partition_seconds, prep.build_seconds, prep.merge_seconds, G.R,
-           mean_degree, reachable, mode_name(graft_bindex_mode(G.index)), graft_bindex_gpu_bytes(G.index) / 1e6,
+           mean_degree, reachable, mode_name(graft_gindex_mode(G.index)), graft_gindex_gpu_bytes(G.index) / 1e6,
            G.host_bytes / 1e9, hwm_build / 1e9, meminfo_bytes("MemAvailable") / 1e9);
     // In-memory, with the whole device as the budget.
     size_t gpu_free = 0, gpu_total = 0;
@@ -783,7 +784,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     const size_t inmem_need = G.host_bytes;  // in-memory keeps the vectors, graph and codes on the GPU
     std::string inmem_msg = "accepted";
     G.inmem_budget = gpu_total;  // also the in-memory sweep's (bang_set_mode)
-    if (graft_bindex_set_mode(G.index, GRAFT_BANG_IN_MEMORY, gpu_total) != GRAFT_OK) {
+    if (graft_gindex_set_mode(G.index, GRAFT_BANG_IN_MEMORY, gpu_total) != GRAFT_OK) {
         inmem_msg = graft_last_error();
         for (char& ch : inmem_msg)
             if (ch == '"' || ch == '\\') ch = '\'';  // goes into a JSON string below
@@ -791,20 +792,20 @@ void run_scale(Bench& B, const Dataset& src, int C) {
     printf("in-memory mode (budget = the device's %.1f GB, needs %.1f GB): %s\n", gpu_total / 1e9, inmem_need / 1e9,
            inmem_msg.c_str());
     if (inmem_msg == "accepted") {
-        G.inmem_resident = graft_bindex_gpu_bytes(G.index);
+        G.inmem_resident = graft_gindex_gpu_bytes(G.index);
         // Up to L = 256: at 100M in-memory needed more than L = 128 for recall@10 0.90.
         bang_sweep(B, S, G, GRAFT_BANG_IN_MEMORY, {32, 64, 128, 192, 256});
     }
     // The measured footprint, one record, before the sweep (in case the deadline or the command's
     // time limit cuts in).
     if (!bang_set_mode(S, &G, GRAFT_BANG_OUT_OF_CORE)) {
-        graft_bindex_free(G.index);
+        graft_gindex_free(G.index);
         return;
     }
     Rec r{"graft", "graph", G.name_ooc.c_str(), S.nq, S.nq};
     r.mode = "out-of-core";
     r.params.add("measured_scale", true).add("copies", C).add("M", M, false).add("R", G.R, false)
-        .add("build_pieces", graft_bindex_build_pieces(G.index), false)
+        .add("build_pieces", graft_gindex_build_pieces(G.index), false)
         .add("build_memory_budget", p.build.memory_budget, false).add("largest_piece", prep.largest_piece, false)
         .add("partition_s", prep.partition_seconds, false).add("pieces_build_s", prep.build_seconds, false)
         .add("merge_s", prep.merge_seconds, false).add("train_s", G.train_s, false)
@@ -827,7 +828,7 @@ void run_scale(Bench& B, const Dataset& src, int C) {
                                         : std::vector<int>{32, 64, 128, 16, 48, 96, 192, 256};
     bang_sweep_ls(B, S, G, GRAFT_BANG_OUT_OF_CORE, Ls);  // the mode was set above
     cpu_reference(B, S, G);
-    graft_bindex_free(G.index);
+    graft_gindex_free(G.index);
 }
 
 // Out-of-core against in-memory (same index) and against FAISS IVFPQ, at recall@10 >= 0.90 and

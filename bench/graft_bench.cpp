@@ -889,9 +889,10 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 if (!index->is_trained) index->train(D.nb, D.xb.data());
                 index->add(D.nb, D.xb.data());
             }
-            // graft's graph + PQ index builds its graph at the first search (on every shard at
-            // once when sharded): a one-query search puts that build in build_s.
-            if (s.graft && contains(s.factory, ",PQ")) {
+            // graft's graph index (every storage) builds its graph at the first search after the
+            // adds (on every shard at once when sharded): a one-query search puts that build in
+            // build_s.
+            if (s.graft && contains(s.factory, "GraftGraph")) {
                 std::vector<float> d1(D.k);
                 std::vector<faiss::Index::idx_t> i1(D.k);
                 index->search(1, D.xq.data(), D.k, d1.data(), i1.data());

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
         double t0 = now();
         int rc = faiss_Index_is_trained(index) ? 0 : faiss_Index_train(index, nb, xb);
         if (rc == 0) rc = faiss_Index_add(index, nb, xb);
-        /* One query, counted in the build: a graph + PQ index builds its graph on the first
+        /* One query, counted in the build: a graph index builds its graph on the first
          * search after adds, and a GPU index starts cuBLAS on its first search. */
         if (rc == 0) rc = faiss_Index_search(index, 1, xq, k, D, I);
         double t1 = now(), t2 = t1;

@@ -476,7 +476,7 @@ if [ $storage_bench = 1 ]; then
   fm=$root/.deps/data/fashion-mnist
   if [ $left -ge 40 ]; then
     gbs fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
-      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ196
   else
     stamp "graft-bench (storages) on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
   fi

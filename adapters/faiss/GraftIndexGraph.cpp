@@ -1,4 +1,5 @@
 #include "GraftIndexGraph.h"
+#include "GraftIndexGraphPQ.h"
 #include "hnsw_export.h"
 
 #include <algorithm>
@@ -20,14 +21,15 @@ GraftIndexGraph::GraftIndexGraph(idx_t d, faiss::MetricType metric, const graft_
     graft_gindex_params_defaults(&p);
     if (params) p = *params;
     p.metric = to_graft_metric(metric);
-    throw_if_error(graft_gindex_new(d, &p, &gindex), "GraftIndexGraph");
+    throw_if_error(graft_gindex_new(d, &p, &gindex), p.storage == GRAFT_STORAGE_PQ ? "GraftIndexGraphPQ"
+                                                                                  : "GraftIndexGraph");
     is_trained = graft_gindex_is_trained(gindex);
 }
 
 GraftIndexGraph::GraftIndexGraph(graft_gindex* owned)
-        : faiss::Index(graft_gindex_d(owned),
-                       graft_gindex_metric(owned) == GRAFT_METRIC_L2 ? faiss::METRIC_L2
-                                                                     : faiss::METRIC_INNER_PRODUCT),
+        : faiss::Index(owned ? graft_gindex_d(owned) : 0,
+                       !owned || graft_gindex_metric(owned) == GRAFT_METRIC_L2 ? faiss::METRIC_L2
+                                                                               : faiss::METRIC_INNER_PRODUCT),
           gindex(owned) {
     FAISS_THROW_IF_NOT_MSG(owned, "GraftIndexGraph: NULL plugin index");
     ntotal = graft_gindex_ntotal(owned);
@@ -36,26 +38,41 @@ GraftIndexGraph::GraftIndexGraph(graft_gindex* owned)
 
 GraftIndexGraph::~GraftIndexGraph() { graft_gindex_free(gindex); }
 
+const char* GraftIndexGraph::name() const {
+    return graft_gindex_storage(gindex)->kind == GRAFT_STORAGE_PQ ? "GraftIndexGraphPQ" : "GraftIndexGraph";
+}
+
 void GraftIndexGraph::train(idx_t n, const float* x) {
-    throw_if_error(graft_gindex_train(gindex, n, x), "GraftIndexGraph::train");
+    throw_if_error(graft_gindex_train(gindex, n, x), (std::string(name()) + "::train").c_str());
     is_trained = graft_gindex_is_trained(gindex);
 }
 
 void GraftIndexGraph::add(idx_t n, const float* x) {
-    throw_if_error(graft_gindex_add(gindex, n, x), "GraftIndexGraph::add");
+    // FAISS's own check (IndexPQ, IndexIVF), with the way out in the message.
+    GRAFT_REQUIRE(is_trained || graft_gindex_storage(gindex)->kind != GRAFT_STORAGE_PQ,
+                  "GraftIndexGraphPQ::add: the index is not trained: call train() first (it "
+                  "learns the PQ codebooks, at least %d vectors, as for FAISS's IndexPQ)",
+                  GRAFT_PQ_KSUB);
+    throw_if_error(graft_gindex_add(gindex, n, x), (std::string(name()) + "::add").c_str());
     ntotal = graft_gindex_ntotal(gindex);
 }
 
 void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                              const faiss::SearchParameters* params) const {
     graft_search_params p = graft_gindex_get_params(gindex).search;
+    // -1 keeps the index's value; anything else is checked by the search (fields of the other
+    // storages' searches are ignored).
     if (auto* gp = dynamic_cast<const SearchParametersGraftGraph*>(params)) {
-        // -1 keeps the index's value; anything else is checked by the search.
         if (gp->L != -1) p.L = gp->L;
         if (gp->probes != -1) p.probes = gp->probes;
         if (gp->visited != -1) p.visited = gp->visited;
         if (gp->merge != -1) p.merge = gp->merge;
         if (gp->rerank != -1) p.rerank = gp->rerank;
+        if (gp->max_expand != -1) p.max_expand = gp->max_expand;
+    } else if (auto* qp = dynamic_cast<const SearchParametersGraftGraphPQ*>(params)) {
+        if (qp->L != -1) p.L = qp->L;
+        if (qp->rerank != -1) p.rerank = qp->rerank;
+        if (qp->max_expand != -1) p.max_expand = qp->max_expand;
     }
     static_assert(sizeof(idx_t) == sizeof(int64_t), "FAISS idx_t must be 64-bit");
     search_filtered(
@@ -64,93 +81,130 @@ void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances,
                 return graft_gindex_search(gindex, n, x, k, &q, distances,
                                         reinterpret_cast<int64_t*>(labels), nullptr);
             },
-            "GraftIndexGraph::search");
+            (std::string(name()) + "::search").c_str());
 }
 
 void GraftIndexGraph::reset() {
-    throw_if_error(graft_gindex_reset(gindex), "GraftIndexGraph::reset");
+    throw_if_error(graft_gindex_reset(gindex), (std::string(name()) + "::reset").c_str());
     ntotal = 0;
 }
 
 void GraftIndexGraph::reconstruct(idx_t key, float* recons) const {
     copy_row(graft_gindex_vectors(gindex), graft_gindex_ntotal(gindex), d, key, recons,
-             "GraftIndexGraph::reconstruct");
+             (std::string(name()) + "::reconstruct").c_str());
 }
 
 size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& /*sel*/) {
-    FAISS_THROW_MSG(
-            "GraftIndexGraph::remove_ids: graft's graph index cannot remove vectors (the graph "
-            "would need a rebuild); rebuild it without them, or skip them at search time with an "
-            "IDSelector (SearchParameters::sel)");
+    FAISS_THROW_FMT(
+            "%s::remove_ids: graft's graph index cannot remove vectors (the graph would need a "
+            "rebuild); rebuild it without them (reset() keeps a trained codec), or skip them at "
+            "search time with an IDSelector (SearchParameters::sel)",
+            name());
 }
 
-// ---- named parameters --------------------------------------------------------------------------
+// ---- named parameters: one table; the storage decides which names apply -----------------------
 
 namespace {
 
-const char* const kKnown =
+const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
-        "filter_exact_below; build (next add): R, S, T1, T2, rho; "
+        "filter_exact_below; build (next build): R, S, T1, T2, rho; "
         "read-only: device, build_seconds, build_pieces, storage, gpu_bytes, and the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
+const char* const kKnownPQ =
+        "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
+        "build): R, S, T1, T2, rho; filtered search: filter_exact_below; read-only: M, device, "
+        "active_mode, build_seconds, build_pieces, storage, gpu_bytes, and the last search's "
+        "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
 
-int* search_field(graft_search_params& s, const std::string& name) {
+int* search_field(graft_search_params& s, const std::string& name, bool pq) {
     if (name == "L") return &s.L;
+    if (name == "bloom_log2") return &s.bloom_log2;
+    if (name == "rerank") return &s.rerank;
+    if (pq) return name == "max_expand" ? &s.max_expand : nullptr;
     if (name == "probes") return &s.probes;
     if (name == "visited") return &s.visited;
     if (name == "merge") return &s.merge;
-    if (name == "bloom_log2") return &s.bloom_log2;
-    if (name == "rerank") return &s.rerank;
     return nullptr;
 }
 
 }  // namespace
 
-void GraftIndexGraph::set_param(const char* name, double value) {
-    FAISS_THROW_IF_NOT_MSG(name, "GraftIndexGraph::set_param: name is NULL");
-    const std::string n = name;
+void GraftIndexGraph::set_param(const char* name_, double value) {
+    const char* cls = name();
+    FAISS_THROW_IF_NOT_FMT(name_, "%s::set_param: name is NULL", cls);
+    const std::string fn = std::string(cls) + "::set_param";
+    const std::string n = name_;
     graft_gindex_params p = graft_gindex_get_params(gindex);
-    if (int* f = search_field(p.search, n)) {
-        *f = param_as_int("GraftIndexGraph", name, value);
-        throw_if_error(graft_gindex_set_search_params(gindex, &p.search), "GraftIndexGraph::set_param");
+    const bool pq = p.storage == GRAFT_STORAGE_PQ;
+    if (int* f = search_field(p.search, n, pq)) {
+        *f = param_as_int(cls, name_, value);
+        throw_if_error(graft_gindex_set_search_params(gindex, &p.search), fn.c_str());
         return;
     }
     if (n == "filter_exact_below") {
-        p.search.filter_exact_below = filter_threshold_value("GraftIndexGraph", value);
-        throw_if_error(graft_gindex_set_search_params(gindex, &p.search), "GraftIndexGraph::set_param");
+        p.search.filter_exact_below = filter_threshold_value(cls, value);
+        throw_if_error(graft_gindex_set_search_params(gindex, &p.search), fn.c_str());
         return;
     }
-    GRAFT_REQUIRE(!is_filter_report_param(n), "GraftIndexGraph: '%s' is read-only (what the last search did)",
-                  name);
+    GRAFT_REQUIRE(!is_filter_report_param(n), "%s: '%s' is read-only (what the last search did)", cls,
+                  name_);
     int* f = build_field(p.build.base, n);
     if (f || n == "rho") {
         if (f)
-            *f = param_as_int("GraftIndexGraph", name, value);
+            *f = param_as_int(cls, name_, value);
         else
             p.build.base.rho = (float)value;
-        throw_if_error(graft_gindex_set_build_params(gindex, &p.build), "GraftIndexGraph::set_param");
+        throw_if_error(graft_gindex_set_build_params(gindex, &p.build), fn.c_str());
         return;
     }
-    GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces" && n != "storage" &&
-                          n != "gpu_bytes",
-                  "GraftIndexGraph: '%s' is read-only (the device and the storage are fixed at "
-                  "creation: faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
-                  "\"GraftGraph,gpu=N\" / \"GraftGraph,SQ8\")",
-                  name);
-    FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
+    if (pq && n == "mode") {
+        const int mode = param_as_int(cls, name_, value);
+        GRAFT_REQUIRE(mode >= GRAFT_BANG_AUTO && mode <= GRAFT_BANG_OUT_OF_CORE,
+                      "%s: mode %d (0 auto, 1 in-memory, 2 out-of-core)", cls, mode);
+        throw_if_error(graft_gindex_set_mode(gindex, (graft_bang_mode)mode, p.gpu_budget), fn.c_str());
+        return;
+    }
+    if (pq && n == "gpu_budget") {
+        // Bytes; doubles hold every integer up to 2^53 (8 PiB) exactly.
+        GRAFT_REQUIRE(std::isfinite(value) && value >= 0 && value == std::floor(value) &&
+                              value <= 9007199254740992.0,
+                      "%s: gpu_budget takes a whole number of bytes (0 = half the device), got %g",
+                      cls, value);
+        throw_if_error(graft_gindex_set_mode(gindex, p.mode, (size_t)value), fn.c_str());
+        return;
+    }
+    if (pq)
+        GRAFT_REQUIRE(n != "M" && n != "device" && n != "active_mode" && n != "build_seconds" &&
+                              n != "build_pieces" && n != "gpu_bytes" && n != "storage",
+                      "GraftIndexGraphPQ: '%s' is read-only (M and the device are fixed at "
+                      "creation: faiss_GraftIndexGraphPQ_new, or factory strings "
+                      "\"GraftGraph,PQ16,cpu\" / \"GraftGraph,PQ16,gpu=N\"; the memory mode is "
+                      "set through \"mode\")",
+                      name_);
+    else
+        GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces" && n != "storage" &&
+                              n != "gpu_bytes",
+                      "GraftIndexGraph: '%s' is read-only (the device and the storage are fixed at "
+                      "creation: faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
+                      "\"GraftGraph,gpu=N\" / \"GraftGraph,SQ8\")",
+                      name_);
+    FAISS_THROW_FMT("%s: unknown parameter '%s' (%s)", cls, name_, pq ? kKnownPQ : kKnownWalk);
 }
 
-double GraftIndexGraph::get_param(const char* name) const {
-    FAISS_THROW_IF_NOT_MSG(name, "GraftIndexGraph::get_param: name is NULL");
-    const std::string n = name;
+double GraftIndexGraph::get_param(const char* name_) const {
+    const char* cls = name();
+    FAISS_THROW_IF_NOT_FMT(name_, "%s::get_param: name is NULL", cls);
+    const std::string n = name_;
     graft_gindex_params p = graft_gindex_get_params(gindex);
-    if (int* f = search_field(p.search, n)) return *f;
+    const bool pq = p.storage == GRAFT_STORAGE_PQ;
+    if (int* f = search_field(p.search, n, pq)) return *f;
     if (int* f = build_field(p.build.base, n)) return *f;
     if (n == "rho") return p.build.base.rho;
     if (n == "filter_exact_below") return p.search.filter_exact_below;
     if (is_filter_report_param(n)) {
         graft_filter_report r;
-        throw_if_error(graft_gindex_last_filter(gindex, &r), "GraftIndexGraph::get_param");
+        throw_if_error(graft_gindex_last_filter(gindex, &r), (std::string(cls) + "::get_param").c_str());
         double v = 0;
         filter_report_param(r, n, &v);
         return v;
@@ -160,7 +214,11 @@ double GraftIndexGraph::get_param(const char* name) const {
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
     if (n == "storage") return p.storage;
     if (n == "gpu_bytes") return (double)graft_gindex_gpu_bytes(gindex);
-    FAISS_THROW_FMT("GraftIndexGraph: unknown parameter '%s' (%s)", name, kKnown);
+    if (pq && n == "mode") return p.mode;
+    if (pq && n == "gpu_budget") return (double)p.gpu_budget;
+    if (pq && n == "M") return p.pq.M;
+    if (pq && n == "active_mode") return graft_gindex_mode(gindex);
+    FAISS_THROW_FMT("%s: unknown parameter '%s' (%s)", cls, name_, pq ? kKnownPQ : kKnownWalk);
 }
 
 // ---- export to FAISS HNSW ----------------------------------------------------------------------

@@ -1,6 +1,8 @@
 // graft's graph index as a faiss::Index (see graft/graph_index.h for the semantics): a graph built
-// by GRNND on the GPU (or RNN-Descent on the CPU) and searched by the SONG-style GPU kernel (or
-// the CPU reference search).
+// by GRNND on the GPU (or RNN-Descent on the CPU) over a storage of the vectors, FAISS's IndexHNSW
+// shape: FP32 / FP16 / SQ8 searched by the SONG-style GPU kernel (or the CPU reference walk), PQ
+// by BANG's pipeline, GPU-resident or out-of-core. One class for every storage; GraftIndexGraphPQ
+// (GraftIndexGraphPQ.h) only picks the PQ storage in its constructor, as faiss::IndexHNSWPQ does.
 #pragma once
 
 #include <cstdint>
@@ -26,35 +28,53 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     GraftIndexGraph(const GraftIndexGraph&) = delete;
     GraftIndexGraph& operator=(const GraftIndexGraph&) = delete;
 
-    // Trains the storage's codec (SQ8: per-dimension min/max; FP32 and FP16 need none and
-    // start trained). Retraining an SQ8 index that holds vectors throws (reset first).
+    // Trains the storage's codec (SQ8: per-dimension min/max; PQ: the codebooks, FAISS's k-means
+    // per sub-space; FP32 and FP16 need none and start trained). Retraining an SQ8 or PQ index
+    // that holds vectors throws (reset first).
     void train(idx_t n, const float* x) override;
-    // Appends the vectors and rebuilds the graph over all of them (graft/graph_index.h says why);
-    // a failed add leaves the index as it was.
+    // Appends the vectors and encodes them; the next search (or write) builds the graph over all
+    // of them, once however many adds came before (graft/graph_index.h). A failed add leaves the
+    // index as it was.
     void add(idx_t n, const float* x) override;
     // Any k in [1, 1024]; the beam is max(L, k) as in FAISS's HNSW. params: a
-    // SearchParametersGraftGraph, or any faiss::SearchParameters for its `sel`.
+    // SearchParametersGraftGraph or SearchParametersGraftGraphPQ, or any faiss::SearchParameters
+    // for its `sel`.
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
+    // Drops the vectors, codes and graph; a trained codec stays (is_trained stays true).
     void reset() override;
+    // The stored FP32 vector (exact, whatever the storage).
     void reconstruct(idx_t key, float* recons) const override;
     // A graph index cannot drop vertices without rebuilding: throws, saying what to do instead.
     size_t remove_ids(const faiss::IDSelector& sel) override;
 
-    // Index-level parameters by name.
-    //  search defaults: "L" (beam width, 1..1024), "probes" (1..8), "visited" (0 hash, 1 Bloom),
-    //                   "merge" (0 sort + merge path, 1 insertion), "bloom_log2" (10..24),
-    //                   "rerank" (FP16 / SQ8: worklist entries re-ranked exactly; 0 = all, else >= k)
-    //  build (used by the next add): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
+    // Index-level parameters by name, one table for every storage; a name that does not apply
+    // to the index's storage is unknown to it.
+    //  search defaults: "L" (beam width, 1..1024), "bloom_log2" (10..24), "rerank" (compressed
+    //                   storages: entries re-ranked exactly; 0 = all, else >= k);
+    //                   FP32 / FP16 / SQ8: "probes" (1..8), "visited" (0 hash, 1 Bloom),
+    //                   "merge" (0 sort + merge path, 1 insertion);
+    //                   PQ: "max_expand" (0 = 2 L + 64, else L..8192)
+    //  filtered search: "filter_exact_below"
+    //  PQ placement: "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes the index
+    //                keeps resident on the GPU, 0 = half the device); both move the device data
+    //  build (used by the next build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
     //  read-only: "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
     //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU),
-    //             "storage" (0 FP32, 1 FP16, 2 SQ8), "gpu_bytes" (device bytes of graph, codes,
-    //             FP32 vectors and codec; 0 on the CPU)
-    // Values are checked as graft_gindex_set_search_params / set_build_params check them.
+    //             "storage" (0 FP32, 1 FP16, 2 SQ8, 3 PQ), "gpu_bytes" (device bytes held
+    //             resident; 0 on the CPU), the last search's filter_* report;
+    //             PQ: "M" (code bytes per vector), "active_mode" (the placement searches use
+    //             now: 1 in-memory, 2 out-of-core; 0 on the CPU)
+    // Values are checked as graft_gindex_set_search_params / set_build_params / set_mode check
+    // them; a refused value leaves the index as it was.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
 
     graft_gindex* gindex = nullptr;
+
+  protected:
+    // The class name in messages: "GraftIndexGraphPQ" for the PQ storage (its FAISS face).
+    const char* name() const;
 };
 
 // Per-search parameters of a GraftIndexGraph; -1 = the index's default. `sel` (inherited): only
@@ -63,10 +83,11 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
 // very selective filter wants a larger L).
 struct SearchParametersGraftGraph : faiss::SearchParameters {
     int L = -1;
-    int probes = -1;
-    int visited = -1;
-    int merge = -1;
+    int probes = -1;   // FP32 / FP16 / SQ8
+    int visited = -1;  // FP32 / FP16 / SQ8
+    int merge = -1;    // FP32 / FP16 / SQ8
     int rerank = -1;
+    int max_expand = -1;  // PQ
 };
 
 // A single-level FAISS IndexHNSWFlat over the same vectors and graph (new object, owned by the

@@ -97,7 +97,7 @@ void train_shared(faiss::ThreadedIndex<faiss::Index>& t, idx_t n, const float* x
     first->train(n, x);
     for (int i = 1; i < t.count(); i++) {
         auto* g = static_cast<GraftIndexGraphPQ*>(t.at(i));
-        throw_if_error(graft_bindex_set_pq(g->bindex, graft_bindex_pq(first->bindex)), "train");
+        throw_if_error(graft_gindex_set_pq(g->gindex, graft_gindex_pq(first->gindex)), "train");
         g->is_trained = true;
     }
 }

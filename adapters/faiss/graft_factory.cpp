@@ -173,8 +173,9 @@ struct GraftSpec {
                           "dimension graft's index sees (d = %d; each of the M sub-quantizers "
                           "codes d / M dimensions), e.g. PQ%d",
                           desc.c_str(), M, d, graft_pq_default_M(d));
-            graft_bindex_params p;
-            graft_bindex_params_defaults(&p);
+            graft_gindex_params p;
+            graft_gindex_params_defaults(&p);
+            p.storage = GRAFT_STORAGE_PQ;
             if (device != -2) p.device = device;
             if (R > 0) p.build.base.R = R;
             if (L > 0) p.search.L = L;

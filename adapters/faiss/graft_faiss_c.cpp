@@ -83,8 +83,9 @@ int faiss_GraftIndexGraphPQ_new(FaissIndex** p_index, int d, FaissMetricType met
                       "faiss_GraftIndexGraphPQ_new: M = %d (code bytes per vector, dividing d; 0 "
                       "= default)",
                       M);
-        graft_bindex_params p;
-        graft_bindex_params_defaults(&p);
+        graft_gindex_params p;
+        graft_gindex_params_defaults(&p);
+        p.storage = GRAFT_STORAGE_PQ;
         if (device != -2) p.device = device;
         *p_index = to_c(new graft::GraftIndexGraphPQ(d, M, static_cast<faiss::MetricType>(metric), &p));
         return 0;

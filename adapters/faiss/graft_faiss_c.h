@@ -26,26 +26,30 @@ int faiss_GraftIndexFlat_new(FaissIndex** p_index, int d, FaissMetricType metric
 /* Tells whether index is a graft flat index (NULL when not), like faiss_IndexFlat_cast. */
 FaissIndex* faiss_GraftIndexFlat_cast(FaissIndex* index);
 
-/* Graph index (graft/graph_index.h): a fixed-degree graph built by GRNND on the GPU and searched
- * by a SONG-style GPU kernel; device -1 uses the CPU references (RNN-Descent + best-first search),
- * -2 picks GPU 0 when one is visible, else the CPU. Every add rebuilds the graph over all vectors.
- * k in [1, 1024]; the search beam is max(L, k). Parameters: faiss_graft_set_param below. */
+/* Graph index (graft/graph_index.h): a fixed-degree graph built by GRNND on the GPU over a
+ * storage of the vectors (FP32 here; FP16 / SQ8 / PQ through the factory strings below, PQ also
+ * through faiss_GraftIndexGraphPQ_new), FP32 / FP16 / SQ8 searched by a SONG-style GPU kernel;
+ * device -1 uses the CPU references (RNN-Descent + best-first search), -2 picks GPU 0 when one is
+ * visible, else the CPU. Adds append (and encode); the next search builds the graph over all
+ * vectors, once. k in [1, 1024]; the search beam is max(L, k). Parameters: faiss_graft_set_param
+ * below. */
 int faiss_GraftIndexGraph_new(FaissIndex** p_index, int d, FaissMetricType metric, int device);
 
-/* Tells whether index is a graft graph index (NULL when not). */
+/* Tells whether index is a graft graph index, of any storage (NULL when not). */
 FaissIndex* faiss_GraftIndexGraph_cast(FaissIndex* index);
 
-/* Graph + PQ index (graft/bang_index.h, BANG): full vectors and the graph in host memory, PQ
+/* Graph index with the PQ storage (graft/graph_index.h; BANG): full vectors and the graph in host memory, PQ
  * codes (M bytes per vector) on the GPU; searched on PQ distances with exact re-ranking, with the
  * graph and vectors on the GPU too while they fit its budget ("mode" below). For data larger than
  * the GPU. As FAISS's IndexPQ it needs faiss_Index_train (the codebooks, at least 256 vectors;
- * FAISS's k-means) before the first add, which fails otherwise; every add rebuilds the graph.
+ * FAISS's k-means) before the first add, which fails otherwise; adds append and encode, the next
+ * search builds the graph once.
  * M must divide d (0 = the default, the largest divisor of d not above d / 4). device as
  * faiss_GraftIndexGraph_new. k in [1, 1024]; the worklist is max(L, k). */
 int faiss_GraftIndexGraphPQ_new(FaissIndex** p_index, int d, FaissMetricType metric, int M,
                                 int device);
 
-/* Tells whether index is a graft graph + PQ index (NULL when not). */
+/* Tells whether index is a graft graph index with the PQ storage (NULL when not). */
 FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index);
 
 /* FAISS's k-means (faiss::Clustering over an IndexFlatL2), in the shape of graft/pq.h's
@@ -150,11 +154,11 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *                                                      applied; the walk's beam; queries redone)
  *   "storage", "gpu_bytes"                             read-only (0 FP32, 1 FP16, 2 SQ8; device
  *                                                      bytes of graph, codes, FP32 vectors, codec)
- * On a graph + PQ index (the same checks; graft/bang_index.h):
+ * On a graph index with the PQ storage (one table: names of the other storages are unknown to it):
  *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
  *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)
  *                                                      memory placement, applied at once
- *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next add
+ *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next build
  *   "M", "device", "active_mode", "build_seconds", "build_pieces", "gpu_bytes"
  *                                                      read-only (active_mode: the mode searches
  *                                                      use now, 1 or 2; 0 on the CPU)
@@ -191,7 +195,8 @@ int faiss_graft_search_with_selector(const FaissIndex* index, idx_t n, const flo
  * saves or loads any index:
  *  - a graft flat index is written as graft's versioned, checksummed GRFTFLAT record
  *    (graft/io.h documents the bytes), a graft graph index as its GRFTGRPH record
- *    (graft/graph_index.h), a graph + PQ index as its GRFTBANG record (graft/bang_index.h);
+ *    (graft/graph_index.h, version 3, every storage PQ included; the graph + PQ index's older
+ *    GRFTBANG records still load, as the PQ storage);
  *  - an IndexIDMap or IndexIDMap2 whose inner index is a graft index is written as a
  *    GRFTIDMP record (magic, uint32 version 1, uint32 kind 1 = IDMap / 2 = IDMap2, int64 n,
  *    n int64 ids, uint64 FNV-1a checksum; little-endian) followed by the inner graft record;

@@ -1,5 +1,5 @@
 // Index I/O for faiss_c (graft_faiss_c.h): graft indexes in graft's records (GRFTFLAT in graft/io.h,
-// GRFTGRPH in graft/graph_index.h, GRFTBANG in graft/bang_index.h, and the GRFTIDMP id-map record
+// GRFTGRPH (and the legacy GRFTBANG it reads) in graft/graph_index.h, and the GRFTIDMP id-map record
 // below), every other index through faiss::write_index / read_index.
 #include <sys/stat.h>
 
@@ -66,12 +66,11 @@ void get(FILE* f, void* p, size_t n, uint64_t& h, const char* what) {
 
 bool is_graft_index(const faiss::Index* idx) {
     return dynamic_cast<const graft::GraftIndexFlat*>(idx) ||
-           dynamic_cast<const graft::GraftIndexGraph*>(idx) ||
-           dynamic_cast<const graft::GraftIndexGraphPQ*>(idx);
+           dynamic_cast<const graft::GraftIndexGraph*>(idx);  // GraftIndexGraphPQ included
 }
 
-// Writes idx as its graft record (GRFTFLAT, GRFTGRPH, GRFTBANG); false when idx is not a graft
-// index.
+// Writes idx as its graft record (GRFTFLAT, GRFTGRPH for every storage of the graph index);
+// false when idx is not a graft index.
 bool write_graft(const faiss::Index* idx, FILE* f) {
     const char* fn = "faiss_graft_write_index";
     if (auto* g = dynamic_cast<const graft::GraftIndexFlat*>(idx)) {
@@ -80,10 +79,6 @@ bool write_graft(const faiss::Index* idx, FILE* f) {
     }
     if (auto* g = dynamic_cast<const graft::GraftIndexGraph*>(idx)) {
         graft::throw_if_error(graft_gindex_write(g->gindex, f), fn);
-        return true;
-    }
-    if (auto* g = dynamic_cast<const graft::GraftIndexGraphPQ*>(idx)) {
-        graft::throw_if_error(graft_bindex_write(g->bindex, f), fn);
         return true;
     }
     return false;
@@ -212,8 +207,8 @@ void peek_magic(FILE* f, unsigned char* magic) {
             REQUIRE(ungetc(magic[i], f) != EOF, "faiss_graft_read_index: cannot push the magic back");
 }
 
-// A GRFTFLAT, GRFTGRPH or GRFTBANG record (by its magic) as a graft index on `device`; nullptr
-// for any other magic.
+// A GRFTFLAT, GRFTGRPH or (legacy) GRFTBANG record (by its magic) as a graft index on `device`;
+// nullptr for any other magic. A graph index with the PQ storage comes back as GraftIndexGraphPQ.
 std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, int device) {
     if (!std::memcmp(magic, GRAFT_FLAT_MAGIC, 8)) {
         graft_flat_params p;
@@ -222,22 +217,16 @@ std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, in
         adopt(g.get(), std::move(fl), p);
         return g;
     }
-    if (!std::memcmp(magic, GRAFT_GRAPH_MAGIC, 8)) {
+    if (!std::memcmp(magic, GRAFT_GRAPH_MAGIC, 8) || !std::memcmp(magic, GRAFT_BANG_MAGIC, 8)) {
         graft_gindex_params p;
         graft_gindex_params_defaults(&p);
         if (device != kAutoDevice) p.device = device;
+        p.pq.kmeans = graft_faiss_kmeans;  // PQ: for training an index that was saved untrained
         graft_gindex* loaded = nullptr;
         graft::throw_if_error(graft_gindex_read(f, &p, &loaded), "faiss_graft_read_index");
+        if (graft_gindex_storage(loaded)->kind == GRAFT_STORAGE_PQ)
+            return std::make_unique<graft::GraftIndexGraphPQ>(loaded);
         return std::make_unique<graft::GraftIndexGraph>(loaded);
-    }
-    if (!std::memcmp(magic, GRAFT_BANG_MAGIC, 8)) {
-        graft_bindex_params p;
-        graft_bindex_params_defaults(&p);
-        if (device != kAutoDevice) p.device = device;
-        p.pq.kmeans = graft_faiss_kmeans;  // for training an index that was saved untrained
-        graft_bindex* loaded = nullptr;
-        graft::throw_if_error(graft_bindex_read(f, &p, &loaded), "faiss_graft_read_index");
-        return std::make_unique<graft::GraftIndexGraphPQ>(loaded);
     }
     return nullptr;
 }
@@ -297,19 +286,15 @@ std::unique_ptr<faiss::Index> make_like(const faiss::Index* old, int device) {
         p.device = dev;
         return std::make_unique<graft::GraftIndexFlat>(g->d, g->metric_type, &p);
     }
-    if (auto* g = dynamic_cast<const graft::GraftIndexGraph*>(old)) {
-        graft_gindex_params p = graft_gindex_get_params(g->gindex);
-        p.device = dev;
-        return std::make_unique<graft::GraftIndexGraph>(g->d, g->metric_type, &p);
-    }
-    auto* g = dynamic_cast<const graft::GraftIndexGraphPQ*>(old);
+    auto* g = dynamic_cast<const graft::GraftIndexGraph*>(old);
     REQUIRE(g, "faiss_graft_read_index: not a graft index");
-    graft_bindex_params p = graft_bindex_get_params(g->bindex);
+    graft_gindex_params p = graft_gindex_get_params(g->gindex);
     p.device = dev;
-    const graft_pq* pq = graft_bindex_pq(g->bindex);
-    auto out = std::make_unique<graft::GraftIndexGraphPQ>(g->d, pq ? pq->M : p.pq.M, g->metric_type, &p);
+    if (p.storage != GRAFT_STORAGE_PQ) return std::make_unique<graft::GraftIndexGraph>(g->d, g->metric_type, &p);
+    const graft_pq* pq = graft_gindex_pq(g->gindex);
+    auto out = std::make_unique<graft::GraftIndexGraphPQ>(g->d, p.pq.M, g->metric_type, &p);
     if (pq) {
-        graft::throw_if_error(graft_bindex_set_pq(out->bindex, pq), "faiss_graft_read_index");
+        graft::throw_if_error(graft_gindex_set_pq(out->gindex, pq), "faiss_graft_read_index");
         out->is_trained = true;
     }
     return out;

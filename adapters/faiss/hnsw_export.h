@@ -16,6 +16,10 @@ namespace graft {
 // our neighbours (valid ids first) padded with -1, entry point = our entry, efSearch = the index's
 // default L. A new object owned by the caller.
 inline faiss::IndexHNSWFlat* export_hnsw(const graft_gindex* g, faiss::MetricType metric) {
+    // A build pending since the last add runs first, as a search would run it.
+    if (graft_gindex_ntotal(g) > 0 && !graft_gindex_graph(g) &&
+        graft_gindex_build(const_cast<graft_gindex*>(g)) != GRAFT_OK)
+        FAISS_THROW_FMT("export_hnsw: %s", graft_last_error());
     const graft_graph* graph = graft_gindex_graph(g);
     const int64_t n = graft_gindex_ntotal(g);
     const int R = graph ? graph->R : graft_gindex_get_params(g).build.base.R;

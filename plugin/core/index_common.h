@@ -1,4 +1,4 @@
-/* Internal: what the index objects (graph_index.c, bang_index.c) share: timing, error relabelling,
+/* Internal: what the index objects (graph_index.c, grnnd.c, pieces.c, filtered_search.c) share: timing, error relabelling,
  * FAISS's empty-index answer and the checks of build parameters and of outside graphs. */
 #ifndef GRAFT_INDEX_COMMON_H
 #define GRAFT_INDEX_COMMON_H

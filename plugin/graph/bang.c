@@ -15,20 +15,7 @@
 
 #define MAX_EXPAND_CAP 8192
 
-void graft_bang_params_defaults(graft_bang_params* p) {
-    if (!p) return;
-    memset(p, 0, sizeof *p);
-    p->L = 64;
-    p->rerank = 0;
-    p->max_expand = 0;
-    p->bloom_log2 = 17;
-    p->allowed = NULL;
-    p->device = 0;
-    p->memory_budget = 0;
-    p->threads = 0;
-    p->vector_stream_bytes = 0;
-    p->filter_exact_below = -1.0;
-}
+void graft_bang_params_defaults(graft_bang_params* p) { graft_search_params_defaults(p); }
 
 int graft_bang_max_expand(const graft_bang_params* p) {
     return p->max_expand ? p->max_expand : 2 * p->L + 64;

@@ -3,7 +3,7 @@
  * copies of the codebooks and codes (in-memory mode also of the graph and vectors), batches that
  * fit the search memory budget, and the out-of-core pipeline in which host threads gather
  * neighbour rows and vectors while the GPU works. Used by the one-shot graft_bang_search_gpu and
- * by the graph + PQ index (plugin/graph/bang_index.c), which keeps a graft_bang_dev between searches.
+ * by the graph index's PQ storage (plugin/graph/graph_index.c), which keeps a graft_bang_dev between searches.
  * Not thread-safe: the owner serializes calls on one graft_bang_dev. */
 #ifndef GRAFT_BANG_GPU_H
 #define GRAFT_BANG_GPU_H

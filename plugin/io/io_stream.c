@@ -137,8 +137,8 @@ int graft_stream_read_header(graft_stream* s, const char* magic, uint32_t versio
 int graft_stream_read_header_ex(graft_stream* s, const char* magic, uint32_t version_max,
                                 uint32_t header_v1, uint32_t hdr_cap, unsigned char* hdr,
                                 uint32_t* version_out, uint32_t* hsize_out) {
-    GRAFT_TRY(graft_stream_get(s, hdr, 8, "magic"));
-    if (memcmp(hdr, magic, 8) != 0) {
+    if (magic) GRAFT_TRY(graft_stream_get(s, hdr, 8, "magic"));
+    if (magic && memcmp(hdr, magic, 8) != 0) {
         char shown[9];
         for (int i = 0; i < 8; i++) shown[i] = hdr[i] >= 32 && hdr[i] < 127 ? (char)hdr[i] : '?';
         shown[8] = '\0';

@@ -50,7 +50,8 @@ int graft_stream_read_header(graft_stream* s, const char* magic, uint32_t versio
 
 /* The same for records whose header grew with their version: reads min(header size, hdr_cap)
  * bytes into hdr (hdr_cap >= header_v1), skips the rest, and returns the version and header
- * size found. */
+ * size found. magic NULL: the caller read the magic into hdr[0 .. 8) and checked it (a reader of
+ * two record kinds). */
 int graft_stream_read_header_ex(graft_stream* s, const char* magic, uint32_t version_max,
                                 uint32_t header_v1, uint32_t hdr_cap, unsigned char* hdr,
                                 uint32_t* version, uint32_t* hsize);

@@ -16,6 +16,7 @@ const char* graft_storage_name(int kind) {
     case GRAFT_STORAGE_FP32: return "FP32";
     case GRAFT_STORAGE_FP16: return "FP16";
     case GRAFT_STORAGE_SQ8: return "SQ8";
+    case GRAFT_STORAGE_PQ: return "PQ";
     default: return NULL;
     }
 }
@@ -34,12 +35,12 @@ int graft_storage_init(graft_storage* s, int kind, int64_t d) {
     if (!s) return graft_fail(GRAFT_EINVAL, "graft_storage_init: NULL storage");
     if (!graft_storage_name(kind))
         return graft_fail(GRAFT_EINVAL, "graft_storage_init: unknown storage kind %d (FP32 = 0, "
-                          "FP16 = 1, SQ8 = 2)", kind);
+                          "FP16 = 1, SQ8 = 2, PQ = 3)", kind);
     if (d < 1) return graft_fail(GRAFT_EINVAL, "graft_storage_init: dimension %lld", (long long)d);
     memset(s, 0, sizeof *s);
     s->kind = kind;
     s->d = d;
-    s->trained = kind != GRAFT_STORAGE_SQ8;
+    s->trained = kind != GRAFT_STORAGE_SQ8 && kind != GRAFT_STORAGE_PQ;
     return GRAFT_OK;
 }
 
@@ -48,7 +49,7 @@ void graft_storage_free(graft_storage* s) {
     free(s->vmin);
     free(s->vdiff);
     s->vmin = s->vdiff = NULL;
-    if (s->kind == GRAFT_STORAGE_SQ8) s->trained = 0;
+    if (s->kind == GRAFT_STORAGE_SQ8 || s->kind == GRAFT_STORAGE_PQ) s->trained = 0;
 }
 
 /* Installs malloc'd parameters (taken). */
@@ -64,6 +65,8 @@ int graft_storage_train(graft_storage* s, int64_t n, const float* x) {
     const char* fn = "graft_storage_train";
     if (!s || !x || n < 1) return graft_fail(GRAFT_EINVAL, "%s: NULL argument or n < 1", fn);
     GRAFT_TRY(graft_check_finite(x, n, s->d, "graft_storage_train: training vectors"));
+    if (s->kind == GRAFT_STORAGE_PQ) /* needs M and a k-means: the index's graft_pq_train */
+        return graft_fail(GRAFT_EINVAL, "%s: PQ codebooks are trained by graft_gindex_train", fn);
     if (s->kind != GRAFT_STORAGE_SQ8) return GRAFT_OK;
     const int64_t d = s->d;
     float* vmin = malloc((size_t)d * sizeof(float));

@@ -76,7 +76,9 @@ static void test_factory(void) {
               "%s: device %g R %g M %g L %g mode %g", cases[c].desc, param(index, "device"), param(index, "R"),
               param(index, "M"), param(index, "L"), param(index, "mode"));
         const int direct = strncmp(cases[c].desc, "GraftGraph", 10) == 0;
-        CHECK((faiss_GraftIndexGraphPQ_cast(index) != NULL) == direct && faiss_GraftIndexGraph_cast(index) == NULL,
+        /* GraftIndexGraphPQ is a GraftIndexGraph with the PQ storage (faiss::IndexHNSWPQ's shape) */
+        CHECK((faiss_GraftIndexGraphPQ_cast(index) != NULL) == direct &&
+                  (faiss_GraftIndexGraph_cast(index) != NULL) == direct,
               "%s: cast", cases[c].desc);
         faiss_Index_free(index);
     }
@@ -146,7 +148,7 @@ static void test_lifecycle(void) {
     FaissIndex* g = NULL;
     FAISS_OK(faiss_GraftIndexGraphPQ_new(&g, (int)s.d, METRIC_L2, 16, -1));
     if (!g) return;
-    CHECK(faiss_GraftIndexGraphPQ_cast(g) == g && faiss_GraftIndexGraph_cast(g) == NULL &&
+    CHECK(faiss_GraftIndexGraphPQ_cast(g) == g && faiss_GraftIndexGraph_cast(g) == g &&
           faiss_GraftIndexFlat_cast(g) == NULL, "casts");
     float D[8 * 2000];
     idx_t I[8 * 2000];
@@ -333,7 +335,7 @@ static long roundtrip(FaissIndex* idx, const char* name, const char* what) {
     results a = search_with(idx, NULL), b = search_with(back, NULL);
     CHECK(same_results(a, b) && faiss_Index_ntotal(back) == faiss_Index_ntotal(idx) &&
           faiss_Index_is_trained(back) == faiss_Index_is_trained(idx), "%s: read back differs", what);
-    /* M is stored trained or not (graft/bang_index.h). */
+    /* M is stored trained or not (graft/graph_index.h). */
     const char* names[] = {"L", "rerank", "max_expand", "bloom_log2", "mode", "gpu_budget", "M"};
     const size_t nnames = sizeof names / sizeof names[0];
     for (size_t i = 0; i < nnames; i++)
@@ -372,7 +374,8 @@ static void test_idmap_io(void) {
     FAISS_OK(faiss_graft_set_param(g, "mode", 2));
     long len = roundtrip(g, "bang.gft", "GraftIndexGraphPQ");
     const long M = 16, R = (long)param(g, "R");
-    CHECK(len == 88 + 256 * s.d * 4 + s.nb * M + s.nb * s.d * 4 + s.nb * R * 4 + 8, "GRFTBANG record of %ld bytes",
+    /* GRFTGRPH version 3 with the PQ storage: header, codebooks, codes, vectors, graph, checksum */
+    CHECK(len == 104 + 256 * s.d * 4 + s.nb * M + s.nb * s.d * 4 + s.nb * R * 4 + 8, "GRFTGRPH PQ record of %ld bytes",
           len);
     roundtrip((FaissIndex*)m, "idmap_bang.gft", "IndexIDMap over GraftIndexGraphPQ");
     FaissIndex* m2 = built("IDMap2,GraftGraph32,PQ16,cpu");

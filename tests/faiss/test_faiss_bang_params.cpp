@@ -39,8 +39,9 @@ static Results run(const faiss::Index& index, const graft_test_sift& s,
 
 static void test_search_params(const graft_test_sift& s) {
     printf("SearchParametersGraftGraphPQ\n");
-    graft_bindex_params p;
-    graft_bindex_params_defaults(&p);
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    p.storage = GRAFT_STORAGE_PQ;
     p.device = -1;
     p.build.base.R = 32;
     graft::GraftIndexGraphPQ g(s.d, 16, faiss::METRIC_L2, &p);

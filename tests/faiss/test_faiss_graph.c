@@ -132,7 +132,11 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "build_seconds", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "build_pieces", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "allow_tf32", 1), "unknown parameter 'allow_tf32'");
+    /* One table for every storage: the PQ storage's names are unknown to an FP32 index. */
+    FAISS_FAILS(faiss_graft_set_param(g, "max_expand", 64), "unknown parameter 'max_expand'");
+    FAISS_FAILS(faiss_graft_set_param(g, "mode", 2), "unknown parameter 'mode'");
     double v;
+    FAISS_FAILS(faiss_graft_get_param(g, "M", &v), "unknown parameter 'M'");
     FAISS_FAILS(faiss_graft_get_param(g, "efSearch", &v), "L, probes");
     CHECK(param(g, "L") == 128 && param(g, "R") == 32, "failed set_param calls changed parameters");
     faiss_Index_free(g);
@@ -215,7 +219,7 @@ static void test_idmap_io(void) {
 
     FAISS_OK(faiss_graft_set_param(g, "L", 48));
     long len = roundtrip(g, "graph.gft", "GraftIndexGraph");
-    CHECK(len == 80 + s.nb * s.d * 4 + s.nb * 64 * 4 + 8, "GRFTGRPH record of %ld bytes", len); /* version 2 */
+    CHECK(len == 104 + s.nb * s.d * 4 + s.nb * 64 * 4 + 8, "GRFTGRPH record of %ld bytes", len); /* version 3 */
     roundtrip((FaissIndex*)m, "idmap_graph.gft", "IndexIDMap over GraftIndexGraph");
     FaissIndex* m2 = built("IDMap2,GraftGraph,cpu");
     if (m2) roundtrip(m2, "idmap2_graph.gft", "IDMap2,GraftGraph (factory)");

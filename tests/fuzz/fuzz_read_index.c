@@ -1,4 +1,4 @@
-/* libFuzzer target: faiss_graft_read_index on graft's records (GRFTFLAT, GRFTGRPH, GRFTBANG,
+/* libFuzzer target: faiss_graft_read_index on graft's records (GRFTFLAT, GRFTGRPH, the legacy GRFTBANG,
  * GRFTIDMP before an inner record and GRFTSHRD before its shards' records), loaded on the CPU.
  * Inputs with any other magic are skipped: they go to faiss::read_index, which is FAISS's to
  * harden. Checksums are ignored in this build (graft_fuzzing_ignore_checksums) so mutations

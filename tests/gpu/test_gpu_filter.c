@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graft/bang_index.h"
+#include "graft/graph_index.h"
 #include "graft/graph_index.h"
 #include "graft_faiss_c.h"
 #include "testutil.h"
@@ -98,11 +98,11 @@ static int gsearch(const void* index, const graft_test_sift* s, const uint8_t* a
 }
 
 static int bsearch_(const void* index, const graft_test_sift* s, const uint8_t* allowed, double eb, out* o) {
-    graft_bang_params p = graft_bindex_get_params(index).search;
+    graft_bang_params p = graft_gindex_get_params(index).search;
     p.allowed = allowed;
     p.filter_exact_below = eb;
     graft_bang_report r;
-    int rc = graft_bindex_search(index, s->nq, s->xq, K, &p, o->D, o->I, &r);
+    int rc = graft_gindex_search(index, s->nq, s->xq, K, &p, o->D, o->I, &r);
     o->rep = r.filter;
     return rc;
 }
@@ -179,29 +179,30 @@ int main(void) {
     graft_gindex_free(gg);
 
     printf("GraftGraph,PQ16\n");
-    graft_bindex_params bp;
-    graft_bindex_params_defaults(&bp);
+    graft_gindex_params bp;
+    graft_gindex_params_defaults(&bp);
+    bp.storage = GRAFT_STORAGE_PQ;
     bp.device = -1;
     bp.pq.M = 16;
     bp.pq.kmeans = graft_faiss_kmeans;
-    graft_bindex *bc = NULL, *bg = NULL;
-    CHECK_OK(graft_bindex_new(s.d, &bp, &bc));
-    CHECK_OK(graft_bindex_train(bc, s.nb, s.xb));
-    CHECK_OK(graft_bindex_add(bc, s.nb, s.xb));
+    graft_gindex *bc = NULL, *bg = NULL;
+    CHECK_OK(graft_gindex_new(s.d, &bp, &bc));
+    CHECK_OK(graft_gindex_train(bc, s.nb, s.xb));
+    CHECK_OK(graft_gindex_add(bc, s.nb, s.xb));
     f = tmpfile();
-    CHECK_OK(graft_bindex_write(bc, f));
+    CHECK_OK(graft_gindex_write(bc, f));
     rewind(f);
     bp.device = 0;
-    CHECK_OK(graft_bindex_read(f, &bp, &bg));
+    CHECK_OK(graft_gindex_read(f, &bp, &bg));
     fclose(f);
     if (bg) {
-        CHECK_OK(graft_bindex_set_mode(bg, GRAFT_BANG_IN_MEMORY, 0));
+        CHECK_OK(graft_gindex_set_mode(bg, GRAFT_BANG_IN_MEMORY, 0));
         compare("GraftGraph,PQ16 in-memory", bc, bg, bsearch_, &s);
-        CHECK_OK(graft_bindex_set_mode(bg, GRAFT_BANG_OUT_OF_CORE, 0));
+        CHECK_OK(graft_gindex_set_mode(bg, GRAFT_BANG_OUT_OF_CORE, 0));
         compare("GraftGraph,PQ16 out-of-core", bc, bg, bsearch_, &s);
     }
-    graft_bindex_free(bc);
-    graft_bindex_free(bg);
+    graft_gindex_free(bc);
+    graft_gindex_free(bg);
     graft_test_free_sift(&s);
     return graft_test_finish("test_gpu_filter");
 }

@@ -60,8 +60,9 @@ static void compare(const char* kind, int train, int exact) {
     snprintf(gpu_sh, sizeof gpu_sh, "%s,gpus=0,0", kind);
     snprintf(cpu_sh, sizeof cpu_sh, "%s,shards=2,cpu", kind);
     snprintf(gpu_one, sizeof gpu_one, "%s,gpu=0", kind);
-    /* The shards' adds run on their own threads at once: the add's wall time against the sum of
-     * the shards' builds shows the overlap (on one GPU the two builds share its SMs). */
+    /* The shards' adds run on their own threads at once (a graph index's add only appends and
+     * encodes; its build runs at the first search, on the shards' threads at once: on one GPU the
+     * two builds share its SMs). */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     FaissIndex* g = built(gpu_sh, train);

@@ -1,17 +1,20 @@
-/* The graph index's storages on the GPU against the CPU reference (label gpu): for FP32, FP16 and
- * SQ8, a GPU index and a CPU index over the same vectors, graph and SQ8 training answer the same
- * queries; as in test_gpu_search.c, the GPU's recall@10 must be within 0.01 of the CPU's and 99%
+/* The graph index's storages on the GPU against the CPU reference (label gpu): for FP32, FP16,
+ * SQ8 (GPU-resident) and PQ (in-memory and out-of-core, BANG's pipeline), a GPU index and a CPU
+ * index over the same vectors, graph and SQ8 training / PQ codebooks answer the same queries; as in test_gpu_search.c, the GPU's recall@10 must be within 0.01 of the CPU's and 99%
  * of the result ids equal (the walks differ only by float rounding: the GPU sums in another
  * order, and decodes SQ8 as code * scale + offset where the CPU follows FAISS's formula), and
  * the distances of equal ids must agree within FP32 rounding (re-ranked: both exact FP32).
  * Data: sift5k, sift5k normalized (L2 and inner product: real values, SQ8 lossy) and a 20k
  * Fashion-MNIST subset. Variants: hash / Bloom visited sets, sort-merge / insertion, probes 2,
- * rerank = k, a filter. Also the device bytes of each storage. */
+ * rerank = k, a filter (PQ: L = 32, rerank = k, max_expand = L, a filter). Also the device
+ * bytes of each storage and placement. The PQ walk's only other difference: the GPU's Bloom
+ * filter's rare false positives (graft/bang.h). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "graft/graph_index.h"
+#include "graft_faiss_c.h"
 #include "testutil.h"
 
 typedef struct {
@@ -23,18 +26,28 @@ typedef struct {
     graft_graph g;
 } dataset;
 
-static graft_gindex* make(const dataset* s, int kind, int device) {
+/* PQ: codebooks trained once (by the CPU index, FAISS's k-means) and given to the GPU index, as
+ * the sharded indexes do, so that both code the vectors the same way. */
+static graft_gindex* make_placed(const dataset* s, int kind, int device, graft_bang_mode mode,
+                                 const graft_pq* pq) {
     graft_gindex_params p;
     graft_gindex_params_defaults(&p);
     p.device = device;
     p.metric = s->metric;
     p.storage = kind;
+    p.mode = mode;
+    p.pq.kmeans = graft_faiss_kmeans;
     graft_gindex* g = NULL;
     CHECK_OK(graft_gindex_new(s->d, &p, &g));
     if (!g) return NULL;
-    if (kind == GRAFT_STORAGE_SQ8) CHECK_OK(graft_gindex_train(g, s->nb, s->xb));
+    if (kind == GRAFT_STORAGE_PQ && pq) CHECK_OK(graft_gindex_set_pq(g, pq));
+    else if (kind != GRAFT_STORAGE_FP32) CHECK_OK(graft_gindex_train(g, s->nb, s->xb));
     CHECK_OK(graft_gindex_set_data(g, s->nb, s->xb, &s->g));
     return g;
+}
+
+static graft_gindex* make(const dataset* s, int kind, int device) {
+    return make_placed(s, kind, device, GRAFT_BANG_AUTO, NULL);
 }
 
 static void compare(const dataset* s, int kind, graft_gindex* cpu, graft_gindex* gpu,
@@ -118,6 +131,35 @@ static void run(dataset* s) {
         graft_gindex_free(cpu);
         graft_gindex_free(gpu);
     }
+    graft_gindex* cpu = make(s, GRAFT_STORAGE_PQ, -1);
+    for (int m = GRAFT_BANG_IN_MEMORY; cpu && m <= GRAFT_BANG_OUT_OF_CORE; m++) {
+        graft_gindex* gpu = make_placed(s, GRAFT_STORAGE_PQ, 0, (graft_bang_mode)m, graft_gindex_pq(cpu));
+        if (!gpu) continue;
+        const int M = graft_gindex_pq(gpu)->M;
+        const size_t bytes = graft_gindex_gpu_bytes(gpu);
+        const size_t expect = 256 * 4 * (size_t)s->d + (size_t)s->nb * M +
+                              (m == GRAFT_BANG_IN_MEMORY ? (size_t)s->nb * (4 * s->d + 4 * s->g.R) : 0);
+        const char* place = m == GRAFT_BANG_IN_MEMORY ? "in-memory" : "out-of-core";
+        printf("  PQ%-3d %s: device bytes %zu\n", M, place, bytes);
+        CHECK(graft_gindex_mode(gpu) == m && bytes == expect, "%s PQ %s: mode %d, gpu_bytes %zu, "
+              "expected %zu", s->name, place, (int)graft_gindex_mode(gpu), bytes, expect);
+        graft_search_params p;
+        graft_search_params_defaults(&p);
+        compare(s, GRAFT_STORAGE_PQ, cpu, gpu, &p, m == GRAFT_BANG_IN_MEMORY ? "in-memory L=64" : "out-of-core L=64");
+        p.L = 32;
+        compare(s, GRAFT_STORAGE_PQ, cpu, gpu, &p, m == GRAFT_BANG_IN_MEMORY ? "in-memory L=32" : "out-of-core L=32");
+        graft_search_params_defaults(&p);
+        p.rerank = 10;
+        p.max_expand = p.L;
+        compare(s, GRAFT_STORAGE_PQ, cpu, gpu, &p, m == GRAFT_BANG_IN_MEMORY ? "in-memory rerank=k max_expand=L"
+                                                                           : "out-of-core rerank=k max_expand=L");
+        graft_search_params_defaults(&p);
+        p.allowed = even;
+        compare(s, GRAFT_STORAGE_PQ, cpu, gpu, &p, m == GRAFT_BANG_IN_MEMORY ? "in-memory even ids only"
+                                                                           : "out-of-core even ids only");
+        graft_gindex_free(gpu);
+    }
+    graft_gindex_free(cpu);
     free(even);
 }
 

@@ -98,13 +98,21 @@ static void test_sift5k(const graft_test_sift* s) {
     graft_gindex_params p = graft_gindex_get_params(g);
     CHECK(p.search.L == 64 && p.build.base.R == 64, "defaults L=%d R=%d", p.search.L, p.build.base.R);
 
-    /* Two adds: the second rebuilds over all 4500 vectors. */
+    /* Two adds: each leaves the build pending (no graph, pieces -1); an explicit build builds
+     * over the 3000, and the build after the second add over all 4500 vectors. */
     const int64_t first = 3000;
     CHECK_OK(graft_gindex_add(g, first, s->xb));
+    CHECK(graft_gindex_graph(g) == NULL && graft_gindex_build_pieces(g) == -1 &&
+          graft_gindex_build_seconds(g) == 0, "the add leaves the build pending");
+    CHECK_OK(graft_gindex_build(g));
     const graft_graph* gr = graft_gindex_graph(g);
-    CHECK(gr && gr->n == first && graft_gindex_build_seconds(g) > 0, "graph after the first add");
+    CHECK(gr && gr->n == first && graft_gindex_build_seconds(g) > 0, "graph after the first build");
     CHECK(graft_gindex_build_pieces(g) == 0, "a CPU index's build: pieces %d", graft_gindex_build_pieces(g));
+    CHECK_OK(graft_gindex_build(g)); /* nothing pending: nothing to do */
+    CHECK(graft_gindex_graph(g) == gr, "a build with nothing pending keeps the graph");
     CHECK_OK(graft_gindex_add(g, s->nb - first, s->xb + first * s->d));
+    CHECK(graft_gindex_graph(g) == NULL, "the second add leaves the build pending");
+    CHECK_OK(graft_gindex_build(g));
     gr = graft_gindex_graph(g);
     CHECK(graft_gindex_ntotal(g) == s->nb && gr && gr->n == s->nb && gr->R == 64, "graph after the second add");
     CHECK(!memcmp(graft_gindex_vectors(g), s->xb, sizeof(float) * s->nb * s->d), "stored vectors");
@@ -228,6 +236,23 @@ static void test_bad_args(const graft_test_sift* s) {
     CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
     b = p, b.device = -3;
     CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
+    /* Placement: only the PQ storage leaves data in host memory; PQ's M must divide d. */
+    b = p, b.mode = GRAFT_BANG_OUT_OF_CORE;
+    CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EUNSUPPORTED);
+    b = p, b.mode = (graft_bang_mode)5;
+    CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
+    b = p, b.storage = GRAFT_STORAGE_PQ, b.pq.M = 3;
+    CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
+    CHECK(g == NULL, "no index from refused parameters");
+    CHECK_OK(graft_gindex_new(8, &p, &g));
+    CHECK_ERR(graft_gindex_set_mode(g, GRAFT_BANG_OUT_OF_CORE, 0), GRAFT_EUNSUPPORTED);
+    CHECK_OK(graft_gindex_set_mode(g, GRAFT_BANG_IN_MEMORY, 0));
+    CHECK(graft_gindex_mode(g) == GRAFT_BANG_AUTO, "a CPU index's placement: AUTO");
+    graft_pq none = {8, 2, 4, NULL};
+    CHECK_ERR(graft_gindex_set_pq(g, &none), GRAFT_EINVAL);
+    CHECK(graft_gindex_pq(g) == NULL && graft_gindex_codes(g) == NULL, "FP32: no codebooks, no codes");
+    graft_gindex_free(g);
+    g = NULL;
     b = p, b.build.base.R = 0;
     CHECK_ERR(graft_gindex_new(8, &b, &g), GRAFT_EINVAL);
     b = p, b.search.L = 2000;
@@ -290,7 +315,7 @@ static void test_bad_args(const graft_test_sift* s) {
     bp.base.rho = 1, bp.base.R = 100;
     CHECK_OK(graft_gindex_set_build_params(g, &bp));
     CHECK(graft_gindex_get_params(g).build.base.R == 100 && graft_gindex_graph(g)->R == 64,
-          "build parameters take effect on the next add");
+          "build parameters take effect on the next build");
     bp.base.R = 64;
     CHECK_OK(graft_gindex_set_build_params(g, &bp));
 
@@ -416,7 +441,7 @@ static void test_io(const graft_test_sift* s) {
         size_t len;
         unsigned char* b = record_of(g, &len);
         const int R = graft_gindex_graph(g)->R;
-        CHECK(len == 80 + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "record length %zu", len);
+        CHECK(len == 104 + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "record length %zu", len);
         graft_gindex* r = NULL;
         CHECK_OK(read_bytes(b, len, &r));
         if (!r) return;
@@ -442,7 +467,7 @@ static void test_io(const graft_test_sift* s) {
         CHECK_OK(graft_gindex_reset(g));
         free(b);
         b = record_of(g, &len);
-        CHECK(len == 88, "empty record length %zu", len);
+        CHECK(len == 112, "empty record length %zu", len);
         CHECK_OK(read_bytes(b, len, &r));
         CHECK(r && graft_gindex_ntotal(r) == 0 && graft_gindex_metric(r) == graft_gindex_metric(g) &&
               graft_gindex_graph(r) == NULL, "empty round trip");
@@ -456,12 +481,12 @@ static void test_io(const graft_test_sift* s) {
     const int64_t m = 60;
     graft_gindex* g = new_cpu(s->d, GRAFT_METRIC_L2);
     CHECK_OK(graft_gindex_add(g, m, s->xb));
-    const int R = graft_gindex_graph(g)->R;
     size_t len;
-    unsigned char* b = record_of(g, &len);
-    const size_t graph_at = 80 + (size_t)m * s->d * 4;
+    unsigned char* b = record_of(g, &len); /* builds the pending graph */
+    const int R = graft_gindex_graph(g)->R;
+    const size_t graph_at = 104 + (size_t)m * s->d * 4;
     expect_format(b, 0, "empty", "empty");
-    const size_t cuts[] = {5, 8, 20, 63, 64, 79, 80, 80 + 999, graph_at + 7, len - 8, len - 1};
+    const size_t cuts[] = {5, 8, 20, 63, 64, 79, 80, 103, 104, 104 + 999, graph_at + 7, len - 8, len - 1};
     char what[64];
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         snprintf(what, sizeof what, "truncated at byte %zu", cuts[i]);
@@ -469,7 +494,7 @@ static void test_io(const graft_test_sift* s) {
     }
     unsigned char* c = malloc(len);
     memcpy(c, b, len);
-    c[80 + 4321] ^= 0x10;
+    c[104 + 4321] ^= 0x10;
     expect_format(c, len, "bit flipped in the vectors", "checksum");
     memcpy(c, b, len);
     c[graph_at + 4 * (size_t)R * 7 + 2] ^= 0x01;
@@ -481,7 +506,7 @@ static void test_io(const graft_test_sift* s) {
     c[3] = 'X';
     expect_format(c, len, "wrong magic", "not a graft graph index");
     free(c);
-    with_field(b, len, 8, 3, 4, 0, "format version 3", "newer graft, format version 3");
+    with_field(b, len, 8, 4, 4, 0, "format version 4", "newer graft, format version 4");
     with_field(b, len, 8, 0, 4, 0, "format version 0", "format version 0");
     with_field(b, len, 12, 32, 4, 0, "header size 32", "header size");
     with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");
@@ -495,15 +520,19 @@ static void test_io(const graft_test_sift* s) {
     with_field(b, len, 52, 9, 4, 0, "probes = 9", "probes");
     with_field(b, len, 56, 7, 4, 0, "visited kind 7", "visited");
     with_field(b, len, 60, 7, 4, 0, "merge kind 7", "merge");
-    with_field(b, len, 12, 64, 4, 0, "version 2, header size 64", "version-2 header");
+    with_field(b, len, 12, 64, 4, 0, "version 3, header size 64", "version-3 header");
+    with_field(b, len, 12, 80, 4, 0, "version 3, header size 80", "version-3 header");
     with_field(b, len, 64, 9, 4, 0, "storage kind 9", "storage kind");
     with_field(b, len, 68, 0, 4, 0, "untrained FP32", "untrained");
     with_field(b, len, 68, 2, 4, 0, "trained flag 2", "trained flag");
     with_field(b, len, 72, 0xffffffffu, 4, 0, "rerank -1", "rerank");
+    with_field(b, len, 84, 7, 4, 0, "placement mode 7", "mode");
+    with_field(b, len, 84, GRAFT_BANG_OUT_OF_CORE, 4, 0, "FP32 out-of-core", "out-of-core");
+    with_field(b, len, 92, 40, 4, 0, "bloom_log2 40", "bloom_log2");
     /* Checksums that match, contents that do not (another tool's writer). */
     with_field(b, len, graph_at + 4 * ((size_t)R * 9 + 1), (uint32_t)m, 4, 1, "id = n, valid checksum",
                "row 9");
-    with_field(b, len, 80 + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
+    with_field(b, len, 104 + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
     free(b);
 
     /* A record inside a larger stream: read stops right after the checksum. */
@@ -545,6 +574,8 @@ static void test_gpu(const graft_test_sift* s) {
     free_results(&e);
     CHECK_OK(graft_gindex_add(g, 2000, s->xb));
     CHECK_OK(graft_gindex_add(g, s->nb - 2000, s->xb + 2000 * s->d));
+    CHECK(graft_gindex_graph(g) == NULL && graft_gindex_gpu_bytes(g) == 0, "GPU: build pending");
+    CHECK_OK(graft_gindex_build(g));
     const graft_graph* gr = graft_gindex_graph(g);
     CHECK(graft_gindex_device(g) == 0 && gr && gr->n == s->nb, "GPU: two adds");
     graft_test_check_graph(gr, s->nb, gr->R, s->xb, s->d, 1, "GPU index graph");

@@ -2,7 +2,7 @@
  * read back (same rows, same search results), a hand-made file with frozen points (ids >= n
  * dropped, the start vertex remapped), broken files (truncated, counts above the max degree, file
  * sizes that do not match, too few or too many rows, missing), bad arguments; and a graph that
- * came in through such a file serving the graph + PQ index (graft_bindex_set_data). */
+ * came in through such a file serving the graph + PQ index (graft_gindex_set_data). */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <float.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graft/bang_index.h"
+#include "graft/graph_index.h"
 #include "graft/graph.h"
 #include "testutil.h"
 
@@ -348,19 +348,20 @@ static void test_bang_set_data(void) {
     graft_graph g = {0};
     CHECK_OK(graft_vamana_read(path("sift5k.vamana"), s.nb, &g));
     if (!g.nbrs) return;
-    graft_bindex_params p;
-    graft_bindex_params_defaults(&p);
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    p.storage = GRAFT_STORAGE_PQ;
     p.device = -1;
     p.pq.M = 16;
     p.pq.kmeans = lloyd;
-    graft_bindex* b = NULL;
-    CHECK_OK(graft_bindex_new(s.d, &p, &b));
+    graft_gindex* b = NULL;
+    CHECK_OK(graft_gindex_new(s.d, &p, &b));
     if (!b) return;
-    CHECK_ERR(graft_bindex_set_data(b, s.nb, s.xb, &g), GRAFT_ESTATE); /* untrained */
-    CHECK_OK(graft_bindex_train(b, s.nb, s.xb));
-    CHECK_OK(graft_bindex_set_data(b, s.nb, s.xb, &g));
-    const graft_graph* in = graft_bindex_graph(b);
-    CHECK(graft_bindex_ntotal(b) == s.nb && in && in->R == g.R && in->entry == g.entry &&
+    CHECK_ERR(graft_gindex_set_data(b, s.nb, s.xb, &g), GRAFT_ESTATE); /* untrained */
+    CHECK_OK(graft_gindex_train(b, s.nb, s.xb));
+    CHECK_OK(graft_gindex_set_data(b, s.nb, s.xb, &g));
+    const graft_graph* in = graft_gindex_graph(b);
+    CHECK(graft_gindex_ntotal(b) == s.nb && in && in->R == g.R && in->entry == g.entry &&
           !memcmp(in->nbrs, g.nbrs, sizeof(int32_t) * (size_t)(g.n * g.R)),
           "the index does not hold the Vamana graph");
 
@@ -370,12 +371,12 @@ static void test_bang_set_data(void) {
     float* D1 = malloc(sizeof(float) * s.nq * k);
     int64_t* I0 = malloc(sizeof(int64_t) * s.nq * k);
     int64_t* I1 = malloc(sizeof(int64_t) * s.nq * k);
-    CHECK_OK(graft_bindex_search(b, s.nq, s.xq, k, NULL, D0, I0, NULL));
-    graft_bang_params sp = graft_bindex_get_params(b).search;
-    CHECK_OK(graft_bang_search_cpu(&g, graft_bindex_pq(b), graft_bindex_codes(b), s.xb, s.d,
+    CHECK_OK(graft_gindex_search(b, s.nq, s.xq, k, NULL, D0, I0, NULL));
+    graft_bang_params sp = graft_gindex_get_params(b).search;
+    CHECK_OK(graft_bang_search_cpu(&g, graft_gindex_pq(b), graft_gindex_codes(b), s.xb, s.d,
                                    GRAFT_METRIC_L2, s.xq, s.nq, k, &sp, D1, I1));
     CHECK(!memcmp(D0, D1, sizeof(float) * s.nq * k) && !memcmp(I0, I1, sizeof(int64_t) * s.nq * k),
-          "graft_bindex_search differs from graft_bang_search_cpu over the same graph");
+          "graft_gindex_search differs from graft_bang_search_cpu over the same graph");
     /* Recall of PQ-guided search + exact re-rank over the imported graph, L = 64: measured 0.9866
      * (Lloyd codebooks, M = 16). */
     double r = graft_test_recall(I0, k, s.gt, s.gt_k, s.nq, k);
@@ -389,10 +390,10 @@ static void test_bang_set_data(void) {
     const uint32_t ids[3] = {1, 2, 0};
     make_file(path("three.vamana"), 1, 0, 0, 3, counts, ids, 0);
     CHECK_OK(graft_vamana_read(path("three.vamana"), 3, &small));
-    CHECK_ERR(graft_bindex_set_data(b, s.nb, s.xb, &small), GRAFT_EINVAL);
-    CHECK(graft_bindex_ntotal(b) == s.nb, "a refused set_data changed the index");
+    CHECK_ERR(graft_gindex_set_data(b, s.nb, s.xb, &small), GRAFT_EINVAL);
+    CHECK(graft_gindex_ntotal(b) == s.nb, "a refused set_data changed the index");
     graft_graph_free(&small);
-    graft_bindex_free(b);
+    graft_gindex_free(b);
     graft_graph_free(&g);
 }
 

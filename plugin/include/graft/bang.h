@@ -28,38 +28,13 @@
 extern "C" {
 #endif
 
-typedef struct graft_bang_params {
-    int L;           /* worklist width, k <= L <= 1024. Default 64 */
-    int rerank;      /* re-rank depth: the best `rerank` expanded vertices (by PQ distance) get
-                        exact distances; 0 = every expanded vertex (BANG). Otherwise >= k.
-                        Default 0 */
-    int max_expand;  /* expansions per query at most (bounds the re-rank store), L..8192;
-                        0 = 2 L + 64 (sift5k and Fashion-MNIST 10k expand 1.0-1.25 L on
-                        average, at most 1.75 L at L = 16). Default 0 */
-    int bloom_log2;  /* GPU: Bloom filter of 2^bloom_log2 bits per query, 10..24. Default 17 */
-    const uint8_t* allowed; /* optional filter, FAISS IDSelectorBitmap layout (bit i & 7 of byte
-                        i >> 3), n bits: the search walks every vertex, only allowed ones are
-                        re-ranked into the results. NULL = all */
-    int device;      /* CUDA device of the GPU search. Default 0 */
-    size_t memory_budget; /* GPU bytes for one batch's working set (queries, PQ tables,
-                        worklists, Bloom filters, staged neighbour rows, re-rank vectors,
-                        results); 0 = 1 GiB. Larger batches are split */
-    int threads;     /* host threads gathering neighbour rows (out-of-core); 0 = OpenMP's */
-    size_t vector_stream_bytes; /* out-of-core: an iteration of a half batch whose staged full
-                        vectors take at least this many bytes copies them on a stream of their
-                        own, off the path of the half's next steps (many live queries, large
-                        d); smaller ones go on the half's stream and step B files them, two
-                        queueing calls and an event wait fewer (the tail of a batch, when few
-                        queries still search). 0 = 1 MiB; 1 = always their own stream;
-                        SIZE_MAX = never. Results do not depend on it */
-    int64_t allowed_n; /* bits of `allowed` (ids it covers); 0 = as many as the index holds. An
-                        index search refuses a shorter filter (GRAFT_ESTATE): an add between
-                        building it and the search made it stale */
-    double filter_exact_below; /* filtered search of the index (graft/graph.h, "Filtered
-                        search"): exact below this selectivity, < 0 (default) the cost model */
-} graft_bang_params;
+/* BANG's parameters are the graph index's search parameters (graft/graph.h): L, rerank,
+ * max_expand, bloom_log2, allowed / allowed_n, device, memory_budget, threads,
+ * vector_stream_bytes, filter_exact_below; the walk's probes / visited / merge are ignored. One
+ * struct, so that one index searches every storage with one set of parameters. */
+typedef graft_search_params graft_bang_params;
 
-/* Defaults as documented in the struct. */
+/* graft_search_params_defaults (L 64, rerank 0, max_expand 0, bloom_log2 17, ...). */
 void graft_bang_params_defaults(graft_bang_params* params);
 
 /* The effective expansion cap of params for a search (max_expand, or 2 L + 64 when 0). */
@@ -80,30 +55,8 @@ int graft_bang_search_cpu(const graft_graph* graph, const graft_pq* pq, const ui
                           int64_t nq, int64_t k, const graft_bang_params* params, float* D,
                           int64_t* I);
 
-/* What a GPU BANG search measured (optional output). Times are wall seconds on the host unless
- * said otherwise; "overlapped" stages run while others do, so they need not add up to the wall. */
-typedef struct graft_bang_report {
-    double wall_seconds;    /* the whole call */
-    double gpu_seconds;     /* the device's span per batch, tables kernel to re-rank end (events):
-                               kernels, copies between them and, out-of-core, time the device
-                               waits for the host */
-    double gather_seconds;  /* host threads collecting neighbour rows and vectors (out-of-core;
-                               the wall of their OpenMP regions, inside which the calling thread
-                               also queues the steps: api_seconds counts that time too) */
-    double wait_seconds;    /* host time blocked on the GPU (kernels or copies not yet done) */
-    double loop_seconds;    /* host time in the iterations' loop (gather and wait included; the
-                               batches' query upload, tables, re-rank and result download not) */
-    double api_seconds;     /* out-of-core: host time inside the loop's queueing calls (copies,
-                               kernel launches, event records; waits not) */
-    int64_t h2d_bytes;      /* bytes copied host -> device during the search (rows, vectors,
-                               queries) */
-    int64_t d2h_bytes;      /* bytes copied device -> host (candidates, results) */
-    int64_t iterations;     /* search iterations (expansions), summed over queries */
-    int batches;            /* batches the queries were split into */
-    int out_of_core;        /* 1: rows gathered from host memory; 0: graph and vectors on the GPU */
-    size_t gpu_peak_bytes;  /* device bytes held: resident data + the largest batch's scratch */
-    graft_filter_report filter; /* index searches: the filtered search's path (also on the CPU) */
-} graft_bang_report;
+/* What a GPU BANG search measured: graft_search_report's BANG fields (graft/graph.h). */
+typedef graft_search_report graft_bang_report;
 
 /* Where the GPU search reads the graph rows and full vectors from. Same search, same results. */
 typedef enum graft_bang_mode {
@@ -118,7 +71,7 @@ typedef enum graft_bang_mode {
  * graph and vectors) to params->device, searches, frees. Same parameters, results and errors as
  * graft_bang_search_cpu, plus bloom_log2 outside 10..24, R > 256, mode not IN_MEMORY or
  * OUT_OF_CORE, GRAFT_ENODEVICE, GRAFT_EGPU_NOMEM, GRAFT_ECUDA. report may be NULL. The index
- * (graft/bang_index.h) keeps the device data between searches. */
+ * (graft/graph_index.h, the PQ storage) keeps the device data between searches. */
 int graft_bang_search_gpu(const graft_graph* graph, const graft_pq* pq, const uint8_t* codes,
                           const float* x, int64_t d, graft_metric metric, const float* xq,
                           int64_t nq, int64_t k, const graft_bang_params* params,

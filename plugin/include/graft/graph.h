@@ -192,7 +192,7 @@ enum {
                                position, warp-parallel shift) */
 };
 
-/* Filtered search (both graph indexes: graft_gindex_search, graft_bindex_search). With a filter
+/* Filtered search (the graph index, every storage: graft_gindex_search). With a filter
  * (`allowed`), the index counts the ids that pass (popcount of the bitmap) and picks a path:
  *   - exact: the k nearest among the passing ids by brute force (the GPU's exact k-NN over the
  *     gathered passing vectors on a GPU index, the CPU reference's otherwise). Cost: one distance
@@ -246,7 +246,20 @@ typedef struct graft_search_params {
     int rerank;      /* compressed storages (graft/storage.h) only: how many entries of the final
                         worklist, best code distance first, get exact FP32 distances before the
                         k best are returned; 0 (default) = the whole worklist (BANG's choice),
-                        else >= k. With a filter, the k allowed results are re-ranked */
+                        else >= k. With a filter, the k allowed results are re-ranked. The PQ
+                        storage: the best `rerank` expanded vertices by PQ distance (graft/bang.h) */
+    /* --- the PQ storage's search (BANG, graft/bang.h) only; the other walks ignore them --- */
+    int max_expand;  /* expansions per query at most (bounds the re-rank store), L..8192;
+                        0 = 2 L + 64 (sift5k and Fashion-MNIST 10k expand 1.0-1.25 L on
+                        average, at most 1.75 L at L = 16). Default 0 */
+    int threads;     /* host threads gathering neighbour rows (out-of-core); 0 = OpenMP's */
+    size_t vector_stream_bytes; /* out-of-core: an iteration of a half batch whose staged full
+                        vectors take at least this many bytes copies them on a stream of their
+                        own, off the path of the half's next steps (many live queries, large
+                        d); smaller ones go on the half's stream and step B files them, two
+                        queueing calls and an event wait fewer (the tail of a batch, when few
+                        queries still search). 0 = 1 MiB; 1 = always their own stream;
+                        SIZE_MAX = never. Results do not depend on it */
 } graft_search_params;
 
 /* Defaults as documented in the struct (L 64, probes 1, hash, sort-merge, 2^17-bit Bloom, no
@@ -263,13 +276,33 @@ int graft_graph_search_cpu_ex(const graft_graph* graph, const float* x, int64_t 
                               graft_metric metric, const float* xq, int64_t nq, int64_t k,
                               const graft_search_params* params, float* D, int64_t* I);
 
-/* What a GPU search measured (optional output). */
+/* What a GPU search measured (optional output). The walk of FP32 / FP16 / SQ8 fills the first
+ * group, the PQ storage's BANG pipeline (graft/bang.h) the second; both fill filter. */
 typedef struct graft_search_report {
-    double gpu_seconds;   /* device time of the search kernels (copies excluded) */
-    int64_t distances;    /* distances computed, summed over queries */
-    int64_t iterations;   /* search iterations, summed over queries */
-    int batches;          /* kernel launches the batch was split into */
+    double gpu_seconds;   /* walk: device time of the search kernels (copies excluded). BANG:
+                             the device's span per batch, tables kernel to re-rank end (events):
+                             kernels, copies between them and, out-of-core, time the device
+                             waits for the host */
+    int64_t distances;    /* walk: distances computed, summed over queries */
+    int64_t iterations;   /* search iterations (BANG: expansions), summed over queries */
+    int batches;          /* batches (walk: kernel launches) the queries were split into */
     graft_filter_report filter; /* index searches: the filtered search's path (also on the CPU) */
+    /* BANG only. Times are wall seconds on the host unless said otherwise; "overlapped" stages
+     * run while others do, so they need not add up to the wall. */
+    double wall_seconds;    /* the whole call */
+    double gather_seconds;  /* host threads collecting neighbour rows and vectors (out-of-core;
+                               the wall of their OpenMP regions, inside which the calling thread
+                               also queues the steps: api_seconds counts that time too) */
+    double wait_seconds;    /* host time blocked on the GPU (kernels or copies not yet done) */
+    double loop_seconds;    /* host time in the iterations' loop (gather and wait included; the
+                               batches' query upload, tables, re-rank and result download not) */
+    double api_seconds;     /* out-of-core: host time inside the loop's queueing calls (copies,
+                               kernel launches, event records; waits not) */
+    int64_t h2d_bytes;      /* bytes copied host -> device during the search (rows, vectors,
+                               queries) */
+    int64_t d2h_bytes;      /* bytes copied device -> host (candidates, results) */
+    int out_of_core;        /* 1: rows gathered from host memory; 0: graph and vectors on the GPU */
+    size_t gpu_peak_bytes;  /* device bytes held: resident data + the largest batch's scratch */
 } graft_search_report;
 
 /* One-shot GPU search (gpu/graph_search.cu): uploads the graph and the vectors to

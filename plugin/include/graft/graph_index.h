@@ -1,19 +1,32 @@
 /* graft: the graph index — vectors + a fixed-degree graph built by GRNND on the GPU (or the CPU
- * reference RNN-Descent), searched by the SONG-style GPU kernel (or the CPU reference search).
- * The FAISS face of this object is adapters/faiss/GraftIndexGraph.
+ * reference RNN-Descent), searched on a storage of the vectors, FAISS's IndexHNSW shape (one graph,
+ * a pluggable storage; ../shared/DESIGN.md):
+ *   storage FP32, FP16, SQ8 (graft/storage.h): the SONG-style walk (graft/graph.h), on the GPU one
+ *     kernel templated on the storage; GPU-resident (graph, codes and FP32 vectors on the device);
+ *   storage PQ<M> (graft/pq.h): BANG's pipeline (graft/bang.h) on the PQ codes; placed by `mode`
+ *     and `gpu_budget`: in-memory (graph, vectors and codes on the GPU) or out-of-core (codes on
+ *     the GPU, graph and FP32 vectors in host memory, gathered each iteration).
+ * Compressed storages re-rank the final candidates exactly with the FP32 copy (search.rerank).
+ * The FAISS face is adapters/faiss/GraftIndexGraph (GraftIndexGraphPQ picks the PQ storage).
  *
- * Adding: every add rebuilds the graph over all stored vectors (GRNND on 1M x 128 takes 0.64 s on
- * an H100, and a rebuild gives the same quality as one build over everything, where inserting
- * into a graph built for other data degrades it). Data whose GRNND pools (2 n R 8 bytes beside
- * the vectors) do not fit the device (or the build's memory_budget) is built by GRNND in pieces
- * that fit, merged (graft_graph_build_pieces); without a GPU, by RNN-Descent on the CPU. Search before the first add returns only -1 labels, as FAISS's indexes do on an
- * empty index.
+ * Life cycle, as FAISS's indexes: train (SQ8 ranges, PQ codebooks) before the first add; add
+ * appends the vectors and encodes them; the graph over all of them is built once, by the first
+ * search after the adds (or graft_gindex_build, or write): GRNND on the GPU while the vectors and
+ * its pools (2 n R 8 bytes) fit the device (or the build's memory_budget), else GRNND in pieces
+ * that fit, merged (graft_graph_build_pieces); without a GPU RNN-Descent on the CPU. So data added
+ * in chunks costs one build, not one per chunk. A graph is rebuilt over everything, not extended:
+ * GRNND on 1M x 128 takes 0.64 s on an H100, and a rebuild gives the quality of one build over
+ * everything, where inserting into a graph built for other data degrades it (until the unified
+ * index, the FP32/FP16/SQ8 index rebuilt at every add; the graph it searched is the same). A graph
+ * built elsewhere (DiskANN's Vamana, graft_vamana_read) comes in through graft_gindex_set_data.
+ * Search before the first add returns only -1 labels, as FAISS's indexes do on an empty index.
  */
 #ifndef GRAFT_GRAPH_INDEX_H
 #define GRAFT_GRAPH_INDEX_H
 
 #include <stdio.h>
 
+#include "graft/bang.h"
 #include "graft/graph.h"
 #include "graft/storage.h"
 
@@ -29,11 +42,21 @@ typedef struct graft_gindex_params {
                                    and build.device are taken from metric and device */
     graft_search_params search; /* default search parameters (a search may pass its own);
                                    search.device is taken from device */
-    int storage;                /* what the search walk reads (graft/storage.h): GRAFT_STORAGE_FP32
-                                   (default), _FP16 or _SQ8 (trained by graft_gindex_train before
-                                   the first add). The graph is built from the FP32 vectors
+    int storage;                /* what the search reads (graft/storage.h): GRAFT_STORAGE_FP32
+                                   (default), _FP16, _SQ8 or _PQ (trained by graft_gindex_train
+                                   before the first add). The graph is built from the FP32 vectors
                                    whatever the storage; compressed storages re-rank the final
                                    candidates with them (search.rerank) */
+    graft_pq_params pq;         /* PQ storage: M (0 = graft_pq_default_M), training sample and the
+                                   k-means (required for training: the FAISS adapter passes
+                                   FAISS's) */
+    graft_bang_mode mode;       /* placement on a GPU. PQ: GRAFT_BANG_AUTO (default; in-memory
+                                   when codes + graph + vectors fit gpu_budget, else out-of-core),
+                                   IN_MEMORY or OUT_OF_CORE. FP32/FP16/SQ8 are GPU-resident
+                                   (AUTO or IN_MEMORY; OUT_OF_CORE is GRAFT_EUNSUPPORTED) */
+    size_t gpu_budget;          /* PQ: device bytes the index keeps resident (codes, and in-memory
+                                   also graph and vectors); 0 = half the device's memory. Codes
+                                   that do not fit are an error (GRAFT_EGPU_NOMEM) */
 } graft_gindex_params;
 
 void graft_gindex_params_defaults(graft_gindex_params* params);
@@ -45,27 +68,45 @@ typedef struct graft_gindex graft_gindex;
 int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex** out);
 void graft_gindex_free(graft_gindex* index);
 
-/* Trains the storage's codec on n vectors (SQ8: per-dimension min/max, FAISS's QT_8bit; FP32 and
- * FP16 learn nothing and accept any call). GRAFT_ESTATE: retraining an SQ8 index that holds
- * vectors (their codes would go stale; reset first, as FAISS refuses it too). GRAFT_EINVAL: NaN/Inf,
- * n < 1. On failure the index is unchanged. */
+/* Trains the storage's codec on n vectors (SQ8: per-dimension min/max, FAISS's QT_8bit; PQ: the
+ * codebooks, graft_pq_train's errors; FP32 and FP16 learn nothing and accept any call).
+ * GRAFT_ESTATE: retraining an SQ8 or PQ index that holds vectors (their codes would go stale;
+ * reset first, as FAISS refuses it too). GRAFT_EINVAL: NaN/Inf, n < 1. On failure the index is
+ * unchanged. */
 int graft_gindex_train(graft_gindex* index, int64_t n, const float* x);
-/* 1 when adds are allowed (FP32, FP16, or a trained SQ8). */
+/* 1 when adds are allowed (FP32, FP16, or a trained SQ8 / PQ). */
 int graft_gindex_is_trained(const graft_gindex* index);
 /* The storage's codec (kind, SQ8 parameters), owned by the index. */
 const graft_storage* graft_gindex_storage(const graft_gindex* index);
-/* Device bytes the index holds for its contents (graph, codes, FP32 vectors for the walk or the
- * re-rank, codec parameters); 0 on the CPU or when empty. */
+/* PQ storage: installs a copy of codebooks trained elsewhere (another index's graft_gindex_pq),
+ * as training would: what sharded and replicated indexes do, so that every shard trains once and
+ * all code the same way. Errors: GRAFT_EINVAL for another storage, a pq that graft_pq_check
+ * refuses or whose d or M differs from the index's; GRAFT_ESTATE for a non-empty index. */
+int graft_gindex_set_pq(graft_gindex* index, const graft_pq* pq);
+/* PQ storage: the codebooks; NULL before training and for other storages. */
+const graft_pq* graft_gindex_pq(const graft_gindex* index);
+/* The codes of the compressed storages (ntotal x code bytes; PQ: ntotal x M); NULL for FP32. */
+const uint8_t* graft_gindex_codes(const graft_gindex* index);
+/* Device bytes the index holds resident for its contents (graph, codes, FP32 vectors for the walk
+ * or the re-rank, codec parameters); 0 on the CPU, when empty or while a build is pending. */
 size_t graft_gindex_gpu_bytes(const graft_gindex* index);
 
-/* Appends n vectors (copied) and rebuilds the graph over all of them. NaN/Inf or a failed build
- * leave the index as it was. An untrained SQ8 index: GRAFT_ESTATE. */
+/* Appends n vectors (copied) and encodes them; the graph over all vectors is built by the next
+ * search, graft_gindex_build or write. An untrained SQ8 or PQ index: GRAFT_ESTATE. NaN/Inf or a
+ * failed add leave the index as it was. */
 int graft_gindex_add(graft_gindex* index, int64_t n, const float* x);
-/* Removes every vector and the graph (an SQ8 codec stays trained). */
+/* Builds the graph over the vectors added since the last build and puts the device data of the
+ * placement on the GPU; nothing to do when no add is pending. A search does the same first; call
+ * this to build at a time of your choosing (and time it apart). Errors: the build's
+ * (graft_grnnd_build_gpu, graft_rnnd_build_cpu) and the upload's (GRAFT_EGPU_NOMEM); the vectors
+ * and codes stay, and a later call tries again. */
+int graft_gindex_build(graft_gindex* index);
+/* Removes every vector, code and the graph (a trained codec stays, as FAISS's reset). */
 int graft_gindex_reset(graft_gindex* index);
 
-/* k nearest of each query, FAISS layout (graft_graph_search_cpu_ex's results). params NULL = the
- * index's defaults. Thread-safe: searches, add, reset and set_*_params of one index may run in
+/* k nearest of each query, FAISS layout (graft_graph_search_cpu_ex's results; PQ:
+ * graft_bang_search_cpu's). params NULL = the index's defaults; L is widened to k. A pending
+ * build runs first. Thread-safe: searches, add, reset and set_*_params of one index may run in
  * different threads at once; the index's lock serializes them (tests/stress/test_concurrency).
  * A filter (params->allowed) with allowed_n set shorter than the index: GRAFT_ESTATE. With a
  * filter, k results whenever at least k ids pass (graft/graph.h, "Filtered search"); report
@@ -79,18 +120,28 @@ int64_t graft_gindex_d(const graft_gindex* index);
 graft_metric graft_gindex_metric(const graft_gindex* index);
 int graft_gindex_device(const graft_gindex* index);   /* -1 on the CPU */
 const float* graft_gindex_vectors(const graft_gindex* index); /* ntotal x d, owned by the index */
-const graft_graph* graft_gindex_graph(const graft_gindex* index); /* NULL before the first add */
+/* NULL while empty or while a build is pending (graft_gindex_build) */
+const graft_graph* graft_gindex_graph(const graft_gindex* index);
 graft_gindex_params graft_gindex_get_params(const graft_gindex* index);
 /* Replaces the default search parameters (validated as a search would). */
 int graft_gindex_set_search_params(graft_gindex* index, const graft_search_params* params);
-/* Replaces the build parameters used by the next add. */
+/* Replaces the build parameters used by the next build. */
 int graft_gindex_set_build_params(graft_gindex* index, const graft_grnnd_params* params);
-/* Seconds the last graph build took (wall), 0 before the first. */
+/* Seconds the last graph build took (wall), 0 before the first and while one is pending. */
 double graft_gindex_build_seconds(const graft_gindex* index);
 /* How the last graph was built: 1 GRNND on the GPU, P > 1 GRNND in P pieces (the data's pools did
  * not fit the device or the build's memory_budget), 0 RNN-Descent on the CPU; -1 before the first
- * build, after reset and for a graph given by set_data or read from a file. */
+ * build, while one is pending, after reset and for a graph given by set_data or read from a file. */
 int graft_gindex_build_pieces(const graft_gindex* index);
+/* The last build's breakdown: pieces as above, the largest piece, and for builds in pieces the
+ * partition, the pieces' builds and the rows' merges in seconds (graft/graph.h). */
+int graft_gindex_build_report(const graft_gindex* index, graft_pieces_report* report);
+/* The placement searches use now: IN_MEMORY or OUT_OF_CORE on a GPU (PQ's AUTO resolved against
+ * the budget for the current contents; the other storages are IN_MEMORY), AUTO on the CPU. */
+graft_bang_mode graft_gindex_mode(const graft_gindex* index);
+/* Changes the placement and GPU budget (moves the device data accordingly; while a build is
+ * pending, the build's upload applies them). FP32/FP16/SQ8: OUT_OF_CORE is GRAFT_EUNSUPPORTED. */
+int graft_gindex_set_mode(graft_gindex* index, graft_bang_mode mode, size_t gpu_budget);
 /* How the last successful search on this index went with its filter (graft/graph.h, "Filtered
  * search"): path, passing ids, selectivity, threshold, beam, queries redone. Zeroes before the
  * first search. With several threads searching, the last one to finish. */
@@ -102,10 +153,10 @@ int graft_gindex_last_filter(const graft_gindex* index, graft_filter_report* out
  * untrained SQ8 index; index unchanged. */
 int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const graft_graph* graph);
 
-/* Graph index format, version 2 (little-endian):
+/* Graph index format, version 3 (little-endian), one record for every storage:
  *     0   8  magic "GRFTGRPH"
- *     8   4  uint32 format version (2; version-1 records still load)
- *     12  4  uint32 header size in bytes (80 in version 2, 64 in version 1)
+ *     8   4  uint32 format version (3; versions 1 and 2 still load)
+ *     12  4  uint32 header size in bytes (104 in version 3, 80 in version 2, 64 in version 1)
  *     16  8  int64 d
  *     24  8  int64 ntotal (n)
  *     32  4  int32 metric
@@ -120,15 +171,36 @@ int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const 
  *     68  4  int32 storage trained (0 / 1)
  *     72  4  int32 search rerank
  *     76  4  reserved (0)
- *     80  SQ8 trained only: d float32 vmin, then d float32 vdiff
- *         then n*d*4 float32 vectors; then n*R*4 int32 graph rows (the codes are not stored:
- *         encoding is deterministic, and the reader encodes the vectors again)
+ *     --- version 3 from here; version 2 ends the header at 80
+ *     80  4  int32 PQ M (0 for the other storages)
+ *     84  4  int32 placement mode (graft_bang_mode)
+ *     88  4  int32 search max_expand
+ *     92  4  int32 search bloom_log2
+ *     96  8  uint64 GPU budget
+ *     104 SQ8 trained: d float32 vmin, then d float32 vdiff; PQ trained: 256*d float32 centroids
+ *         (M x 256 x d/M) then n*M uint8 codes; then n*d*4 float32 vectors; then n*R*4 int32
+ *         graph rows (FP16 / SQ8 codes are not stored: encoding is deterministic and cheap, and
+ *         the reader encodes the vectors again)
  *     ... 8  uint64 FNV-1a checksum of every byte before it (graft_io_checksum)
+ * write builds a pending graph first (the file holds one over every vector). read also loads
+ * the graph + PQ index's GRFTBANG version-1 records (below) as the PQ storage.
  * Errors as graft_flat_write / graft_flat_read (GRAFT_EIO, GRAFT_EFORMAT with the byte offset of a
  * truncation, checksum mismatch, newer version, out-of-range sizes or ids). params of read: NULL
- * = defaults; metric, storage and the search defaults stored in the file come from the file. */
+ * = defaults (its pq.kmeans is kept for later training); metric, storage, M, placement and the
+ * search defaults stored in the file come from the file. */
 #define GRAFT_GRAPH_MAGIC "GRFTGRPH"
-#define GRAFT_GRAPH_FORMAT_VERSION 2u
+/* The record of the graph + PQ index before it became this index's PQ storage (graft_bindex,
+ * removed); graft_gindex_read loads it, nothing writes it any more. Version 1, little-endian:
+ *     0   8  magic "GRFTBANG"       8 4 uint32 version (1)    12 4 uint32 header size (88)
+ *     16  8  int64 d                24 8 int64 n              32 4 int32 metric
+ *     36  4  int32 R                40 8 int64 entry          48 4 int32 M
+ *     52  4  int32 mode             56 4 int32 search L       60 4 int32 search rerank
+ *     64  4  int32 max_expand       68 4 int32 bloom_log2     72 8 uint64 GPU budget
+ *     80  4  int32 trained          84 4 reserved
+ *     88  256*d*4 float32 centroids (trained only); n*M uint8 codes; n*d*4 float32 vectors;
+ *         n*R*4 int32 graph rows; 8 uint64 FNV-1a checksum */
+#define GRAFT_BANG_MAGIC "GRFTBANG"
+#define GRAFT_GRAPH_FORMAT_VERSION 3u
 int graft_gindex_write(const graft_gindex* index, FILE* f);
 int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex** out);
 

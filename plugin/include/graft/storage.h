@@ -2,8 +2,9 @@
  * vectors themselves), FP16 (IEEE half, 2 bytes a dimension) and SQ8 (FAISS's ScalarQuantizer
  * QT_8bit: per-dimension min/max 8-bit codes, 1 byte a dimension). The compressed storages walk
  * the graph on the codes' distances and re-rank the final candidates with the FP32 vectors
- * (graft_search_params.rerank). PQ (graft/pq.h, today the graph + PQ index) is meant to become
- * one more kind of this descriptor.
+ * (graft_search_params.rerank). PQ (graft/pq.h) is one more kind of the graph index's storage,
+ * searched by BANG's pipeline (graft/bang.h); its codebooks live in the index (graft_gindex_pq),
+ * not in this descriptor, which for PQ holds only the kind and the trained flag.
  */
 #ifndef GRAFT_STORAGE_H
 #define GRAFT_STORAGE_H
@@ -19,15 +20,18 @@ typedef enum graft_storage_kind {
     GRAFT_STORAGE_FP32 = 0, /* the vectors: no codes, no training */
     GRAFT_STORAGE_FP16 = 1, /* float -> half, round to nearest even (CUDA's __float2half_rn;
                                FAISS's QT_fp16 may differ on exact ties only) */
-    GRAFT_STORAGE_SQ8 = 2   /* FAISS QT_8bit with RS_minmax: trained per-dimension vmin and
+    GRAFT_STORAGE_SQ8 = 2,  /* FAISS QT_8bit with RS_minmax: trained per-dimension vmin and
                                vdiff = vmax - vmin; code = (int)(255 * clamp((x - vmin) / vdiff,
                                0, 1)) (0 where vdiff = 0); decoded x = vmin + (code + 0.5) / 255
                                * vdiff */
+    GRAFT_STORAGE_PQ = 3    /* product quantization, M bytes a vector (graft/pq.h): the graph
+                               index's PQ storage, searched by BANG (graft/bang.h) */
 } graft_storage_kind;
 
-/* Short name ("FP32", "FP16", "SQ8"), or NULL for an unknown kind. */
+/* Short name ("FP32", "FP16", "SQ8", "PQ"), or NULL for an unknown kind. */
 const char* graft_storage_name(int kind);
-/* Bytes of one vector's code: 4 d, 2 d, d; 0 for an unknown kind. */
+/* Bytes of one vector's code: 4 d, 2 d, d; 0 for PQ (M bytes: the index knows M) and an unknown
+ * kind. */
 size_t graft_storage_code_size(int kind, int64_t d);
 
 /* A storage's codec. vmin / vdiff (SQ8 only, d floats each) are owned by the struct once
@@ -35,7 +39,8 @@ size_t graft_storage_code_size(int kind, int64_t d);
 typedef struct graft_storage {
     int kind;     /* graft_storage_kind */
     int64_t d;
-    int trained;  /* FP32, FP16: always 1; SQ8: after graft_storage_train or set_sq8 */
+    int trained;  /* FP32, FP16: always 1; SQ8: after graft_storage_train or set_sq8; PQ: set by
+                     the index once its codebooks are trained */
     float* vmin;  /* SQ8: d */
     float* vdiff; /* SQ8: d */
 } graft_storage;
