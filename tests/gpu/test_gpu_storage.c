@@ -155,6 +155,7 @@ static void run(dataset* s) {
                                                                            : "out-of-core rerank=k max_expand=L");
         graft_search_params_defaults(&p);
         p.allowed = even;
+        p.filter_exact_below = 0; /* the walk on both sides, as above */
         compare(s, GRAFT_STORAGE_PQ, cpu, gpu, &p, m == GRAFT_BANG_IN_MEMORY ? "in-memory even ids only"
                                                                            : "out-of-core even ids only");
         graft_gindex_free(gpu);
