@@ -1,4 +1,4 @@
-/* The sift5k fixture of the faiss_c index tests (test_faiss_graph.c, test_faiss_bang.c): the data,
+/* The sift5k fixture of the faiss_c index tests (test_faiss_graph.c, test_faiss_bang.c, test_faiss_storage.c): the data,
  * FAISS IndexFlatL2's exact top-K as truth, a scratch directory, and the searches and checks both
  * run through faiss_c like a user. Included by one test program each (its definitions are
  * static). */
@@ -56,6 +56,18 @@ static FaissIndex* make(const char* desc) {
     FaissIndex* index = NULL;
     FAISS_OK(faiss_graft_index_factory(&index, (int)s.d, desc, METRIC_L2));
     return index;
+}
+/* Adds sift5k to index (built from desc): ids 0..nb-1 given explicitly to an IDMap, whose add
+ * refuses to invent ids. */
+static inline void add_sift(FaissIndex* index, const char* desc) {
+    if (strncmp(desc, "IDMap", 5) != 0) {
+        FAISS_OK(faiss_Index_add(index, s.nb, s.xb));
+        return;
+    }
+    idx_t* ids = malloc(sizeof(idx_t) * s.nb);
+    for (int64_t i = 0; i < s.nb; i++) ids[i] = i;
+    FAISS_OK(faiss_Index_add_with_ids(index, s.nb, s.xb, ids));
+    free(ids);
 }
 static double param(FaissIndex* index, const char* name) {
     double v = NAN;

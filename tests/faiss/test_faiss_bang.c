@@ -29,14 +29,7 @@ static FaissIndex* built(const char* desc) {
     CHECK(!faiss_Index_is_trained(index), "%s: trained before train()", desc);
     FAISS_OK(faiss_Index_train(index, s.nb, s.xb));
     CHECK(faiss_Index_is_trained(index), "%s: untrained after train()", desc);
-    if (strncmp(desc, "IDMap", 5) != 0) {
-        FAISS_OK(faiss_Index_add(index, s.nb, s.xb));
-        return index;
-    }
-    idx_t* ids = malloc(sizeof(idx_t) * s.nb);
-    for (int64_t i = 0; i < s.nb; i++) ids[i] = i;
-    FAISS_OK(faiss_Index_add_with_ids(index, s.nb, s.xb, ids));
-    free(ids);
+    add_sift(index, desc);
     return index;
 }
 /* Every slot of every row from `found` on is FAISS's empty answer (-1, FLT_MAX). */
