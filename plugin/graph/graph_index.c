@@ -310,7 +310,9 @@ static int add_locked(graft_gindex* g, int64_t n, const float* x) {
     GRAFT_TRY(reserve(g, need, fn));
     /* Past ntotal: invisible until the count moves. */
     graft_copy_rows(g->xb + g->ntotal * g->d, x, n, g->d);
-    GRAFT_TRY(encode(g, n, x, g->codes + (size_t)g->ntotal * g->code_size, "graft_gindex_add: "));
+    /* FP32 keeps no codes (codes NULL): no pointer is formed past it (UBSan). */
+    uint8_t* dst = g->code_size ? g->codes + (size_t)g->ntotal * g->code_size : NULL;
+    GRAFT_TRY(encode(g, n, x, dst, "graft_gindex_add: "));
     drop_graph(g);
     g->ntotal = need;
     return GRAFT_OK;
