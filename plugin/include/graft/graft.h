@@ -18,8 +18,9 @@
 extern "C" {
 #endif
 
+/* The project's version (CMakeLists.txt's project(); CMake checks that the two agree). */
 #define GRAFT_VERSION_MAJOR 0
-#define GRAFT_VERSION_MINOR 1
+#define GRAFT_VERSION_MINOR 2
 #define GRAFT_VERSION_PATCH 0
 
 /* Status codes. Values are stable: they are written in logs and compared by callers. */
