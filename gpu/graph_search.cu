@@ -37,6 +37,7 @@
 #include <cuda_fp16.h>
 
 #include <cfloat>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common.cuh"
@@ -62,6 +63,32 @@ struct Params {
     Layout lay;
     int64_t bloom_words;  // per query
     int wpb;
+    unsigned long long* stage_cycles;  // GRAFT_SEARCH_PROFILE: kStages sums, else NULL
+};
+
+// Where a warp's time goes (GRAFT_SEARCH_PROFILE=1): SM clock cycles between marks, summed over
+// the warps, including the cycles a warp waits for memory or for the scheduler.
+enum { kStageInit, kStageLocate, kStageRows, kStageDistances, kStageMaintain, kStageVisited,
+       kStageRerank, kStages };
+struct StageClock {
+    unsigned long long* out;
+    long long last = 0, acc[kStages] = {};
+    __device__ explicit StageClock(unsigned long long* o) : out(o) {
+        if (out) last = clock64();
+    }
+    __device__ void mark(int stage) {
+        if (!out) return;
+        const long long t = clock64();
+        acc[stage] += t - last;
+        last = t;
+    }
+    // Then the walk's iterations and distances, out[kStages] and out[kStages + 1].
+    __device__ void flush(int lane, int64_t niter, int64_t ndist) {
+        if (!out || lane != 0) return;
+        for (int s = 0; s < kStages; s++) atomicAdd(out + s, (unsigned long long)acc[s]);
+        atomicAdd(out + kStages, (unsigned long long)niter);
+        atomicAdd(out + kStages + 1, (unsigned long long)ndist);
+    }
 };
 
 template <bool L2>
@@ -250,6 +277,7 @@ graph_search_kernel(Params P) {
     int32_t* expand = reinterpret_cast<int32_t*>(base + lay.expand);
     const bool use_hash = a.visited == 0, sort_merge = a.merge == 0;
     const int L = a.L, R = a.R, k = (int)a.k;
+    StageClock clock(P.stage_cycles);
 
     const float* gq = a.xq + qi * a.d;
     const int dpad = (int)((a.d + 3) & ~3ll);
@@ -300,6 +328,7 @@ graph_search_kernel(Params P) {
 
     int scan = 0;  // every worklist entry before `scan` is expanded
     int64_t ndist = 1, niter = 0;
+    clock.mark(kStageInit);
     for (;;) {
         // 1. candidate locating
         int nsel = 0, first = -1;
@@ -318,6 +347,7 @@ graph_search_kernel(Params P) {
             }
         }
         __syncwarp();
+        clock.mark(kStageLocate);
         if (nsel == 0) break;
         scan = first;
         niter++;
@@ -339,9 +369,11 @@ graph_search_kernel(Params P) {
             m += __popc(bal);
         }
         __syncwarp();
+        clock.mark(kStageRows);
         // 2. bulk distances
         warp_distances<G, L2, S>(walk, a.sq_scale, a.d, q, qc, cand, m, lane);
         __syncwarp();
+        clock.mark(kStageDistances);
         ndist += m;
         // 3. maintenance. Filtered results first: every allowed candidate, one by one.
         if (a.allowed) {
@@ -415,6 +447,7 @@ graph_search_kernel(Params P) {
             }
         }
         if (lowest < scan) scan = lowest;
+        clock.mark(kStageMaintain);
         if (use_hash) {
             // Visited deletion: the set becomes the worklist again.
             __syncwarp();
@@ -424,6 +457,7 @@ graph_search_kernel(Params P) {
                 hash_insert(table, lay.hash_bits, (int32_t)(uint32_t)plain(list[i]));
         }
         __syncwarp();
+        clock.mark(kStageVisited);
     }
 
     uint64_t* out = a.allowed ? res : list;
@@ -456,6 +490,8 @@ graph_search_kernel(Params P) {
         a.D[qi * a.k + j] = dist;
         a.I[qi * a.k + j] = id;
     }
+    clock.mark(kStageRerank);
+    clock.flush(lane, niter, ndist);
     if (a.counters && lane == 0) {
         atomicAdd(reinterpret_cast<unsigned long long*>(a.counters), (unsigned long long)ndist);
         atomicAdd(reinterpret_cast<unsigned long long*>(a.counters + 1), (unsigned long long)niter);
@@ -537,6 +573,42 @@ Layout make_layout(const graft_gpu_search_args* a) {
     return l;
 }
 
+// GRAFT_SEARCH_PROFILE=N: each call of N queries or more prints where its warps' cycles went
+// (StageClock) to stderr. Benchmarks only: the clocks and this copy slow the call.
+struct Profile {
+    unsigned long long* d = nullptr;
+    unsigned long long* start(graft_gpu_ctx* ctx, int64_t nq) {
+        const char* e = getenv("GRAFT_SEARCH_PROFILE");
+        if (!e || nq < atoll(e)) return nullptr;
+        if (cudaMalloc(&d, (kStages + 2) * sizeof *d) != cudaSuccess ||
+            cudaMemsetAsync(d, 0, (kStages + 2) * sizeof *d, ctx->stream) != cudaSuccess) {
+            if (d) cudaFree(d);
+            d = nullptr;
+        }
+        return d;
+    }
+    void print(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, int g, int wpb) const {
+        unsigned long long h[kStages + 2] = {};
+        if (!d || cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, ctx->stream) != cudaSuccess ||
+            cudaStreamSynchronize(ctx->stream) != cudaSuccess)
+            return;
+        static const char* names[kStages] = {"init", "locate", "rows+visited-test", "distances",
+                                             "maintain", "visited-rebuild", "rerank+out"};
+        double total = 0;
+        for (int s = 0; s < kStages; s++) total += (double)h[s];
+        fprintf(stderr, "graph search profile: storage %d, d %lld, L %d, %d lanes, %d warps a block, "
+                "nq %lld: %.0f cycles a query, %.1f iterations, %.1f distances;", a->storage,
+                (long long)a->d, a->L, g, wpb, (long long)a->nq, total / a->nq,
+                (double)h[kStages] / a->nq, (double)h[kStages + 1] / a->nq);
+        for (int s = 0; s < kStages; s++)
+            fprintf(stderr, " %s %.1f%%", names[s], total > 0 ? 100.0 * h[s] / total : 0.0);
+        fprintf(stderr, "\n");
+    }
+    ~Profile() {
+        if (d) cudaFree(d);
+    }
+};
+
 }  // namespace
 }  // namespace graft
 
@@ -601,6 +673,8 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
     const int W = a->storage == kSQ8 ? Width<kSQ8>::W : a->storage == kFP16 ? Width<kFP16>::W
                                                                              : Width<kFP32>::W;
     const int g = lanes_for(a->d, W);
+    Profile prof;
+    P.stage_cycles = prof.start(ctx, a->nq);
     int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, ctx->stream)
                    : launch_s<false>(g, P, (int)blocks, smem, ctx->stream);
     if (rc == GRAFT_OK && gpu_ms) {
@@ -614,5 +688,6 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
     if (t1) cudaEventDestroy(t1);
     if (rc != GRAFT_OK) return rc;
     GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    prof.print(ctx, a, g, P.wpb);
     return GRAFT_OK;
 }

@@ -51,6 +51,11 @@
 #                                              #     first three on Fashion-MNIST (no FAISS GPU, no
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
+#   bash scripts/device_run.sh --no-tests --search-profile
+#                                              # ... where the graph walk's cycles go (GRAFT_SEARCH_PROFILE,
+#                                              #     gpu/graph_search.cu): GraftGraph, ,FP16 and ,SQ8 at
+#                                              #     L = 32, 64, 128, batch 10k, on the 1M dense-SIFT set and
+#                                              #     Fashion-MNIST; into $OUT: search-profile.log
 #   bash scripts/device_run.sh --no-tests --bench-shards
 #                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
 #                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
@@ -94,7 +99,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_profile=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -114,6 +119,7 @@ for a in "$@"; do
     --filter-bench) filter_bench=1 ;;
     --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
     --graft-bench-storage) storage_bench=1 ;;
+    --search-profile) search_profile=1 ;;
     --bench-shards) bench_shards=1 faiss_gpu=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
@@ -133,7 +139,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || bench_shards ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_profile || bench_shards ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -452,6 +458,20 @@ if [ $filter_bench = 1 ]; then
   stamp "filtered graft-bench done"
 fi
 
+if [ $search_profile = 1 ]; then
+  # Console only (QPS under the clocks are not records): one profile line a batch-10k call.
+  wait_dense_sift
+  fm=$root/.deps/data/fashion-mnist
+  for set in "dense-sift1m --base $dense/base.u8bin --query $dense/query.u8bin" \
+             "fashion-mnist --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
+    stamp "search profile: ${set%% *}"
+    GRAFT_SEARCH_PROFILE=10000 OMP_NUM_THREADS=16 timeout 120 ./build-device/bench/graft-bench \
+      --name $set --k 10 --batch 10000 --latency-queries 0 --out /tmp/graft-profile \
+      --gt-cache /tmp/graft-bench-gt --sweep "L=32,64,128" --index GraftGraph --index GraftGraph,FP16 \
+      --index GraftGraph,SQ8 2>&1 | tee -a "$OUT/search-profile.log"
+  done
+fi
+
 if [ $storage_bench = 1 ]; then
   # The storages of one graph index against each other in one run (issue 21's targets: QPS at
   # recall@10 >= 0.95, SQ8 >= 2x and FP16 >= 1.6x FP32's, GPU bytes per vector); the first index
@@ -468,7 +488,8 @@ if [ $storage_bench = 1 ]; then
   left=$(seconds_left)
   if [ -f $dense/query.u8bin ] && [ $left -ge 60 ]; then
     gbs dense-sift1m $(( left > 180 ? left - 60 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
-      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ32
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ32 \
+      --index GraftGraph,OPQ32,PQ32
   else
     stamp "graft-bench (storages) on dense-sift1m skipped: no set (setup.log) or ${left}s left"
   fi
@@ -476,7 +497,8 @@ if [ $storage_bench = 1 ]; then
   fm=$root/.deps/data/fashion-mnist
   if [ $left -ge 40 ]; then
     gbs fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
-      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ196
+      --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ28 \
+      --index GraftGraph,OPQ28,PQ28 --index GraftGraph,PQ196
   else
     stamp "graft-bench (storages) on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
   fi
