@@ -5,8 +5,9 @@
 //      worklist) are marked expanded; their graph rows are read by the whole warp (coalesced),
 //      and every neighbour is tested against the visited set (test-and-set, so one warp never
 //      computes a vertex twice in an iteration);
-//   2. bulk distances: lane groups of G lanes each take one candidate (float4 loads of the base
-//      vector, the query from shared memory, a G-lane shuffle reduction);
+//   2. bulk distances: lane groups of G lanes each take kInFlight candidates at once (16-byte
+//      loads of the rows, two chunks of each in flight, the query from shared memory, G-lane
+//      shuffle reductions);
 //   3. maintenance: the candidates that beat the worst entry of a full worklist (SONG's selected
 //      insertion) enter the worklist, either sorted in the warp and merged by rank (BANG's
 //      merge path) or inserted one by one (SONG); with a filter, allowed candidates also enter a
@@ -15,10 +16,10 @@
 // (graft_graph_search_cpu_ex in plugin/graph/graph.c), whose results it reproduces up to float rounding
 // of the distances (and, with the Bloom filter, up to its false positives).
 //
-// Visited sets: (0) an open-addressing hash in shared memory rebuilt from the worklist after each
-// iteration (SONG's visited deletion: the set is the worklist plus the iteration's candidates,
-// at most L + probes R entries in 2 (L + probes R) slots); a vertex that left the worklist may
-// be computed again but cannot re-enter it, because the worklist's worst entry only improves.
+// Visited sets: (0) an open-addressing hash in shared memory rebuilt from the worklist once it
+// could pass 3/4 full in the next iteration (SONG's visited deletion, every few iterations: at
+// least 2 (L + probes R) slots, 4 (L + probes R) up to 1024); a vertex that left the worklist
+// may be computed again but cannot re-enter it, because the worklist's worst entry only improves.
 // (1) BANG's per-query Bloom filter in global memory (2 hash functions, 2^bloom_log2 bits),
 // cleared when the query starts and never during it.
 //
@@ -53,7 +54,7 @@ enum { kFP32 = 0, kFP16 = 1, kSQ8 = 2 };  // graft_storage_kind
 
 // Per-warp shared-memory layout, in bytes from the warp's base (16-byte aligned).
 struct Layout {
-    int list_a, list_b, cand, sorted, res, hash, expand, stride;
+    int scale, list_a, list_b, cand, sorted, res, hash, expand, clocks, stride;
     int C;          // candidates per iteration at most: probes x R
     int hash_bits;  // hash table of 2^hash_bits slots (0 with the Bloom filter)
 };
@@ -72,22 +73,29 @@ enum { kStageInit, kStageLocate, kStageRows, kStageDistances, kStageMaintain, kS
        kStageRerank, kStages };
 struct StageClock {
     unsigned long long* out;
-    long long last = 0, acc[kStages] = {};
-    __device__ explicit StageClock(unsigned long long* o) : out(o) {
-        if (out) last = clock64();
+    long long* acc;  // kStages sums of this warp, in its shared memory
+    long long last = 0;
+    __device__ StageClock(unsigned long long* o, long long* a, int lane) : out(o), acc(a) {
+        if (!out) return;
+        if (lane < kStages) acc[lane] = 0;
+        __syncwarp();
+        last = clock64();
     }
     __device__ void mark(int stage) {
         if (!out) return;
         const long long t = clock64();
-        acc[stage] += t - last;
+        if ((threadIdx.x & 31) == 0) acc[stage] += t - last;
         last = t;
     }
     // Then the walk's iterations and distances, out[kStages] and out[kStages + 1].
     __device__ void flush(int lane, int64_t niter, int64_t ndist) {
-        if (!out || lane != 0) return;
-        for (int s = 0; s < kStages; s++) atomicAdd(out + s, (unsigned long long)acc[s]);
-        atomicAdd(out + kStages, (unsigned long long)niter);
-        atomicAdd(out + kStages + 1, (unsigned long long)ndist);
+        if (!out) return;
+        __syncwarp();
+        if (lane < kStages) atomicAdd(out + lane, (unsigned long long)acc[lane]);
+        if (lane == 0) {
+            atomicAdd(out + kStages, (unsigned long long)niter);
+            atomicAdd(out + kStages + 1, (unsigned long long)ndist);
+        }
     }
 };
 
@@ -156,52 +164,104 @@ __device__ inline float dim_term(float q, float v, float s) {
     return term<L2>(q, v);
 }
 
+// Candidates whose rows a lane group loads at once: each lane keeps 2 x kInFlight 16-byte loads
+// in flight (two chunks of each), so that one memory round trip serves several candidates. The
+// walk is latency-bound (GRAFT_SEARCH_PROFILE on the H100: a candidate at a time, the distances
+// took 50-90% of a warp's cycles at 0.6-2 TB/s), and round trips, not bytes, set its pace: a
+// compressed row takes 2-4x fewer of them.
+#ifndef GRAFT_IN_FLIGHT
+#define GRAFT_IN_FLIGHT 4
+#endif
+#ifndef GRAFT_CHUNKS
+#define GRAFT_CHUNKS 2
+#endif
+constexpr int kInFlight = GRAFT_IN_FLIGHT, kChunks = GRAFT_CHUNKS;
+
+// The staged query (and SQ8's scales) in chunk order: float4 number t * dw + j holds dimensions
+// 4t .. 4t + 3 of chunk j (W dimensions, one 16-byte load of the row), so the lanes of a group,
+// reading consecutive chunks, read consecutive float4s (no bank conflicts). FP32 (W = 4): the
+// plain order. Used when d % W == 0 (the vector path), else the plain order.
+template <int S>
+__device__ inline int staged_index(int i, int64_t d) {
+    constexpr int W = Width<S>::W;
+    if (W == 4 || d % W != 0) return i;
+    const int j = i / W, t = i % W / 4;
+    return (t * (int)(d / W) + j) * 4 + i % 4;
+}
+
 // Distances of the m candidates whose ids sit in the low words of cand[]: lane group g of G lanes
-// takes candidates g, g + 32/G, ...; cand[c] becomes the candidate's key. base: the storage's
-// rows (S); scale: SQ8's d scales; qc: SQ8 inner product's q . offset.
+// takes candidates g, g + 32/G, ..., kInFlight of them at once; cand[c] becomes the candidate's
+// key. base: the storage's rows (S); q: the staged query; sc: SQ8 L2's staged scales (same
+// order); qc: SQ8 inner product's q . offset.
 template <int G, bool L2, int S>
-__device__ void warp_distances(const void* __restrict__ base, const float* __restrict__ scale,
-                               int64_t d, const float* q, float qc, uint64_t* cand, int m,
-                               int lane) {
-    constexpr int NG = 32 / G, W = Width<S>::W;
+__device__ void warp_distances(const void* __restrict__ base, const float* sc, int64_t d,
+                               const float* q, float qc, uint64_t* cand, int m, int lane) {
+    constexpr int NG = 32 / G, W = Width<S>::W, T = W / 4, U = kInFlight;
     const int g = lane / G, gl = lane % G;
+    const int64_t row_bytes = d * Width<S>::bytes;
     const bool vec = d % W == 0;  // rows 16-byte aligned, whole chunks
-    for (int c0 = 0; c0 < m; c0 += NG) {
-        const int c = c0 + g;
-        float acc = 0.f;
-        uint32_t u = 0;
-        if (c < m) {
-            u = (uint32_t)cand[c];
-            const unsigned char* row = static_cast<const unsigned char*>(base) +
-                                       (int64_t)u * d * Width<S>::bytes;
-            if (vec) {
-                const uint4* r16 = reinterpret_cast<const uint4*>(row);
-                const float4* q4 = reinterpret_cast<const float4*>(q);
-                const int dw = (int)(d / W);
-#pragma unroll(S == kFP32 ? 4 : 1)
-                for (int j = gl; j < dw; j += G) {
-                    const uint4 r = __ldg(r16 + j);
+    const int dw = (int)(d / W);
+    const float4* q4 = reinterpret_cast<const float4*>(q);
+    const float4* s4 = reinterpret_cast<const float4*>(sc);
+    for (int c0 = 0; c0 < m; c0 += NG * U) {
+        const uint4* row[U];
+        uint32_t id[U];
+        float acc[U];
 #pragma unroll
-                    for (int t = 0; t < W / 4; t++) {
-                        const float4 v = decode4<S>(r, t), w = q4[j * (W / 4) + t];
-                        float4 sc = make_float4(0.f, 0.f, 0.f, 0.f);
-                        if (S == kSQ8 && L2)
-                            sc = __ldg(reinterpret_cast<const float4*>(scale) + j * (W / 4) + t);
-                        acc += dim_term<L2, S>(w.x, v.x, sc.x) + dim_term<L2, S>(w.y, v.y, sc.y) +
-                               dim_term<L2, S>(w.z, v.z, sc.z) + dim_term<L2, S>(w.w, v.w, sc.w);
+        for (int v = 0; v < U; v++) {
+            const int c = c0 + v * NG + g;
+            id[v] = c < m ? (uint32_t)cand[c] : 0u;
+            row[v] = c < m ? reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(base) +
+                                                             (int64_t)id[v] * row_bytes)
+                           : nullptr;
+            acc[v] = 0.f;
+        }
+        if (vec) {
+            for (int j = gl; j < dw; j += kChunks * G) {
+                uint4 r[kChunks][U];
+#pragma unroll
+                for (int h = 0; h < kChunks; h++)
+#pragma unroll
+                    for (int v = 0; v < U; v++)
+                        r[h][v] = row[v] && j + h * G < dw ? __ldg(row[v] + j + h * G)
+                                                           : make_uint4(0, 0, 0, 0);
+#pragma unroll
+                for (int h = 0; h < kChunks; h++) {
+                    const int jj = j + h * G;
+                    if (jj >= dw) break;
+#pragma unroll
+                    for (int t = 0; t < T; t++) {
+                        const float4 w = q4[t * dw + jj];
+                        float4 k4 = make_float4(0.f, 0.f, 0.f, 0.f);
+                        if (S == kSQ8 && L2) k4 = s4[t * dw + jj];
+#pragma unroll
+                        for (int v = 0; v < U; v++) {
+                            const float4 x = decode4<S>(r[h][v], t);
+                            acc[v] += dim_term<L2, S>(w.x, x.x, k4.x) + dim_term<L2, S>(w.y, x.y, k4.y) +
+                                      dim_term<L2, S>(w.z, x.z, k4.z) + dim_term<L2, S>(w.w, x.w, k4.w);
+                        }
                     }
                 }
-            } else {
-                for (int j = gl; j < d; j += G)
-                    acc += dim_term<L2, S>(q[j], load1<S>(base, u, d, j),
-                                           S == kSQ8 && L2 ? __ldg(scale + j) : 0.f);
             }
+        } else {
+#pragma unroll
+            for (int v = 0; v < U; v++)
+                if (row[v])
+                    for (int j = gl; j < d; j += G)
+                        acc[v] += dim_term<L2, S>(q[j], load1<S>(base, id[v], d, j),
+                                                  S == kSQ8 && L2 ? sc[j] : 0.f);
         }
 #pragma unroll
-        for (int o = G / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+        for (int v = 0; v < U; v++)
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
         __syncwarp();  // the group's lanes read cand[c] above; a shuffle orders no memory
-        if (S == kSQ8 && !L2) acc += qc;
-        if (c < m && gl == 0) cand[c] = make_key(L2 ? acc : -acc, u);
+#pragma unroll
+        for (int v = 0; v < U; v++) {
+            const int c = c0 + v * NG + g;
+            if (S == kSQ8 && !L2) acc[v] += qc;
+            if (c < m && gl == 0) cand[c] = make_key(L2 ? acc[v] : -acc[v], id[v]);
+        }
     }
 }
 
@@ -268,6 +328,7 @@ graph_search_kernel(Params P) {
     if (qi >= a.nq) return;  // whole warps only; no block-wide barrier below
     unsigned char* base = smem + (size_t)warp * lay.stride;
     float* q = reinterpret_cast<float*>(base);
+    float* sc = reinterpret_cast<float*>(base + lay.scale);  // SQ8 L2 only
     uint64_t* list = reinterpret_cast<uint64_t*>(base + lay.list_a);
     uint64_t* spare = reinterpret_cast<uint64_t*>(base + lay.list_b);
     uint64_t* cand = reinterpret_cast<uint64_t*>(base + lay.cand);
@@ -277,7 +338,7 @@ graph_search_kernel(Params P) {
     int32_t* expand = reinterpret_cast<int32_t*>(base + lay.expand);
     const bool use_hash = a.visited == 0, sort_merge = a.merge == 0;
     const int L = a.L, R = a.R, k = (int)a.k;
-    StageClock clock(P.stage_cycles);
+    StageClock clock(P.stage_cycles, reinterpret_cast<long long*>(base + lay.clocks), lane);
 
     const float* gq = a.xq + qi * a.d;
     const int dpad = (int)((a.d + 3) & ~3ll);
@@ -285,15 +346,17 @@ graph_search_kernel(Params P) {
     float qc = 0.f;  // SQ8 inner product: q . offset
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
+        const int at = staged_index<S>(j, a.d);
         if (S == kSQ8 && j < a.d) {
             if (L2) {
                 v -= __ldg(a.sq_offset + j);
+                sc[at] = __ldg(a.sq_scale + j);
             } else {
                 qc = fmaf(v, __ldg(a.sq_offset + j), qc);
                 v *= __ldg(a.sq_scale + j);
             }
         }
-        q[j] = v;
+        q[at] = v;
     }
     if (S == kSQ8 && !L2)
         for (int o = 16; o > 0; o >>= 1) qc += __shfl_xor_sync(kFullMask, qc, o);
@@ -316,7 +379,7 @@ graph_search_kernel(Params P) {
         cand[0] = (uint32_t)e;
     }
     __syncwarp();
-    warp_distances<G, L2, S>(walk, a.sq_scale, a.d, q, qc, cand, 1, lane);
+    warp_distances<G, L2, S>(walk, sc, a.d, q, qc, cand, 1, lane);
     __syncwarp();
     int size = 1, nres = 0;
     if (lane == 0) list[0] = cand[0];
@@ -326,7 +389,8 @@ graph_search_kernel(Params P) {
     }
     __syncwarp();
 
-    int scan = 0;  // every worklist entry before `scan` is expanded
+    int scan = 0;    // every worklist entry before `scan` is expanded
+    int hashed = 1;  // entries in the visited hash (the entry vertex)
     int64_t ndist = 1, niter = 0;
     clock.mark(kStageInit);
     for (;;) {
@@ -353,25 +417,34 @@ graph_search_kernel(Params P) {
         niter++;
         const int C = nsel * R;
         int m = 0;
-        for (int t0 = 0; t0 < C; t0 += 32) {
-            const int t = t0 + lane;
-            int32_t u = -1;
-            if (t < C) {
-                const int p = t / R;
-                u = __ldg(a.graph + (int64_t)expand[p] * R + (t - p * R));
-                if (u >= a.n) u = -1;
+        for (int t0 = 0; t0 < C; t0 += 64) {
+            // Two words a lane loaded before either is tested: one round trip for 64 entries.
+            int32_t u2[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int t = t0 + 32 * h + lane;
+                u2[h] = -1;
+                if (t < C) {
+                    const int p = t / R;
+                    u2[h] = __ldg(a.graph + (int64_t)expand[p] * R + (t - p * R));
+                }
             }
-            const bool fresh =
-                    u >= 0 && (use_hash ? hash_insert(table, lay.hash_bits, u)
-                                        : bloom_insert(bf, bloom_mask, u));
-            const unsigned bal = __ballot_sync(kFullMask, fresh);
-            if (fresh) cand[m + __popc(bal & lanemask_lt())] = (uint32_t)u;
-            m += __popc(bal);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int32_t u = u2[h] < a.n ? u2[h] : -1;
+                const bool fresh =
+                        u >= 0 && (use_hash ? hash_insert(table, lay.hash_bits, u)
+                                            : bloom_insert(bf, bloom_mask, u));
+                const unsigned bal = __ballot_sync(kFullMask, fresh);
+                if (fresh) cand[m + __popc(bal & lanemask_lt())] = (uint32_t)u;
+                m += __popc(bal);
+            }
         }
+        hashed += m;
         __syncwarp();
         clock.mark(kStageRows);
         // 2. bulk distances
-        warp_distances<G, L2, S>(walk, a.sq_scale, a.d, q, qc, cand, m, lane);
+        warp_distances<G, L2, S>(walk, sc, a.d, q, qc, cand, m, lane);
         __syncwarp();
         clock.mark(kStageDistances);
         ndist += m;
@@ -448,8 +521,11 @@ graph_search_kernel(Params P) {
         }
         if (lowest < scan) scan = lowest;
         clock.mark(kStageMaintain);
-        if (use_hash) {
-            // Visited deletion: the set becomes the worklist again.
+        if (use_hash && hashed + lay.C > (3 << lay.hash_bits) / 4) {
+            // Visited deletion, once the table is 3/4 full after the next iteration's worst
+            // case: the set becomes the worklist again. (Entries that left the worklist may
+            // stay until then: they could not re-enter it, whose worst entry only improves.)
+            hashed = size;
             __syncwarp();
             for (int j = lane; j < (1 << lay.hash_bits); j += 32) table[j] = -1;
             __syncwarp();
@@ -498,21 +574,24 @@ graph_search_kernel(Params P) {
     }
 }
 
-// Lanes per distance: about 16 dimensions per lane (d = 128: 8 lanes, 4 candidates at once;
-// d >= 512: the whole warp), a power of two; then halved while a lane would make fewer than two
-// of its storage's 16-byte loads (W dimensions each), so that a compressed row is spread over
-// fewer lanes and more candidates run at once. Measured on the H100, 1M dense-SIFT, batch 10k
-// (bench/results, ea41d87): SQ8 (W = 16) 3.74M QPS at recall 0.95 on 4 lanes against 3.45M on 8;
-// FP16 (W = 8, two loads on 8 lanes) 3.91M on 8. GRAFT_SEARCH_LANES overrides it (benchmarks).
-int lanes_for(int64_t d, int W) {
+// Lanes per distance: the G that makes the fewest memory round trips for an iteration's fresh
+// candidates, ceil(m / (kInFlight 32 / G)) passes of ceil(dw / (kChunks G)) loads each (dw: the
+// row's 16-byte chunks), for m = 20 candidates (the mean of an iteration at R = 64 on dense-SIFT
+// and Fashion-MNIST: 18-19; fewer when probes x R is smaller); ties go to more lanes (fewer idle
+// ones on a short iteration). GRAFT_SEARCH_LANES overrides it (benchmarks).
+int lanes_for(int64_t d, int W, int C) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
         if (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) return g;
     }
-    int g = 1;
-    while (g < 32 && (int64_t)g * 2 * 16 <= d) g *= 2;
-    while (g > 1 && d % W == 0 && d / W < 2 * (int64_t)g) g /= 2;
-    return g;
+    const int64_t dw = d % W == 0 ? d / W : d, m = C < 20 ? C : 20;
+    int best = 32;
+    int64_t best_trips = INT64_MAX;
+    for (int g = 32; g >= 1; g /= 2) {
+        const int64_t trips = ceil_div(m, (int64_t)kInFlight * (32 / g)) * ceil_div(dw, (int64_t)kChunks * g);
+        if (trips < best_trips) best = g, best_trips = trips;
+    }
+    return best;
 }
 
 template <int G, bool L2, int S>
@@ -555,7 +634,9 @@ Layout make_layout(const graft_gpu_search_args* a) {
         return at;
     };
     int off = 0;
-    take(&off, (int)(((a->d + 3) & ~3ll) * 4));  // the query, at offset 0
+    const int qbytes = (int)(((a->d + 3) & ~3ll) * 4);
+    take(&off, qbytes);  // the query, at offset 0
+    l.scale = take(&off, a->storage == kSQ8 && a->l2 ? qbytes : 0);
     l.C = a->probes * a->R;
     l.list_a = take(&off, a->L * 8);
     l.list_b = take(&off, a->L * 8);
@@ -564,11 +645,15 @@ Layout make_layout(const graft_gpu_search_args* a) {
     l.res = take(&off, a->allowed ? (int)a->k * 8 : 0);
     l.hash_bits = 0;
     if (a->visited == 0) {
+        // At least twice the worklist and one iteration's candidates; twice that again while
+        // it stays within 4 KB, so that the set is rebuilt only every few iterations.
         while ((1 << l.hash_bits) < 2 * (a->L + l.C)) l.hash_bits++;
+        if (l.hash_bits < 10) l.hash_bits++;
         if (l.hash_bits < 5) l.hash_bits = 5;
     }
     l.hash = take(&off, a->visited == 0 ? (4 << l.hash_bits) : 0);
     l.expand = take(&off, kMaxProbes * 4);
+    l.clocks = take(&off, kStages * 8);
     l.stride = off;
     return l;
 }
@@ -672,7 +757,7 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
     }
     const int W = a->storage == kSQ8 ? Width<kSQ8>::W : a->storage == kFP16 ? Width<kFP16>::W
                                                                              : Width<kFP32>::W;
-    const int g = lanes_for(a->d, W);
+    const int g = lanes_for(a->d, W, P.lay.C);
     Profile prof;
     P.stage_cycles = prof.start(ctx, a->nq);
     int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, ctx->stream)
