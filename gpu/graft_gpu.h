@@ -227,6 +227,10 @@ int graft_gpu_copy_async(graft_gpu_ctx* ctx, void* dst, const void* src, size_t 
                          graft_gpu_stream s);
 int graft_gpu_memset_async(graft_gpu_ctx* ctx, void* dst, int value, size_t bytes,
                            graft_gpu_stream s);
+/* graft_gpu_graph_search queued on s, untimed: returns once the kernel is queued (D and I are
+ * written when s reaches it). The caller keeps args' buffers alive and untouched until then. */
+int graft_gpu_graph_search_async(graft_gpu_ctx* ctx, const graft_gpu_search_args* args,
+                                 graft_gpu_stream s);
 
 /* ---- BANG search (gpu/bang_search.cu) --------------------------------------------------------
  * ../shared/papers/bang-billion-scale-single-gpu.txt, Algorithm 2 with the kernels of sections

@@ -704,8 +704,10 @@ extern "C" size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, in
     return (size_t)nq * ((size_t)1 << bloom_log2) / 8;
 }
 
-extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* a,
-                                      float* gpu_ms) {
+namespace {
+// The search on stream st; with sync, timed (gpu_ms, nullable), waited for and profiled.
+int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t st, float* gpu_ms,
+              bool sync) {
     if (!ctx || !a || !a->x || !a->graph || !a->D || !a->I || (a->nq > 0 && !a->xq))
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: NULL argument");
     if (a->n < 1 || a->n > INT32_MAX || a->d < 1 || a->R < 1 || a->R > 256 || a->entry < 0 ||
@@ -753,17 +755,17 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
     if (gpu_ms) {
         GRAFT_CUDA_TRY(cudaEventCreate(&t0));
         GRAFT_CUDA_TRY(cudaEventCreate(&t1));
-        GRAFT_CUDA_TRY(cudaEventRecord(t0, ctx->stream));
+        GRAFT_CUDA_TRY(cudaEventRecord(t0, st));
     }
     const int W = a->storage == kSQ8 ? Width<kSQ8>::W : a->storage == kFP16 ? Width<kFP16>::W
                                                                              : Width<kFP32>::W;
     const int g = lanes_for(a->d, W, P.lay.C);
     Profile prof;
-    P.stage_cycles = prof.start(ctx, a->nq);
-    int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, ctx->stream)
-                   : launch_s<false>(g, P, (int)blocks, smem, ctx->stream);
+    P.stage_cycles = sync ? prof.start(ctx, a->nq) : nullptr;
+    int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, st)
+                   : launch_s<false>(g, P, (int)blocks, smem, st);
     if (rc == GRAFT_OK && gpu_ms) {
-        cudaError_t e = cudaEventRecord(t1, ctx->stream);
+        cudaError_t e = cudaEventRecord(t1, st);
         if (e == cudaSuccess) e = cudaEventSynchronize(t1);
         if (e == cudaSuccess) e = cudaEventElapsedTime(gpu_ms, t0, t1);
         if (e != cudaSuccess)
@@ -771,8 +773,20 @@ extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search
     }
     if (t0) cudaEventDestroy(t0);
     if (t1) cudaEventDestroy(t1);
-    if (rc != GRAFT_OK) return rc;
-    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    if (rc != GRAFT_OK || !sync) return rc;
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
     prof.print(ctx, a, g, P.wpb);
     return GRAFT_OK;
+}
+}  // namespace
+
+extern "C" int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* a,
+                                      float* gpu_ms) {
+    return search_on(ctx, a, ctx ? ctx->stream : nullptr, gpu_ms, true);
+}
+
+extern "C" int graft_gpu_graph_search_async(graft_gpu_ctx* ctx, const graft_gpu_search_args* a,
+                                            graft_gpu_stream s) {
+    return search_on(ctx, a, s ? reinterpret_cast<cudaStream_t>(s) : ctx ? ctx->stream : nullptr,
+                     nullptr, false);
 }

@@ -46,9 +46,10 @@
 #                                              #     dense-sift1m chart's .png
 #   bash scripts/device_run.sh --no-tests --graft-bench-storage
 #                                              # ... graft-bench of the graph index's storages alone:
-#                                              #     GraftGraph, GraftGraph,FP16, GraftGraph,SQ8 and
-#                                              #     GraftGraph,PQ32 on the 1M dense-SIFT set, then the
-#                                              #     first three on Fashion-MNIST (no FAISS GPU, no
+#                                              #     GraftGraph, GraftGraph,FP16, GraftGraph,SQ8,
+#                                              #     GraftGraph,PQ32 and GraftGraph,OPQ32,PQ32 on the 1M
+#                                              #     dense-SIFT set, then the same on Fashion-MNIST with
+#                                              #     PQ28 (784 = 28 x 28) and PQ196 (no FAISS GPU, no
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
 #   bash scripts/device_run.sh --no-tests --search-profile

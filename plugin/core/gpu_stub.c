@@ -56,6 +56,10 @@ int graft_gpu_graph_search(graft_gpu_ctx* c, const graft_gpu_search_args* a, flo
     (void)c; (void)a; (void)ms;
     return GRAFT_ENODEVICE;
 }
+int graft_gpu_graph_search_async(graft_gpu_ctx* c, const graft_gpu_search_args* a, graft_gpu_stream s) {
+    (void)c; (void)a; (void)s;
+    return GRAFT_ENODEVICE;
+}
 int graft_gpu_stream_create(graft_gpu_ctx* c, graft_gpu_stream* out) { (void)c; (void)out; return GRAFT_ENODEVICE; }
 void graft_gpu_stream_destroy(graft_gpu_ctx* c, graft_gpu_stream s) { (void)c; (void)s; }
 int graft_gpu_stream_sync(graft_gpu_ctx* c, graft_gpu_stream s) { (void)c; (void)s; return GRAFT_ENODEVICE; }

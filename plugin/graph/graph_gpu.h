@@ -15,6 +15,7 @@ typedef struct graft_graph_dev {
     int64_t n, d, entry;
     int R;
     void* io;           /* grow-only batch buffer: queries, results */
+    graft_gpu_stream streams[2]; /* the pipeline of large searches (created on first use) */
     size_t io_bytes;
     uint32_t* allowed;  /* filter bitmap of the current search */
     size_t allowed_bytes;
