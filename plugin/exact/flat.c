@@ -136,30 +136,40 @@ void graft_flat_free(graft_flat* f) {
     free(f);
 }
 
+/* Replaces the device arrays *a and *b (rows of a_row and b_row bytes) with new ones of a_rows
+ * and b_rows rows that keep their first `keep` rows; the new *a starts zeroed when zero_a. On
+ * failure both stay as they were. */
+static int regrow_pair(graft_flat* f, void** a, size_t a_row, int64_t a_rows, int zero_a, void** b,
+                       size_t b_row, int64_t b_rows, int64_t keep) {
+    size_t bytes;
+    if (graft_mul_overflow((size_t)a_rows, a_row, &bytes))
+        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
+    void *na = NULL, *nb = NULL;
+    int rc = graft_gpu_malloc(f->ctx, &na, bytes);
+    if (rc == GRAFT_OK && zero_a) rc = graft_gpu_memset_async(f->ctx, na, 0, bytes, NULL);
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, &nb, (size_t)b_rows * b_row);
+    if (rc == GRAFT_OK && keep > 0) {
+        rc = graft_gpu_copy_d2d(f->ctx, na, *a, (size_t)keep * a_row);
+        if (rc == GRAFT_OK) rc = graft_gpu_copy_d2d(f->ctx, nb, *b, (size_t)keep * b_row);
+    }
+    if (rc != GRAFT_OK) {
+        graft_gpu_free(f->ctx, na);
+        graft_gpu_free(f->ctx, nb);
+        return gpu_status(rc);
+    }
+    graft_gpu_free(f->ctx, *a);
+    graft_gpu_free(f->ctx, *b);
+    *a = na;
+    *b = nb;
+    return GRAFT_OK;
+}
+
 /* Makes room for `need` vectors on the device, keeping the first ntotal. */
 static int gpu_reserve(graft_flat* f, int64_t need) {
     if (need <= f->d_capacity) return GRAFT_OK;
     int64_t cap = f->d_capacity * 2 > need ? f->d_capacity * 2 : need;
-    size_t bytes;
-    if (graft_mul_overflow((size_t)cap, (size_t)f->d * sizeof(float), &bytes))
-        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
-    float *xb = NULL, *norms = NULL;
-    int rc = graft_gpu_malloc(f->ctx, (void**)&xb, bytes);
-    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&norms, (size_t)cap * sizeof(float));
-    if (rc == GRAFT_OK && f->ntotal > 0) {
-        rc = graft_gpu_copy_d2d(f->ctx, xb, f->d_xb, (size_t)f->ntotal * f->d * sizeof(float));
-        if (rc == GRAFT_OK)
-            rc = graft_gpu_copy_d2d(f->ctx, norms, f->d_norms, (size_t)f->ntotal * sizeof(float));
-    }
-    if (rc != GRAFT_OK) {
-        graft_gpu_free(f->ctx, xb);
-        graft_gpu_free(f->ctx, norms);
-        return gpu_status(rc);
-    }
-    graft_gpu_free(f->ctx, f->d_xb);
-    graft_gpu_free(f->ctx, f->d_norms);
-    f->d_xb = xb;
-    f->d_norms = norms;
+    GRAFT_TRY(regrow_pair(f, (void**)&f->d_xb, (size_t)f->d * sizeof(float), cap, 0, (void**)&f->d_norms,
+                          sizeof(float), cap, f->ntotal));
     f->d_capacity = cap;
     return GRAFT_OK;
 }
@@ -179,29 +189,9 @@ static int int8_ready(const graft_flat* f) {
  * up to a multiple of 4 (the INT8 GEMM reads that many, graft_gpu.h) and start zeroed. */
 static int x8_reserve(graft_flat* f) {
     if (f->x8_capacity >= f->d_capacity) return GRAFT_OK;
-    const int64_t cap = f->d_capacity, dp = graft_gpu_int8_row_bytes(f->d);
-    size_t bytes;
-    if (graft_mul_overflow((size_t)(cap + 3) / 4 * 4, (size_t)dp, &bytes))
-        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
-    int8_t* x8 = NULL;
-    int32_t* term = NULL;
-    int rc = graft_gpu_malloc(f->ctx, (void**)&x8, bytes);
-    if (rc == GRAFT_OK) rc = graft_gpu_memset_async(f->ctx, x8, 0, bytes, NULL);
-    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&term, (size_t)cap * sizeof(int32_t));
-    if (rc == GRAFT_OK && f->x8_rows > 0) {
-        rc = graft_gpu_copy_d2d(f->ctx, x8, f->d_x8, (size_t)f->x8_rows * dp);
-        if (rc == GRAFT_OK)
-            rc = graft_gpu_copy_d2d(f->ctx, term, f->d_x8_term, (size_t)f->x8_rows * sizeof(int32_t));
-    }
-    if (rc != GRAFT_OK) {
-        graft_gpu_free(f->ctx, x8);
-        graft_gpu_free(f->ctx, term);
-        return gpu_status(rc);
-    }
-    graft_gpu_free(f->ctx, f->d_x8);
-    graft_gpu_free(f->ctx, f->d_x8_term);
-    f->d_x8 = x8;
-    f->d_x8_term = term;
+    const int64_t cap = f->d_capacity;
+    GRAFT_TRY(regrow_pair(f, (void**)&f->d_x8, (size_t)graft_gpu_int8_row_bytes(f->d), (cap + 3) / 4 * 4, 1,
+                          (void**)&f->d_x8_term, sizeof(int32_t), cap, f->x8_rows));
     f->x8_capacity = cap;
     return GRAFT_OK;
 }
@@ -241,28 +231,9 @@ static int fp16_ready(const graft_flat* f) { return fp16_allowed(f) && f->x16_ro
 /* Room for d_capacity rows of FP16 codes, keeping the first x16_rows. */
 static int x16_reserve(graft_flat* f) {
     if (f->x16_capacity >= f->d_capacity) return GRAFT_OK;
-    const int64_t cap = f->d_capacity, row_bytes = graft_gpu_fp16_row_halves(f->d) * (int64_t)sizeof(uint16_t);
-    size_t bytes;
-    if (graft_mul_overflow((size_t)cap, (size_t)row_bytes, &bytes))
-        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
-    uint16_t* x16 = NULL;
-    float* scale = NULL;
-    int rc = graft_gpu_malloc(f->ctx, (void**)&x16, bytes);
-    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&scale, (size_t)cap * sizeof(float));
-    if (rc == GRAFT_OK && f->x16_rows > 0) {
-        rc = graft_gpu_copy_d2d(f->ctx, x16, f->d_x16, (size_t)f->x16_rows * row_bytes);
-        if (rc == GRAFT_OK)
-            rc = graft_gpu_copy_d2d(f->ctx, scale, f->d_x16_scale, (size_t)f->x16_rows * sizeof(float));
-    }
-    if (rc != GRAFT_OK) {
-        graft_gpu_free(f->ctx, x16);
-        graft_gpu_free(f->ctx, scale);
-        return gpu_status(rc);
-    }
-    graft_gpu_free(f->ctx, f->d_x16);
-    graft_gpu_free(f->ctx, f->d_x16_scale);
-    f->d_x16 = x16;
-    f->d_x16_scale = scale;
+    const int64_t cap = f->d_capacity;
+    GRAFT_TRY(regrow_pair(f, (void**)&f->d_x16, (size_t)graft_gpu_fp16_row_halves(f->d) * sizeof(uint16_t), cap, 0,
+                          (void**)&f->d_x16_scale, sizeof(float), cap, f->x16_rows));
     f->x16_capacity = cap;
     return GRAFT_OK;
 }
