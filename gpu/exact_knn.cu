@@ -732,6 +732,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
         ctx->fp16_unsupported = 1;
         ctx->last_path = path = kPathTf32Certified;
         failed.clear();
+        switched = 0;
         rc = knn_rows(ctx, a, path, &failed, &switched);
     }
     GRAFT_GPU_TRY(rc);
