@@ -146,34 +146,42 @@ double sgemm_rate(int64_t m, int64_t n, int64_t kd, bool tf32 = false) {
     return 2.0 * m * n * kd / t;
 }
 
-// cuBLAS INT8 GEMM rate (int8 inputs, int32 accumulation and output, ops/s) for the same shapes
-// as sgemm_rate, as the INT8 path runs it; 0 when cuBLAS refuses the shape.
-double i8gemm_rate(int64_t m, int64_t n, int64_t kd) {
-    int8_t *A, *B;
-    int32_t* C;
-    CK(cudaMalloc(&A, (size_t)m * kd));
-    CK(cudaMalloc(&B, (size_t)n * kd));
-    CK(cudaMalloc(&C, sizeof(int32_t) * m * n));
-    CK(cudaMemset(A, 3, (size_t)m * kd));
-    CK(cudaMemset(B, 5, (size_t)n * kd));
+// cuBLAS GemmEx rate (ops/s) for the same shapes as sgemm_rate, as a path runs it: INT8 (int8
+// inputs, int32 accumulation and output) or FP16 (FP16 inputs and output, FP32 accumulation, no
+// reduced-precision split-K); 0 when cuBLAS refuses the shape.
+double gemmex_rate(int64_t m, int64_t n, int64_t kd, bool fp16) {
+    const size_t in = fp16 ? 2 : 1, out = fp16 ? 2 : 4;
+    void *A, *B, *C;
+    CK(cudaMalloc(&A, in * m * kd));
+    CK(cudaMalloc(&B, in * n * kd));
+    CK(cudaMalloc(&C, out * m * n));
+    CK(cudaMemset(A, fp16 ? 0x1c : 3, in * m * kd));  // FP16 0x1c1c ~ 0.004: no zeros, no overflow
+    CK(cudaMemset(B, fp16 ? 0x1c : 5, in * n * kd));
     cublasHandle_t h;
     CK(cublasCreate(&h));
-    const int32_t alpha = 1, beta = 0;
+    if (fp16)
+        CK(cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+    const int32_t i_one = 1, i_zero = 0;
+    const float f_one = 1.f, f_zero = 0.f;
+    const cudaDataType t_in = fp16 ? CUDA_R_16F : CUDA_R_8I, t_out = fp16 ? CUDA_R_16F : CUDA_R_32I;
     auto gemm = [&] {
-        return cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)kd, &alpha, A, CUDA_R_8I, (int)kd,
-                            B, CUDA_R_8I, (int)kd, &beta, C, CUDA_R_32I, (int)m, CUBLAS_COMPUTE_32I,
-                            CUBLAS_GEMM_DEFAULT);
+        return cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)kd,
+                            fp16 ? (const void*)&f_one : (const void*)&i_one, A, t_in, (int)kd, B, t_in, (int)kd,
+                            fp16 ? (const void*)&f_zero : (const void*)&i_zero, C, t_out, (int)m,
+                            fp16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
     };
     double rate = 0;
     cublasStatus_t st = gemm();
     if (st == CUBLAS_STATUS_SUCCESS) rate = 2.0 * m * n * kd / event_median_s([&] { CK(gemm()); });
-    else printf("   INT8 GEMM %lld x %lld x %lld refused by cuBLAS (status %d)\n", (long long)m, (long long)n, (long long)kd, (int)st);
+    else printf("   %s GEMM %lld x %lld x %lld refused by cuBLAS (status %d)\n", fp16 ? "FP16" : "INT8",
+                (long long)m, (long long)n, (long long)kd, (int)st);
     cublasDestroy(h);
     cudaFree(A);
     cudaFree(B);
     cudaFree(C);
     return rate;
 }
+double i8gemm_rate(int64_t m, int64_t n, int64_t kd) { return gemmex_rate(m, n, kd, false); }
 
 bool uint8_valued(const std::vector<float>& x) {
     for (float v : x)
@@ -190,7 +198,10 @@ double datasheet_i8_rate(const char* name) {
 }
 
 const char* path_name(int path) {
-    return path == GRAFT_EXACT_INT8 ? "int8" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified" : "fp32";
+    return path == GRAFT_EXACT_INT8               ? "int8"
+           : path == GRAFT_EXACT_TF32_CERTIFIED   ? "tf32-certified"
+           : path == GRAFT_EXACT_FP16_CERTIFIED   ? "fp16-certified"
+                                                  : "fp32";
 }
 
 // Device-to-device copy bandwidth, bytes read + written per second.
@@ -317,6 +328,13 @@ int main(int argc, char** argv) {
         for (int64_t n : {512, 1024, 2048}) tf32_rate = std::max(tf32_rate, sgemm_rate(s.nb, n, s.d, true));
         const double tf32_floor = flops / tf32_rate;
         const double dist_bytes_floor = 2.0 * 4.0 * s.nq * s.nb / bw;
+        // Certified FP16: the FP16 GEMM at the path's padded inner dimension (the H100 SXM
+        // datasheet's dense 989 TFLOP/s if cuBLAS refuses), and an FP16 distance matrix.
+        double f16_rate = 0;
+        for (int64_t n : {512, 1024, 2048})
+            f16_rate = std::max(f16_rate, gemmex_rate(s.nb, n, graft_gpu_fp16_row_halves(s.d), true));
+        const double f16_floor = flops / (f16_rate > 0 ? f16_rate : 989e12);
+        const double f16_dist_bytes_floor = 2.0 * 2.0 * s.nq * s.nb / bw;
         // INT8: the same padded inner dimension as the path (graft_gpu_int8_row_bytes).
         const bool integer = uint8_valued(xb) && uint8_valued(xq);
         double i8_rate = 0;
@@ -331,13 +349,17 @@ int main(int argc, char** argv) {
                    "= %.1f ms\n", i8_rate / 1e12, i8_floor * 1e3, i8_peak_floor * 1e3, i8_sheet / 1e12,
                    i8_sheet_floor * 1e3, (i8_floor + dist_bytes_floor) * 1e3);
         printf("-- %s nb=%lld d=%lld nq=%lld: best SGEMM at this shape %.1f TFLOP/s -> GEMM floor %.1f ms "
-               "(%.0f QPS); TF32 %.1f TFLOP/s -> %.1f ms; distance matrix write+read %.1f ms\n",
+               "(%.0f QPS); TF32 %.1f TFLOP/s -> %.1f ms; distance matrix write+read %.1f ms; FP16 %.1f "
+               "TFLOP/s -> %.1f ms, its FP16 distance matrix %.1f ms\n",
                out.dataset.c_str(), (long long)s.nb, (long long)s.d, (long long)s.nq, shape_rate / 1e12,
-               gemm_floor * 1e3, s.nq / gemm_floor, tf32_rate / 1e12, tf32_floor * 1e3, dist_bytes_floor * 1e3);
+               gemm_floor * 1e3, s.nq / gemm_floor, tf32_rate / 1e12, tf32_floor * 1e3, dist_bytes_floor * 1e3,
+               f16_rate / 1e12, f16_floor * 1e3, f16_dist_bytes_floor * 1e3);
         char params[512];
         int pn = snprintf(params, sizeof params, "{\"gemm_floor_ms\":%.2f,\"sgemm_tflops_shape\":%.2f,\"tf32_floor_ms\":%.2f,"
-                          "\"tf32_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f",
-                          gemm_floor * 1e3, shape_rate / 1e12, tf32_floor * 1e3, tf32_rate / 1e12, dist_bytes_floor * 1e3);
+                          "\"tf32_tflops_shape\":%.2f,\"dist_rw_floor_ms\":%.2f,\"fp16_floor_ms\":%.2f,"
+                          "\"fp16_tflops_shape\":%.2f,\"fp16_dist_rw_floor_ms\":%.2f",
+                          gemm_floor * 1e3, shape_rate / 1e12, tf32_floor * 1e3, tf32_rate / 1e12, dist_bytes_floor * 1e3,
+                          f16_floor * 1e3, f16_rate / 1e12, f16_dist_bytes_floor * 1e3);
         if (integer)
             pn += snprintf(params + pn, sizeof params - pn, ",\"i8_floor_ms\":%.2f,\"i8_tops_shape\":%.1f,"
                            "\"i8_tops_8192\":%.1f,\"i8_peak_floor_ms\":%.2f,\"i8_datasheet_floor_ms\":%.2f",
@@ -347,9 +369,9 @@ int main(int argc, char** argv) {
                    s.nq / gemm_floor, gemm_floor * 1e3, -1, 0, 0);
 
         // The exact paths, 8 GiB of scratch: FP32 GEMM, certified TF32 (its floor: the TF32 GEMM
-        // plus the distance matrix's write and read), and on integer data INT8 (its floor: the
-        // INT8 GEMM plus the same bytes).
-        std::vector<int> paths = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED};
+        // plus the distance matrix's write and read), certified FP16 (the FP16 GEMM plus half
+        // those bytes), and on integer data INT8 (its floor: the INT8 GEMM plus the FP32 bytes).
+        std::vector<int> paths = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_FP16_CERTIFIED};
         if (integer) paths.push_back(GRAFT_EXACT_INT8);
         for (int path : paths) {
             const size_t budget_gb = 8;
@@ -362,10 +384,14 @@ int main(int argc, char** argv) {
             CK(graft_flat_new(s.d, &p, &g));
             CK(graft_flat_add(g, s.nb, xb.data()));
             const bool fp32 = path == GRAFT_EXACT_FP32;
-            const double floor_s = fp32 ? gemm_floor
-                                   : path == GRAFT_EXACT_INT8 ? i8_floor + dist_bytes_floor
-                                                              : tf32_floor + dist_bytes_floor;
-            const size_t codes = path == GRAFT_EXACT_INT8 ? (size_t)s.nb * (graft_gpu_int8_row_bytes(s.d) + 4) : 0;
+            const double floor_s = fp32                                ? gemm_floor
+                                   : path == GRAFT_EXACT_INT8            ? i8_floor + dist_bytes_floor
+                                   : path == GRAFT_EXACT_FP16_CERTIFIED  ? f16_floor + f16_dist_bytes_floor
+                                                                         : tf32_floor + dist_bytes_floor;
+            const size_t codes = path == GRAFT_EXACT_INT8 ? (size_t)s.nb * (graft_gpu_int8_row_bytes(s.d) + 4)
+                                 : path == GRAFT_EXACT_FP16_CERTIFIED
+                                     ? (size_t)s.nb * (graft_gpu_fp16_row_halves(s.d) * 2 + 4)
+                                     : 0;
             for (int64_t k : s.ks) {
                 std::vector<float> D((size_t)s.nq * k);
                 std::vector<int64_t> I((size_t)s.nq * k);
@@ -384,7 +410,9 @@ int main(int argc, char** argv) {
                 printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %s ran, %.2fx its floor (%.1f ms)%s\n", "graft",
                        ran, (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3, ran, t / floor_s,
                        floor_s * 1e3,
-                       path != GRAFT_EXACT_TF32_CERTIFIED ? "" : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
+                       path != GRAFT_EXACT_TF32_CERTIFIED && path != GRAFT_EXACT_FP16_CERTIFIED
+                           ? ""
+                           : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
             }
             graft_flat_free(g);
         }

@@ -936,12 +936,13 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 r.qps = D.nq / t;
                 r.recall = bench::recall_vs_gt(D, I.data(), D.nq);
                 r.latency_ms = t * 1e3 / (double)((D.nq + batch - 1) / batch);
-                // GraftFlat's exact path that ran (INT8 on integer data, else certified TF32).
+                // GraftFlat's exact path that ran (as bench_exact names them).
                 double path = 0;
                 if (s.graft && !strcmp(s.family, "flat") &&
                     faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "last_path", &path) == 0 && path > 0)
                     r.params.add("path", path == GRAFT_EXACT_INT8 ? "int8"
-                                         : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified" : "fp32");
+                                         : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified"
+                                         : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16-certified" : "fp32");
                 recs.push_back(std::move(r));
             }
             if (o.latency_queries > 0) {

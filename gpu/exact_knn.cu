@@ -18,6 +18,11 @@
 // directly (sum of squared differences); a query whose certificate fails (ties, crowded
 // neighbourhoods) is searched again by the FP32 path. Results equal the FP32 path's but for ties
 // within FP32 rounding.
+//
+// Certified FP16 (graft_gpu_knn_args.xb16): the same certificate over an FP16 GEMM of vectors
+// scaled by powers of two (graft_gpu.h), FP32 accumulation, FP16 output: the distance matrix,
+// whose write and read dominate the TF32 path at k = 10, is half the bytes, and the GEMM runs at
+// twice TF32's tensor-core rate. The bound (fp16_bound) follows the scaling back exactly.
 #include <cfloat>
 #include <cmath>
 #include <vector>
@@ -77,18 +82,22 @@ struct Carver {
 struct KnnTiles {
     int64_t qt, nbt, ldc, ntiles, ksel;
     QmsPlan tile_plan, last_plan, merge_plan;  // full base tiles, the last (shorter) one, the merge
-    float* dots;
+    float* dots;        // qt x ldc: float, int32 (INT8) or half (FP16: dp16 > 0)
     float* qnorm;
     uint64_t* merged;   // qt x ntiles*ksel (ntiles > 1)
     uint64_t* winners;  // qt x ksel
     uint64_t* sorted;   // qt x ksel
     void* qms;          // tile select scratch, then merge select scratch
     void* sort_temp;
-    int* fail;          // qt certificate failures (certified TF32)
-    float* bmax2;       // largest ||b||^2 (certified TF32)
+    int* fail;          // qt certificate failures (certified paths)
+    float* bmax2;       // largest ||b||^2 (certified paths)
+    float* bscale_max;  // largest inverse scale of the base (certified FP16)
     int64_t dp8;        // INT8 path: bytes of a query's int8 codes (0: another path)
     int8_t* q8;         // qt x dp8 query codes (INT8)
     int64_t* qterm;     // qt per-query terms of the exact distance (INT8)
+    int64_t dp16;       // FP16 path: halves of a query's codes (0: another path)
+    __half* q16;        // qt x dp16 scaled query codes (FP16)
+    float* qmul;        // qt: -2 (L2) or -1 (inner product) times the query's inverse scale (FP16)
     size_t bytes;
 
     void layout(char* base) {
@@ -96,7 +105,7 @@ struct KnnTiles {
         // INT8: the GEMM's n is rounded up to a multiple of 4 too (knn_rows_int8), so the dot
         // products and query codes hold up to 3 more rows (never selected).
         const int64_t qr = dp8 ? (qt + 3) / 4 * 4 : qt;
-        dots = c.take<float>((size_t)qr * ldc);
+        dots = reinterpret_cast<float*>(c.take<char>((size_t)qr * ldc * (dp16 ? sizeof(__half) : 4)));
         qnorm = c.take<float>(qt);
         merged = ntiles > 1 ? c.take<uint64_t>((size_t)qt * ntiles * ksel) : nullptr;
         winners = c.take<uint64_t>((size_t)qt * ksel);
@@ -109,18 +118,23 @@ struct KnnTiles {
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
         fail = c.take<int>(qt);
         bmax2 = c.take<float>(1);
+        bscale_max = c.take<float>(1);
         q8 = dp8 ? c.take<int8_t>((size_t)qr * dp8) : nullptr;
         qterm = dp8 ? c.take<int64_t>(qt) : nullptr;
+        q16 = dp16 ? c.take<__half>((size_t)qt * dp16) : nullptr;
+        qmul = dp16 ? c.take<float>(qt) : nullptr;
         bytes = c.used;
     }
 };
 
-KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nbt, int64_t dp8) {
+KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nbt, int64_t dp8,
+                    int64_t dp16) {
     KnnTiles t{};
     t.qt = qt;
     t.dp8 = dp8;
+    t.dp16 = dp16;
     t.nbt = nbt;
-    t.ldc = (nbt + 3) / 4 * 4;  // 16-byte rows for the float4 loads
+    t.ldc = dp16 ? (nbt + 7) / 8 * 8 : (nbt + 3) / 4 * 4;  // 16-byte rows for the vector loads
     t.ntiles = ceil_div(nb, nbt);
     t.ksel = ksel;
     t.tile_plan = qms_plan(nbt, ksel);
@@ -133,13 +147,13 @@ KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nb
 // Picks tile sizes that fit the budget: the whole base per row when at least `min_rows` query
 // rows fit, else base tiles (multiples of 32 columns) until they do.
 int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTiles* out,
-                 int64_t dp8 = 0) {
+                 int64_t dp8 = 0, int64_t dp16 = 0) {
     const size_t budget = ctx->scratch_budget;
     const int64_t min_rows = std::min<int64_t>(nq, 256);
     int64_t nbt = nb;
     for (;;) {
-        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt, dp8);
-        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt, dp8);
+        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt, dp8, dp16);
+        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt, dp8, dp16);
         size_t per_row = two.bytes - one.bytes;
         size_t fixed = one.bytes > per_row ? one.bytes - per_row : 0;
         int64_t qt = budget > fixed ? (int64_t)((budget - fixed) / std::max<size_t>(per_row, 1)) : 0;
@@ -151,8 +165,8 @@ int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTi
                                 "exact k-NN with k=%lld over %lld vectors needs more GPU scratch than "
                                 "the budget of %zu bytes; raise the memory budget or lower k",
                                 (long long)ksel, (long long)nb, budget);
-            *out = plan_tiles(nq, nb, ksel, qt, nbt, dp8);
-            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt, dp8);
+            *out = plan_tiles(nq, nb, ksel, qt, nbt, dp8, dp16);
+            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt, dp8, dp16);
             return GRAFT_OK;
         }
         nbt = std::max<int64_t>(4096, (nbt / 2 + 31) / 32 * 32);
@@ -180,33 +194,81 @@ __global__ void max_nonneg_kernel(const float* __restrict__ x, int64_t n, float*
     if ((threadIdx.x & 31) == 0) atomicMax(reinterpret_cast<unsigned*>(out), __float_as_uint(m));
 }
 
+// A certified path's bound on the error of an approximate dot product of q and b:
+//   |approx - q.b| <= rel ||q|| ||b|| + mixed (||q|| B + ||b|| Q) + abs Q B
+// with Q, B the vectors' inverse scales (FP16; TF32 has neither: mixed = abs = 0), plus eps_sum
+// (||b||^2 + 2 ||q|| ||b||) for the FP32 norm and the final addition. A query or base vector
+// whose ||x||^2 exceeds max_norm2 fails the certificate.
+struct DotBound {
+    double rel, mixed, abs, eps_sum;
+    float max_norm2;
+};
+
+constexpr double kUnit32 = 0x1p-24;  // FP32 unit roundoff
+
+// TF32 inputs: |q.b~ - q.b| <= rel ||q|| ||b|| (inputs rounded or truncated to 10 mantissa
+// bits: 2^-10 each; FP32 accumulation over d terms, allowing truncation: 2 d 2^-24; a 1.25
+// margin).
+DotBound tf32_bound(int64_t d) {
+    return {1.25 * (2 * 0x1p-10 + 0x1p-20 + 2.0 * d * kUnit32), 0, 0, 1.25 * 2.0 * (d + 2) * kUnit32,
+            INFINITY};
+}
+
+// FP16 of scaled vectors q' = q / Q, b' = b / B, ||q'||, ||b'|| <= 1 (fp16_rows; the double
+// norm's rounding, 2^-50 relative, is inside the 1.25 margin). In scaled units:
+//  inputs: round to nearest FP16, |q~_i - q'_i| <= 2^-11 |q'_i| + 2^-25 (half the subnormal
+//    step below 2^-14; no overflow, |q'_i| <= 1). With sum |x_i| <= sqrt(d) ||x||:
+//    |q~.b~ - q'.b'| <= (2^-10 + 2^-22) q'b' + (2^-25 + 2^-36) sqrt(d) (q' + b') + d 2^-50
+//    (q', b' for the norms).
+//  accumulation: FP16 products are exact in FP32 (22 bits); a sum of d of them in FP32, any
+//    order, truncation allowed: 2 d 2^-24 ||q~|| ||b~||, and ||q~|| <= a q' + c with
+//    a = 1 + 2^-11, c = 2^-25 sqrt(d).
+//  output to FP16, rounded or truncated: 2^-10 |r| + 2^-24, |r| <= (1 + 2 d 2^-24) ||q~|| ||b~||.
+// So with w = 2 d 2^-24 + 2^-10 (1 + 2 d 2^-24) and ||q~|| ||b~|| <= a^2 q'b' + a c (q' + b') + c^2:
+//    error <= [2^-10 + 2^-22 + w a^2] q'b' + sqrt(d) [2^-25 + 2^-36 + w a 2^-25] (q' + b')
+//           + [d 2^-50 (1 + w) + 2^-24],
+// and times Q B (exact: powers of two, kept normal by kFp16MaxExp) in original units, where
+// q' Q = ||q||. The selection's product (rowmul colmul) h is exact (a power of two times an FP16
+// value) and its addition to ||b||^2 rounds once, inside eps_sum; a 1.25 margin on all of it.
+DotBound fp16_bound(int64_t d) {
+    const double w = 2.0 * d * kUnit32 + 0x1p-10 * (1 + 2.0 * d * kUnit32), a = 1 + 0x1p-11;
+    return {1.25 * (0x1p-10 + 0x1p-22 + w * a * a), 1.25 * std::sqrt((double)d) * (0x1p-25 + 0x1p-36 + w * a * 0x1p-25),
+            1.25 * (d * 0x1p-50 * (1 + w) + 0x1p-24), 1.25 * 2.0 * (d + 2) * kUnit32,
+            // ||x||^2 <= 2^120 in FP32 (within d 2^-24 <= 1/16 of the truth) keeps X <= 2^61.
+            0x1p120f};
+}
+
 // One block per query: the certificate from the sorted approximate keys, then the exact FP32
 // distance of every candidate (one warp a candidate, lanes over d), as keys to sort again.
-// Approximate value v = fl(||b||^2 - 2 q.b~) (L2) or fl(-q.b~) (IP), q.b~ from TF32 inputs:
-//   |q.b~ - q.b| <= eps_dot ||q|| ||b||  (inputs rounded or truncated to 10 mantissa bits: 2^-10
-//   each; FP32 accumulation over d terms, allowing truncation: 2 d 2^-24; a 1.25 margin),
-//   plus the FP32 norm and the final addition: eps_sum (||b||^2 + 2 ||q|| ||b||).
+// Approximate value v = fl(||b||^2 - 2 q.b~) (L2) or fl(-q.b~) (IP), its error bounded by
+// `bound`. qmul (FP16: -2 or -1 times Q, whose magnitude gives Q) and bscale_max (the largest B)
+// are NULL for TF32.
 __global__ void certify_rerank_kernel(const uint64_t* __restrict__ sorted, int64_t ksel, int64_t k,
                                       const float* __restrict__ xq, const float* __restrict__ xb,
                                       int64_t d, int l2, const float* __restrict__ qnorm,
-                                      const float* __restrict__ bmax2, int all_in, double eps_dot,
-                                      double eps_sum, uint64_t* __restrict__ exact,
-                                      int* __restrict__ fail) {
+                                      const float* __restrict__ bmax2, const float* __restrict__ qmul,
+                                      const float* __restrict__ bscale_max, int all_in, DotBound bound,
+                                      uint64_t* __restrict__ exact, int* __restrict__ fail) {
     const int64_t r = blockIdx.x;
     const uint64_t* row = sorted + r * ksel;
     const float* q = xq + r * d;
     if (threadIdx.x == 0) {
         double qn = sqrt((double)qnorm[r]), bn = sqrt((double)*bmax2);
+        double Q = qmul ? fabs((double)qmul[r]) / (l2 ? 2.0 : 1.0) : 0.0, B = bscale_max ? *bscale_max : 0.0;
         // The last term: inputs and products under FP32's smallest normal may be flushed to zero.
-        double e = (l2 ? 2.0 : 1.0) * (eps_dot * qn * bn + d * 0x1p-126 * (1.0 + qn + bn)) +
-                   eps_sum * (bn * bn + 2.0 * qn * bn);
+        double dot = bound.rel * qn * bn + bound.mixed * (qn * B + bn * Q) + bound.abs * Q * B +
+                     d * 0x1p-126 * (1.0 + qn + bn);
+        double e = (l2 ? 2.0 : 1.0) * dot + bound.eps_sum * (bn * bn + 2.0 * qn * bn);
         uint64_t kth = row[k - 1], last = row[ksel - 1];
+        // Out of range, the approximate values may be NaN and missing from the candidates, so
+        // even a full candidate list proves nothing.
+        bool in_range = qnorm[r] <= bound.max_norm2 && *bmax2 <= bound.max_norm2;
         bool ok = all_in || kth == kKeyNone || last == kKeyNone;
         if (!ok) {
             double t = ordered_to_float((uint32_t)(kth >> 32)), m = ordered_to_float((uint32_t)(last >> 32));
             ok = m > t + 2.0 * e;
         }
-        fail[r] = ok ? 0 : 1;
+        fail[r] = ok && in_range ? 0 : 1;
     }
     const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
     for (int64_t c = threadIdx.x / 32; c < ksel; c += warps) {
@@ -244,6 +306,40 @@ __global__ void scatter_rows_kernel(const T* __restrict__ src, const int64_t* __
     dst[idx[i / width] * width + i % width] = src[i];
 }
 
+// FP16 codes: inverse scales X = 2^e are kept within 2^+-kFp16MaxExp so that 2 X_q X_b, the
+// selection's factor, is a normal float. A tinier vector is scaled less (its codes lose bits to
+// FP16's subnormals: fp16_bound's absolute terms, which scale with Q B, count them).
+constexpr int kFp16MaxExp = 62;
+
+// One warp per row: e from the norm (in double, so no overflow), codes of x / 2^e rounded to
+// nearest (zero padded to dp), and mul * 2^e (1: the base's inverse scale; -2 or -1: a query's
+// factor in HalfDotSource).
+__global__ void fp16_rows_kernel(const float* __restrict__ x, int64_t n, int64_t d, int64_t dp, float mul,
+                                 __half* __restrict__ out, float* __restrict__ scale) {
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (row >= n) return;  // the whole warp
+    const float* xr = x + row * d;
+    double ss = 0;
+    for (int64_t i = lane; i < d; i += 32) ss += (double)xr[i] * xr[i];
+    for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(kFullMask, ss, off);
+    ss = __shfl_sync(kFullMask, ss, 0);  // one value for all lanes (their sums may round apart)
+    int e = 0;
+    frexp(sqrt(ss), &e);  // ||x|| < 2^e <= 2 ||x||; 0 for a zero vector
+    e = max(-kFp16MaxExp, min(kFp16MaxExp, e));
+    __half* o = out + row * dp;
+    for (int64_t i = lane; i < dp; i += 32) o[i] = __float2half_rn(i < d ? scalbnf(xr[i], -e) : 0.f);
+    if (lane == 0) scale[row] = mul * scalbnf(1.f, e);
+}
+
+int fp16_rows(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float mul, __half* out, float* scale) {
+    if (n <= 0) return GRAFT_OK;
+    fp16_rows_kernel<<<(unsigned)ceil_div(n, 8), 256, 0, ctx->stream>>>(x, n, d, graft_gpu_fp16_row_halves(d),
+                                                                         mul, out, scale);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
 }  // namespace
 }  // namespace graft
 
@@ -252,63 +348,111 @@ using namespace graft;
 namespace graft {
 namespace {
 
-// The search of a->nq queries, results in a->D / a->I. With `certify`, the certified TF32 path:
-// the rows whose certificate failed are appended to *failed and their results must be replaced.
-int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool certify, std::vector<int64_t>* failed,
-             int64_t* fp32_rows = nullptr) {
-    const bool certified_candidates = certify;
+// The paths of knn_rows, numbered as graft_gpu_ctx_last_path reports them.
+enum KnnPath { kPathFp32 = 1, kPathTf32Certified = 2, kPathFp16Certified = 4 };
+
+// Sets the cuBLAS math mode of a path; the context's own mode comes back on every way out.
+struct MathMode {
+    graft_gpu_ctx* ctx;
+    ~MathMode() { cublasSetMathMode(ctx->cublas, ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH); }
+    int set(int path) {
+        // FP16: cuBLAS may otherwise reduce split-K partial sums in FP16, which the bound
+        // (FP32 accumulation) does not allow.
+        cublasMath_t m = path == kPathTf32Certified ? CUBLAS_TF32_TENSOR_OP_MATH
+                         : path == kPathFp16Certified
+                             ? (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                         : ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                           : CUBLAS_DEFAULT_MATH;
+        GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, m));
+        return GRAFT_OK;
+    }
+};
+
+// The search of a->nq queries on `path`, results in a->D / a->I. On a certified path the rows
+// whose certificate failed are appended to *failed (their results must be replaced) and
+// *fp32_rows counts the rows sent to FP32 directly. *unsupported: cuBLAS refused the FP16 GEMM
+// (an error is returned and the caller may take another path; D and I are then not all written).
+int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vector<int64_t>* failed = nullptr,
+             int64_t* fp32_rows = nullptr, bool* unsupported = nullptr) {
+    const bool certify = path != kPathFp32, fp16 = path == kPathFp16Certified;
     const bool l2 = a->metric == GRAFT_METRIC_L2;
     const int mode = l2 ? kDecodeL2 : kDecodeIP;
-    const int64_t ksel = certified_candidates ? certified_ksel(a->k, a->nb, ctx->cert_margin)
-                                               : std::max<int64_t>(1, std::min(a->k, a->nb));
+    const int64_t ksel = certify ? certified_ksel(a->k, a->nb, ctx->cert_margin)
+                                 : std::max<int64_t>(1, std::min(a->k, a->nb));
+    const int64_t dp16 = fp16 ? graft_gpu_fp16_row_halves(a->d) : 0;
     KnnTiles t;
-    GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t));
+    GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t, 0, dp16));
     void* scratch = nullptr;
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
     GRAFT_GPU_TRY(ctx_cublas(ctx));
-    GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, certify || ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                               : CUBLAS_DEFAULT_MATH));
-    const double u = std::ldexp(1.0, -24);
-    const double eps_dot = 1.25 * (2 * std::ldexp(1.0, -10) + std::ldexp(1.0, -20) + 2.0 * a->d * u);
-    const double eps_sum = 1.25 * 2.0 * (a->d + 2) * u;
+    MathMode math{ctx};
+    GRAFT_GPU_TRY(math.set(path));
+    const DotBound bound = fp16 ? fp16_bound(a->d) : tf32_bound(a->d);
+    const unsigned max_blocks = (unsigned)std::min<int64_t>(ceil_div(a->nb, 256), 4 * ctx->sm_count);
     if (certify) {
         GRAFT_CUDA_TRY(cudaMemsetAsync(t.bmax2, 0, sizeof(float), ctx->stream));
-        max_nonneg_kernel<<<(unsigned)std::min<int64_t>(ceil_div(a->nb, 256), 4 * ctx->sm_count), 256, 0,
-                            ctx->stream>>>(a->xb_norms, a->nb, t.bmax2);
+        max_nonneg_kernel<<<max_blocks, 256, 0, ctx->stream>>>(a->xb_norms, a->nb, t.bmax2);
+        GRAFT_CUDA_LAUNCH_CHECK();
+    }
+    if (fp16) {
+        GRAFT_CUDA_TRY(cudaMemsetAsync(t.bscale_max, 0, sizeof(float), ctx->stream));
+        max_nonneg_kernel<<<max_blocks, 256, 0, ctx->stream>>>(a->xb16_scale, a->nb, t.bscale_max);
         GRAFT_CUDA_LAUNCH_CHECK();
     }
     std::vector<int> fail(certify ? t.qt : 0);
 
-    const float alpha = l2 ? -2.f : -1.f, beta = 0.f;
+    const float alpha = l2 ? -2.f : -1.f, beta = 0.f, one = 1.f;
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
         // Data whose certificates mostly fail (distances crowded within the bound, e.g. uniform
-        // random vectors at k >= 100) would pay the TF32 pass and then FP32 again: once the first
-        // tile sends more than 40% of its queries back (the break-even measured on an H100 at
-        // k = 10: TF32 pass 0.52 of the FP32 one, FP32 again 1.05 of it per failed query), the
-        // rest go straight to FP32. The candidate buffers (k' >= k) serve both.
+        // random vectors at k >= 100) would pay the certified pass and then FP32 again: once the
+        // first tile sends more than 40% of its queries back (the break-even measured on an H100
+        // at k = 10 for TF32: its pass 0.52 of the FP32 one, FP32 again 1.05 of it per failed
+        // query), the rest go straight to FP32.
         if (certify && q0 > 0 && (double)failed->size() > 0.4 * (double)q0) {
-            certify = false;
-            *fp32_rows = a->nq - q0;
-            GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                           : CUBLAS_DEFAULT_MATH));
+            graft_gpu_knn_args rest = *a;
+            rest.xq += q0 * a->d;
+            rest.nq -= q0;
+            rest.D += q0 * a->k;
+            rest.I += q0 * a->k;
+            *fp32_rows = rest.nq;
+            return knn_rows(ctx, &rest, kPathFp32);
         }
         const int64_t qt = std::min(t.qt, a->nq - q0);
         const float* xq = a->xq + q0 * a->d;
         if (l2 || certify) GRAFT_GPU_TRY(row_norms(xq, qt, a->d, t.qnorm, ctx->stream));
+        if (fp16) GRAFT_GPU_TRY(fp16_rows(ctx, xq, qt, a->d, alpha, t.q16, t.qmul));
         for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
-            // Column-major view: C^T (nbt x qt) = B_tile (nbt x d) * Q^T (d x qt), which is the
-            // row-major qt x ldc tile the selection reads.
-            GRAFT_CUBLAS_TRY(cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
-                                         (int)a->d, &alpha, a->xb + j0 * a->d, (int)a->d, xq,
-                                         (int)a->d, &beta, t.dots, (int)t.ldc));
-            DotSource src{t.dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
-                          a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
             const QmsPlan& plan = nbt == t.nbt ? t.tile_plan : t.last_plan;
             uint64_t* out = t.ntiles > 1 ? t.merged + ti * ksel : t.winners;
             int64_t out_ld = t.ntiles > 1 ? t.ntiles * ksel : ksel;
-            GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+            // Column-major view: C^T (nbt x qt) = B_tile (nbt x d) * Q^T (d x qt), which is the
+            // row-major qt x ldc tile the selection reads.
+            if (fp16) {
+                __half* dots = reinterpret_cast<__half*>(t.dots);
+                cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt, (int)dp16,
+                                                 &one, a->xb16 + j0 * dp16, CUDA_R_16F, (int)dp16, t.q16,
+                                                 CUDA_R_16F, (int)dp16, &beta, dots, CUDA_R_16F, (int)t.ldc,
+                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+                    *unsupported = true;
+                    return gpu_fail(GRAFT_EUNSUPPORTED, "exact k-NN: cuBLAS has no FP16 GEMM with FP32 "
+                                    "accumulation for %lld x %lld x %lld here (%s)", (long long)nbt,
+                                    (long long)qt, (long long)dp16, cublas_status_string(st));
+                }
+                GRAFT_CUBLAS_TRY(st);
+                HalfDotSource src{dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, a->xb16_scale + j0, t.qmul,
+                                  (uint32_t)j0, -1};
+                GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+            } else {
+                GRAFT_CUBLAS_TRY(cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
+                                             (int)a->d, &alpha, a->xb + j0 * a->d, (int)a->d, xq,
+                                             (int)a->d, &beta, t.dots, (int)t.ldc));
+                DotSource src{t.dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
+                              a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
+                GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+            }
         }
         if (t.ntiles > 1) {
             KeySource src{t.merged, t.ntiles * ksel};
@@ -322,7 +466,7 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool certify, std:
         }
         certify_rerank_kernel<<<(unsigned)qt, 128, 0, ctx->stream>>>(
             t.sorted, ksel, std::min(a->k, ksel), xq, a->xb, a->d, l2, t.qnorm, t.bmax2,
-            ksel >= a->nb, eps_dot, eps_sum, t.winners, t.fail);
+            fp16 ? t.qmul : nullptr, fp16 ? t.bscale_max : nullptr, ksel >= a->nb, bound, t.winners, t.fail);
         GRAFT_CUDA_LAUNCH_CHECK();
         GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
         GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, nullptr, l2 ? kDecodeRaw : kDecodeIP,
@@ -332,7 +476,6 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, bool certify, std:
         for (int64_t i = 0; i < qt; i++)
             if (fail[i]) failed->push_back(q0 + i);
     }
-    GRAFT_CUBLAS_TRY(cublasSetMathMode(ctx->cublas, ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
     return GRAFT_OK;
 }
@@ -361,7 +504,7 @@ int fp32_again(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const std::vecto
     b.nq = nf;
     b.D = static_cast<float*>(D.p);
     b.I = static_cast<int64_t*>(I.p);
-    GRAFT_GPU_TRY(knn_rows(ctx, &b, false, nullptr));
+    GRAFT_GPU_TRY(knn_rows(ctx, &b, kPathFp32));
     scatter_rows_kernel<float><<<(unsigned)ceil_div(nf * k, 256), 256, 0, ctx->stream>>>(b.D, ids, nf, k, a->D);
     GRAFT_CUDA_LAUNCH_CHECK();
     scatter_rows_kernel<int64_t><<<(unsigned)ceil_div(nf * k, 256), 256, 0, ctx->stream>>>(b.I, ids, nf, k, a->I);
@@ -522,6 +665,18 @@ extern "C" int graft_gpu_int8_encode(graft_gpu_ctx* ctx, const float* x, int64_t
     return GRAFT_OK;
 }
 
+extern "C" int graft_gpu_fp16_encode(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, uint16_t* x16,
+                                     float* scale) {
+    if (!ctx || (n > 0 && (!x || !x16 || !scale)))
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_fp16_encode: NULL argument");
+    if (n < 0 || d < 1)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_fp16_encode: bad sizes n=%lld d=%lld", (long long)n, (long long)d);
+    GRAFT_GPU_TRY(ctx_enter(ctx));
+    GRAFT_GPU_TRY(fp16_rows(ctx, x, n, d, 1.f, reinterpret_cast<__half*>(x16), scale));
+    GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+    return GRAFT_OK;
+}
+
 extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a) {
     if (!ctx || !a) return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: NULL argument");
     if (a->k < 1 || a->d < 1 || a->nb < 0 || a->nq < 0)
@@ -535,6 +690,8 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     if (a->xb8 && (!a->xb8_term || a->d > GRAFT_GPU_INT8_MAX_D || (a->shift8 != 0 && a->shift8 != 128)))
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: bad INT8 arguments (term %p, d=%lld, shift %d)",
                         (const void*)a->xb8_term, (long long)a->d, a->shift8);
+    if (a->xb16 && !a->xb16_scale)
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: FP16 codes without their scales");
     ctx->last_fallbacks = 0;
     if (a->nq == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
@@ -556,17 +713,29 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     // The k-NN graph (exclude_self) keeps the FP32 path: its rows' exclusions are not contiguous
     // once failed rows are gathered.
     bool certify = ctx->certified_tf32 && !ctx->allow_tf32 && a->xb_norms && a->exclude_self < 0;
-    ctx->last_path = certify ? 2 : 1;
+    int path = !certify ? kPathFp32 : a->xb16 && !ctx->fp16_unsupported ? kPathFp16Certified : kPathTf32Certified;
+    ctx->last_path = path;
     // After a call on data whose certificates mostly failed, the next 7 calls go to FP32 directly
-    // and the 8th tries TF32 again: at most 1/8 of one tile's TF32 work lost on such data.
+    // and the 8th tries the certified path again: at most 1/8 of one tile's certified work lost
+    // on such data.
     if (certify && ctx->fp32_calls_left > 0) {
         ctx->fp32_calls_left--;
         ctx->last_fallbacks = a->nq;
-        return knn_rows(ctx, a, false, nullptr);
+        return knn_rows(ctx, a, kPathFp32);
     }
     std::vector<int64_t> failed;
     int64_t switched = 0;  // queries past the point where the path went over to FP32 (knn_rows)
-    GRAFT_GPU_TRY(knn_rows(ctx, a, certify, &failed, &switched));
+    bool unsupported = false;
+    int rc = knn_rows(ctx, a, path, &failed, &switched, &unsupported);
+    if (unsupported) {
+        // No FP16 GEMM on this device or library: the certified TF32 path from now on.
+        ctx->fp16_unsupported = 1;
+        ctx->last_path = path = kPathTf32Certified;
+        failed.clear();
+        switched = 0;
+        rc = knn_rows(ctx, a, path, &failed, &switched);
+    }
+    GRAFT_GPU_TRY(rc);
     if (!failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, failed));
     ctx->last_fallbacks = (int64_t)failed.size() + switched;
     if (certify && ctx->last_fallbacks > 0.01 * (double)a->nq) {

@@ -36,13 +36,15 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow);
 /* Exact k-NN through TF32 tensor cores, still exact (off by default): candidates from a TF32
  * distance GEMM, a rigorous bound on each distance's error certifies that they hold the exact k
  * nearest, and those are re-ranked with FP32 distances; a query whose certificate fails is
- * searched again in FP32. Ignored while allow_tf32 is on (that one is approximate). */
+ * searched again in FP32. Ignored while allow_tf32 is on (that one is approximate). A search
+ * given FP16 codes (graft_gpu_knn_args.xb16) takes the certified FP16 path the same way. */
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on);
 /* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32, or that
  * went to FP32 directly once most of the first tile's certificates had failed. */
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);
 /* The path of the last graft_gpu_exact_knn call: 1 FP32 GEMM, 2 certified TF32 (its failed
- * queries searched again in FP32: graft_gpu_ctx_last_fallbacks), 3 INT8; 0 before the first. */
+ * queries searched again in FP32: graft_gpu_ctx_last_fallbacks), 3 INT8, 4 certified FP16 (as
+ * 2); 0 before the first. */
 int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx);
 /* Largest device scratch the context has held so far, in bytes (for benchmarks). */
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);
@@ -101,6 +103,15 @@ typedef struct graft_gpu_knn_args {
     const int8_t* xb8;
     const int32_t* xb8_term;
     int shift8;
+    /* The certified FP16 path, taken when xb16 is set (and xb8 is not) under the certified
+     * paths' conditions (graft_gpu_ctx_set_certified_tf32; L2 needs xb_norms; no exclude_self):
+     * xb16 (nb x graft_gpu_fp16_row_halves(d) FP16 values) and xb16_scale (nb) are
+     * graft_gpu_fp16_encode's of xb. Candidates come from an FP16 GEMM with FP32 accumulation
+     * and FP16 output (half the distance matrix's bytes), are certified against a bound on its
+     * error and re-ranked in FP32, as on the certified TF32 path. A cuBLAS that refuses the GEMM
+     * sends this and later calls of the context to certified TF32. NULL: another path. */
+    const uint16_t* xb16;
+    const float* xb16_scale;
 } graft_gpu_knn_args;
 int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args* args);
 
@@ -120,6 +131,21 @@ static inline int64_t graft_gpu_int8_row_bytes(int64_t d) { return (d + 15) / 16
  * term into term (n int32, device): metric 1 (L2) ||x'||^2, 0 (inner product) -shift * sum x'. */
 int graft_gpu_int8_encode(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, int shift, int metric,
                           int8_t* x8, int32_t* term);
+
+/* ---- the certified FP16 path -----------------------------------------------------------------
+ * Each vector x is stored as FP16 values of x / X, its inverse scale X a power of two with
+ * ||x|| < X <= 2 ||x||, so no component overflows FP16 and no dot product of two coded vectors
+ * exceeds 1 in magnitude; X restores the scale exactly. X stays within [2^-62, 2^62] (exact_knn.cu:
+ * tinier vectors are scaled less, and a search with a vector over 2^60 in norm fails every
+ * certificate, so it runs in FP32). Zero vectors have X = 1. Rows of
+ * graft_gpu_fp16_row_halves(d) values (d rounded up to 8, zero padded: 16-byte rows for the
+ * tensor-core GEMM's loads; zeros add nothing to a dot product). */
+static inline int64_t graft_gpu_fp16_row_halves(int64_t d) { return (d + 7) / 8 * 8; }
+
+/* Codes of n device rows x (n x d floats) into x16 (n x graft_gpu_fp16_row_halves(d) FP16 values,
+ * device) and their inverse scales X into scale (n floats, device). */
+int graft_gpu_fp16_encode(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, uint16_t* x16,
+                          float* scale);
 
 /* Quick multi-select on its own (tests, benchmarks): for each of `rows` rows of `cols` floats
  * (row stride ld >= cols, ld % 4 == 0, 16-byte aligned), the k smallest values with their column

@@ -47,7 +47,8 @@ __device__ inline uint32_t hash32(uint32_t a, uint32_t b) {
 
 // ---- sources ----------------------------------------------------------------------------------
 
-__device__ inline uint64_t dot_key(const DotSource& s, int64_t r, int64_t j, float v) {
+template <class Src>
+__device__ inline uint64_t dot_key(const Src& s, int64_t r, int64_t j, float v) {
     uint32_t id = s.id0 + (uint32_t)j;
     if (s.self0 >= 0 && (int64_t)id == s.self0 + r) return kKeyNone;
     return make_key(v, id);
@@ -56,6 +57,14 @@ __device__ inline uint64_t dot_key(const DotSource& s, int64_t r, int64_t j, flo
 __device__ inline uint64_t key_at(const DotSource& s, int64_t r, int64_t j) {
     float v = s.dots[r * s.ld + j] + (s.bnorm ? s.bnorm[j] : 0.f);
     return dot_key(s, r, j, v);
+}
+// The FP16 product needs no rounding (a power of two times an 11-bit value); the addition rounds
+// once, as DotSource's does (exact_knn.cu's bound counts it).
+__device__ inline float half_value(const HalfDotSource& s, float rowmul, int64_t j, __half h) {
+    return (s.bnorm ? s.bnorm[j] : 0.f) + (rowmul * s.colmul[j]) * __half2float(h);
+}
+__device__ inline uint64_t key_at(const HalfDotSource& s, int64_t r, int64_t j) {
+    return dot_key(s, r, j, half_value(s, s.rowmul[r], j, s.dots[r * s.ld + j]));
 }
 __device__ inline uint64_t key_at(const KeySource& s, int64_t r, int64_t j) {
     return s.keys[r * s.ld + j];
@@ -91,6 +100,28 @@ __device__ inline void load4(const DotSource& s, int64_t r, int64_t j4, int64_t 
             v[e] = (c0 + e < cols) ? s.dots[r * s.ld + c0 + e] + (s.bnorm ? s.bnorm[c0 + e] : 0.f) : NAN;
     }
 }
+// Four halves (8 bytes) per lane: the FP16 row is half the bytes of the FP32 one, which is the
+// point of the FP16 path.
+__device__ inline void load4(const HalfDotSource& s, int64_t r, int64_t j4, int64_t cols, float v[4]) {
+    int64_t c0 = j4 * 4;
+    const float rm = s.rowmul[r];
+    if (c0 + 3 < cols) {
+        uint2 raw = __ldcs(reinterpret_cast<const uint2*>(s.dots + r * s.ld + c0));
+        float2 h01 = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+        float2 h23 = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+        float4 m = __ldg(reinterpret_cast<const float4*>(s.colmul + c0));
+        float4 b = s.bnorm ? __ldg(reinterpret_cast<const float4*>(s.bnorm + c0))
+                           : make_float4(0.f, 0.f, 0.f, 0.f);
+        v[0] = b.x + (rm * m.x) * h01.x;
+        v[1] = b.y + (rm * m.y) * h01.y;
+        v[2] = b.z + (rm * m.z) * h23.x;
+        v[3] = b.w + (rm * m.w) * h23.y;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            v[e] = (c0 + e < cols) ? half_value(s, rm, c0 + e, s.dots[r * s.ld + c0 + e]) : NAN;
+    }
+}
 // kIntPastEnd past cols, which no filter passes (IntDotFilter).
 __device__ inline void load4(const IntDotSource& s, int64_t r, int64_t j4, int64_t cols, int32_t v[4]) {
     int64_t c0 = j4 * 4;
@@ -114,13 +145,15 @@ __device__ inline void load4(const KeySource& s, int64_t r, int64_t j4, int64_t 
 
 // The first filter of a pass. For distances it compares floats against the pivot's value (a
 // superset of the keys below the pivot key), so the common case (nothing passes) costs one add,
-// one compare and one vote per element; keys are built only for the few that pass.
+// one compare and one vote per element; keys are built only for the few that pass. Src: the
+// float-valued sources (DotSource, HalfDotSource).
+template <class Src>
 struct DotFilter {
     float pf;
     __device__ DotFilter(uint64_t pivot)
         : pf(pivot == kKeyNone ? INFINITY : ordered_to_float((uint32_t)((pivot - 1) >> 32))) {}
     __device__ bool coarse(float v) const { return v <= pf; }
-    __device__ uint64_t key(const DotSource& s, int64_t r, int64_t j, float v) const { return dot_key(s, r, j, v); }
+    __device__ uint64_t key(const Src& s, int64_t r, int64_t j, float v) const { return dot_key(s, r, j, v); }
 };
 struct KeyFilter {
     uint64_t pivot;
@@ -139,7 +172,8 @@ struct IntDotFilter {
     }
 };
 template <class Src> struct SourceTraits;
-template <> struct SourceTraits<DotSource> { using Elem = float; using Filter = DotFilter; };
+template <> struct SourceTraits<DotSource> { using Elem = float; using Filter = DotFilter<DotSource>; };
+template <> struct SourceTraits<HalfDotSource> { using Elem = float; using Filter = DotFilter<HalfDotSource>; };
 template <> struct SourceTraits<KeySource> { using Elem = uint64_t; using Filter = KeyFilter; };
 template <> struct SourceTraits<IntDotSource> { using Elem = int32_t; using Filter = IntDotFilter; };
 
@@ -425,6 +459,10 @@ int qms_select_rows(graft_gpu_ctx* ctx, const KeySource& src, const QmsPlan& pla
     return launch(ctx, src, plan, rows, out, out_ld, scratch);
 }
 int qms_select_rows(graft_gpu_ctx* ctx, const IntDotSource& src, const QmsPlan& plan, int64_t rows,
+                    uint64_t* out, int64_t out_ld, void* scratch) {
+    return launch(ctx, src, plan, rows, out, out_ld, scratch);
+}
+int qms_select_rows(graft_gpu_ctx* ctx, const HalfDotSource& src, const QmsPlan& plan, int64_t rows,
                     uint64_t* out, int64_t out_ld, void* scratch) {
     return launch(ctx, src, plan, rows, out, out_ld, scratch);
 }

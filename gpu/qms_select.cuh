@@ -2,6 +2,8 @@
 // Paper: ../shared/papers/qms-gpu-quick-multi-select-knn.txt (Algorithm 1, Figures 2-4).
 #pragma once
 
+#include <cuda_fp16.h>
+
 #include "common.cuh"
 
 namespace graft {
@@ -34,6 +36,21 @@ struct IntDotSource {
 };
 constexpr int32_t kIntPastEnd = INT32_MAX;
 
+// Distances from the certified FP16 path's half-precision GEMM of scaled vectors (exact_knn.cu):
+// key value = (bnorm ? bnorm[j] : 0) + (rowmul[r] * colmul[j]) * dots[r*ld + j], with rowmul the
+// query's -2 (L2) or -1 (inner product) times its inverse scale and colmul the base vector's
+// inverse scale, all powers of two, so the product undoes the scaling exactly. id and self0 as
+// DotSource.
+struct HalfDotSource {
+    const __half* dots;
+    int64_t ld;           // multiple of 8; dots 16-byte aligned
+    const float* bnorm;   // nullable; 16-byte aligned
+    const float* colmul;  // 16-byte aligned
+    const float* rowmul;
+    uint32_t id0;
+    int64_t self0;
+};
+
 // Keys already made (merging per-tile winners): keys[r*ld + j].
 struct KeySource {
     const uint64_t* keys;
@@ -62,6 +79,8 @@ int qms_select_rows(graft_gpu_ctx* ctx, const DotSource& src, const QmsPlan& pla
 int qms_select_rows(graft_gpu_ctx* ctx, const KeySource& src, const QmsPlan& plan, int64_t rows,
                     uint64_t* out, int64_t out_ld, void* scratch);
 int qms_select_rows(graft_gpu_ctx* ctx, const IntDotSource& src, const QmsPlan& plan, int64_t rows,
+                    uint64_t* out, int64_t out_ld, void* scratch);
+int qms_select_rows(graft_gpu_ctx* ctx, const HalfDotSource& src, const QmsPlan& plan, int64_t rows,
                     uint64_t* out, int64_t out_ld, void* scratch);
 
 // Sorts each row of rows x k keys ascending (CUB segmented radix sort) into `sorted`.

@@ -121,9 +121,9 @@ void GraftIndexFlat::set_param(const char* name, double value) {
                       value);
         p.allow_tf32 = (int)value;
     } else if (n == "exact_path") {
-        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2 || value == 3,
-                      "GraftIndexFlat: exact_path must be 0 (auto), 1 (fp32), 2 (tf32 certified) or "
-                      "3 (int8), got %g", value);
+        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2 || value == 3 || value == 4,
+                      "GraftIndexFlat: exact_path must be 0 (auto), 1 (fp32), 2 (tf32 certified), "
+                      "3 (int8) or 4 (fp16 certified), got %g", value);
         p.exact_path = (int)value;
     } else if (n == "device_budget_mb") {
         GRAFT_REQUIRE(std::isfinite(value) && value >= 0 && value <= 1e9,

@@ -123,13 +123,15 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
 /* Index-level parameters of every graft index inside `index` (looked up through IndexIDMap/IDMap2,
  * IndexPreTransform, IndexShards/IndexReplicas and IndexRefine, like faiss_ParameterSpace does):
  *   "allow_tf32"        0/1: TF32 tensor cores in the GPU distance GEMM, approximate (default 0)
- *   "exact_path"        GPU path of the (exact) search: 0 auto (default: 3 on a GPU for integer
- *                       data, else 2), 1 FP32 GEMM, 2 TF32 tensor cores with a certified error
+ *   "exact_path"        GPU path of the (exact) search: 0 auto (default: 2 on a GPU; graft/flat.h
+ *                       says why), 1 FP32 GEMM, 2 TF32 tensor cores with a certified error
  *                       bound and FP32 re-ranking, 3 INT8 tensor cores for integer data in
- *                       [0, 255] or [-128, 127] (exact outright; other data fails the search);
+ *                       [0, 255] or [-128, 127] (exact outright; other data fails the search),
+ *                       4 FP16 tensor cores on scaled vectors with a certified error bound and
+ *                       FP32 re-ranking (as 2, half the distance bytes);
  *                       reads back the path in use (auto resolved; 1 on the CPU)
- *   "fp32_fallbacks"    read-only: queries so far whose TF32 certificate failed (searched in FP32)
- *   "last_path"         read-only: the path the last search took (1, 2 or 3; 1 on the CPU)
+ *   "fp32_fallbacks"    read-only: queries so far whose certificate failed (searched in FP32)
+ *   "last_path"         read-only: the path the last search took (1 to 4; 1 on the CPU)
  *   "device_budget_mb"  GPU scratch budget in MiB, 0 = auto (a quarter of the device, <= 8 GiB)
  *   "device"            read-only: the CUDA device, -1 for the CPU (fixed at creation)
  * on a flat index: a new value takes effect on the next add/search: a GPU index re-creates its

@@ -38,6 +38,11 @@ int graft_gpu_int8_encode(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d
     (void)c; (void)x; (void)n; (void)d; (void)shift; (void)metric; (void)x8; (void)term;
     return GRAFT_ENODEVICE;
 }
+int graft_gpu_fp16_encode(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d, uint16_t* x16,
+                          float* scale) {
+    (void)c; (void)x; (void)n; (void)d; (void)x16; (void)scale;
+    return GRAFT_ENODEVICE;
+}
 int graft_gpu_select_k(graft_gpu_ctx* c, const float* v, int64_t r, int64_t cols, int64_t ld, int64_t k,
                        float* ov, int64_t* oi) {
     (void)c; (void)v; (void)r; (void)cols; (void)ld; (void)k; (void)ov; (void)oi;

@@ -32,7 +32,8 @@ struct graft_flat {
     int64_t d_capacity;
     void* d_io; /* grow-only search batch buffer */
     size_t d_io_bytes;
-    int exact_path;           /* the resolved GPU path: GRAFT_EXACT_FP32 or _TF32_CERTIFIED */
+    int exact_path;           /* the resolved GPU path: GRAFT_EXACT_FP32, _TF32_CERTIFIED (also
+                                 INT8's fallback) or _FP16_CERTIFIED */
     int64_t fp32_fallbacks;   /* queries the certificate sent back to FP32, all searches */
     int last_path;            /* path of the last search (graft_flat_last_path) */
     /* The exact INT8 path: int8 codes of the stored vectors on the device, kept while every
@@ -43,7 +44,20 @@ struct graft_flat {
     int64_t x8_capacity;
     int64_t x8_rows;          /* leading rows coded with x8_shift; the path needs all ntotal */
     int x8_shift;             /* 128 or 0; -1: no codes */
+    /* The certified FP16 path: scaled FP16 codes of the stored vectors and their inverse scales
+     * (graft_gpu_fp16_encode), kept while the index may take that path (fp16_allowed). */
+    uint16_t* d_x16;          /* x16_capacity x graft_gpu_fp16_row_halves(d) */
+    float* d_x16_scale;       /* x16_capacity */
+    int64_t x16_capacity;
+    int64_t x16_rows;         /* leading rows coded; the path needs all ntotal */
 };
+
+/* What auto (exact_path 0) takes on a GPU. Certified TF32: measured faster on an H100 for every
+ * k tried (bench/RESULTS.md, "Exact k-NN on tensor cores"), INT8 included: on uint8 dense-SIFT
+ * INT8 ran at 171k / 131k QPS (k = 10 / 1024) against certified TF32's 209k / 153k in the same
+ * run (9a3dba2), so INT8 is taken only when asked for (exact_path 3). Certified FP16 (issue 22)
+ * is to be measured against it: the choice is this line. */
+#define GRAFT_EXACT_AUTO_GPU GRAFT_EXACT_TF32_CERTIFIED
 
 static const graft_int8_range empty_range = {1, INFINITY, -INFINITY};
 
@@ -72,9 +86,9 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
     if (params) p = *params;
     if (p.metric != GRAFT_METRIC_L2 && p.metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: unknown metric %d", (int)p.metric);
-    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_INT8)
+    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_FP16_CERTIFIED)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: exact_path %d not in 0 (auto), 1 (fp32), "
-                          "2 (tf32 certified), 3 (int8)", p.exact_path);
+                          "2 (tf32 certified), 3 (int8), 4 (fp16 certified)", p.exact_path);
     if (p.memory_budget == 0 && p.device >= 0) {
         size_t quarter = graft_gpu_device_memory(p.device) / 4;
         p.memory_budget = quarter && quarter < GRAFT_MAX_DEFAULT_BUDGET ? quarter : GRAFT_MAX_DEFAULT_BUDGET;
@@ -94,12 +108,10 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
             return rc;
         }
         graft_gpu_ctx_set_tf32(f->ctx, p.allow_tf32);
-        /* Auto: the certified TF32 path, measured faster on an H100 for every k tried
-         * (bench/RESULTS.md, "Exact k-NN on tensor cores"), INT8 included: on uint8 dense-SIFT
-         * INT8 ran at 171k / 131k QPS (k = 10 / 1024) against certified TF32's 209k / 153k in
-         * the same run (9a3dba2), so INT8 is taken only when asked for (exact_path 3). */
-        f->exact_path = p.exact_path == GRAFT_EXACT_FP32 ? GRAFT_EXACT_FP32 : GRAFT_EXACT_TF32_CERTIFIED;
-        graft_gpu_ctx_set_certified_tf32(f->ctx, f->exact_path == GRAFT_EXACT_TF32_CERTIFIED);
+        const int path = p.exact_path == GRAFT_EXACT_AUTO ? GRAFT_EXACT_AUTO_GPU : p.exact_path;
+        /* INT8 is decided per search (int8_ready); certified TF32 serves what it cannot. */
+        f->exact_path = path == GRAFT_EXACT_INT8 ? GRAFT_EXACT_TF32_CERTIFIED : path;
+        graft_gpu_ctx_set_certified_tf32(f->ctx, f->exact_path != GRAFT_EXACT_FP32);
     } else {
         f->exact_path = GRAFT_EXACT_FP32;
     }
@@ -115,6 +127,8 @@ void graft_flat_free(graft_flat* f) {
         graft_gpu_free(f->ctx, f->d_io);
         graft_gpu_free(f->ctx, f->d_x8);
         graft_gpu_free(f->ctx, f->d_x8_term);
+        graft_gpu_free(f->ctx, f->d_x16);
+        graft_gpu_free(f->ctx, f->d_x16_scale);
         graft_gpu_ctx_destroy(f->ctx);
     }
     pthread_mutex_destroy(&f->lock);
@@ -122,30 +136,40 @@ void graft_flat_free(graft_flat* f) {
     free(f);
 }
 
+/* Replaces the device arrays *a and *b (rows of a_row and b_row bytes) with new ones of a_rows
+ * and b_rows rows that keep their first `keep` rows; the new *a starts zeroed when zero_a. On
+ * failure both stay as they were. */
+static int regrow_pair(graft_flat* f, void** a, size_t a_row, int64_t a_rows, int zero_a, void** b,
+                       size_t b_row, int64_t b_rows, int64_t keep) {
+    size_t bytes;
+    if (graft_mul_overflow((size_t)a_rows, a_row, &bytes))
+        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
+    void *na = NULL, *nb = NULL;
+    int rc = graft_gpu_malloc(f->ctx, &na, bytes);
+    if (rc == GRAFT_OK && zero_a) rc = graft_gpu_memset_async(f->ctx, na, 0, bytes, NULL);
+    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, &nb, (size_t)b_rows * b_row);
+    if (rc == GRAFT_OK && keep > 0) {
+        rc = graft_gpu_copy_d2d(f->ctx, na, *a, (size_t)keep * a_row);
+        if (rc == GRAFT_OK) rc = graft_gpu_copy_d2d(f->ctx, nb, *b, (size_t)keep * b_row);
+    }
+    if (rc != GRAFT_OK) {
+        graft_gpu_free(f->ctx, na);
+        graft_gpu_free(f->ctx, nb);
+        return gpu_status(rc);
+    }
+    graft_gpu_free(f->ctx, *a);
+    graft_gpu_free(f->ctx, *b);
+    *a = na;
+    *b = nb;
+    return GRAFT_OK;
+}
+
 /* Makes room for `need` vectors on the device, keeping the first ntotal. */
 static int gpu_reserve(graft_flat* f, int64_t need) {
     if (need <= f->d_capacity) return GRAFT_OK;
     int64_t cap = f->d_capacity * 2 > need ? f->d_capacity * 2 : need;
-    size_t bytes;
-    if (graft_mul_overflow((size_t)cap, (size_t)f->d * sizeof(float), &bytes))
-        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
-    float *xb = NULL, *norms = NULL;
-    int rc = graft_gpu_malloc(f->ctx, (void**)&xb, bytes);
-    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&norms, (size_t)cap * sizeof(float));
-    if (rc == GRAFT_OK && f->ntotal > 0) {
-        rc = graft_gpu_copy_d2d(f->ctx, xb, f->d_xb, (size_t)f->ntotal * f->d * sizeof(float));
-        if (rc == GRAFT_OK)
-            rc = graft_gpu_copy_d2d(f->ctx, norms, f->d_norms, (size_t)f->ntotal * sizeof(float));
-    }
-    if (rc != GRAFT_OK) {
-        graft_gpu_free(f->ctx, xb);
-        graft_gpu_free(f->ctx, norms);
-        return gpu_status(rc);
-    }
-    graft_gpu_free(f->ctx, f->d_xb);
-    graft_gpu_free(f->ctx, f->d_norms);
-    f->d_xb = xb;
-    f->d_norms = norms;
+    GRAFT_TRY(regrow_pair(f, (void**)&f->d_xb, (size_t)f->d * sizeof(float), cap, 0, (void**)&f->d_norms,
+                          sizeof(float), cap, f->ntotal));
     f->d_capacity = cap;
     return GRAFT_OK;
 }
@@ -165,29 +189,9 @@ static int int8_ready(const graft_flat* f) {
  * up to a multiple of 4 (the INT8 GEMM reads that many, graft_gpu.h) and start zeroed. */
 static int x8_reserve(graft_flat* f) {
     if (f->x8_capacity >= f->d_capacity) return GRAFT_OK;
-    const int64_t cap = f->d_capacity, dp = graft_gpu_int8_row_bytes(f->d);
-    size_t bytes;
-    if (graft_mul_overflow((size_t)(cap + 3) / 4 * 4, (size_t)dp, &bytes))
-        return graft_fail(GRAFT_ENOMEM, "graft_flat_add: size overflow");
-    int8_t* x8 = NULL;
-    int32_t* term = NULL;
-    int rc = graft_gpu_malloc(f->ctx, (void**)&x8, bytes);
-    if (rc == GRAFT_OK) rc = graft_gpu_memset_async(f->ctx, x8, 0, bytes, NULL);
-    if (rc == GRAFT_OK) rc = graft_gpu_malloc(f->ctx, (void**)&term, (size_t)cap * sizeof(int32_t));
-    if (rc == GRAFT_OK && f->x8_rows > 0) {
-        rc = graft_gpu_copy_d2d(f->ctx, x8, f->d_x8, (size_t)f->x8_rows * dp);
-        if (rc == GRAFT_OK)
-            rc = graft_gpu_copy_d2d(f->ctx, term, f->d_x8_term, (size_t)f->x8_rows * sizeof(int32_t));
-    }
-    if (rc != GRAFT_OK) {
-        graft_gpu_free(f->ctx, x8);
-        graft_gpu_free(f->ctx, term);
-        return gpu_status(rc);
-    }
-    graft_gpu_free(f->ctx, f->d_x8);
-    graft_gpu_free(f->ctx, f->d_x8_term);
-    f->d_x8 = x8;
-    f->d_x8_term = term;
+    const int64_t cap = f->d_capacity;
+    GRAFT_TRY(regrow_pair(f, (void**)&f->d_x8, (size_t)graft_gpu_int8_row_bytes(f->d), (cap + 3) / 4 * 4, 1,
+                          (void**)&f->d_x8_term, sizeof(int32_t), cap, f->x8_rows));
     f->x8_capacity = cap;
     return GRAFT_OK;
 }
@@ -214,6 +218,34 @@ static void x8_release(graft_flat* f) {
     f->d_x8_term = NULL;
     f->x8_capacity = f->x8_rows = 0;
     f->x8_shift = -1;
+}
+
+/* FP16 codes are kept only for a GPU index whose searches take the certified FP16 path (not
+ * while allow_tf32 makes them approximate TF32). */
+static int fp16_allowed(const graft_flat* f) {
+    return f->ctx && f->exact_path == GRAFT_EXACT_FP16_CERTIFIED && !f->p.allow_tf32;
+}
+
+static int fp16_ready(const graft_flat* f) { return fp16_allowed(f) && f->x16_rows == f->ntotal; }
+
+/* Room for d_capacity rows of FP16 codes, keeping the first x16_rows. */
+static int x16_reserve(graft_flat* f) {
+    if (f->x16_capacity >= f->d_capacity) return GRAFT_OK;
+    const int64_t cap = f->d_capacity;
+    GRAFT_TRY(regrow_pair(f, (void**)&f->d_x16, (size_t)graft_gpu_fp16_row_halves(f->d) * sizeof(uint16_t), cap, 0,
+                          (void**)&f->d_x16_scale, sizeof(float), cap, f->x16_rows));
+    f->x16_capacity = cap;
+    return GRAFT_OK;
+}
+
+/* Codes for rows [x16_rows, need) of the device vectors; on failure x16_rows is unchanged. */
+static int x16_update(graft_flat* f, int64_t need) {
+    GRAFT_TRY(x16_reserve(f));
+    const int64_t r0 = f->x16_rows;
+    GPU_TRY(graft_gpu_fp16_encode(f->ctx, f->d_xb + r0 * f->d, need - r0, f->d,
+                                  f->d_x16 + r0 * graft_gpu_fp16_row_halves(f->d), f->d_x16_scale + r0));
+    f->x16_rows = need;
+    return GRAFT_OK;
 }
 
 static int gpu_io(graft_flat* f, size_t bytes, void** out) {
@@ -257,6 +289,7 @@ static int flat_add_locked(graft_flat* f, int64_t n, const float* x) {
         GPU_TRY(graft_gpu_upload(f->ctx, dst, x, (size_t)n * f->d * sizeof(float)));
         GPU_TRY(graft_gpu_row_norms(f->ctx, dst, n, f->d, f->d_norms + f->ntotal));
         if (shift >= 0) GRAFT_TRY(x8_update(f, need, shift));
+        if (fp16_allowed(f)) GRAFT_TRY(x16_update(f, need));
     }
     memcpy(f->xb + f->ntotal * f->d, x, (size_t)n * f->d * sizeof(float));
     f->ntotal = need;
@@ -282,6 +315,7 @@ int graft_flat_reset(graft_flat* f) {
     f->ntotal = 0;
     f->range = empty_range;
     f->x8_rows = 0;
+    f->x16_rows = 0;
     pthread_mutex_unlock(&f->lock);
     return GRAFT_OK;
 }
@@ -340,6 +374,9 @@ static int gpu_search_locked(graft_flat* f, int64_t nq, const float* xq, int64_t
             a.xb8 = f->d_x8;
             a.xb8_term = f->d_x8_term;
             a.shift8 = f->x8_shift;
+        } else if (fp16_ready(f)) {
+            a.xb16 = f->d_x16;
+            a.xb16_scale = f->d_x16_scale;
         }
         if (xq) {
             GPU_TRY(graft_gpu_upload(f->ctx, dq, xq + q0 * f->d, (size_t)nb * f->d * sizeof(float)));

@@ -1,6 +1,7 @@
 /* GPU exact k-NN against the CPU reference, on real data, random and adversarial sets (label
- * gpu), through both GPU paths: the FP32 GEMM and certified TF32 (TF32 tensor-core candidates, a
- * rigorous error bound, FP32 re-ranking, FP32 again where the certificate fails).
+ * gpu), through the three GPU paths for any data: the FP32 GEMM, certified TF32 (TF32
+ * tensor-core candidates, a rigorous error bound, FP32 re-ranking, FP32 again where the
+ * certificate fails) and certified FP16 (the same over an FP16 GEMM of scaled vectors).
  *
  * The GPU ranks by ||b||^2 - 2 q.b in FP32 while the reference sums (q-b)^2 in double, so a
  * distance may differ by float rounding of the GEMM formula and two neighbours whose distances
@@ -67,6 +68,11 @@ static int64_t compare(const char* what, const float* xb, int64_t nb, const floa
     return dist_bad + label_bad + dup;
 }
 
+static const int kPaths[] = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_FP16_CERTIFIED};
+static const char* path_label(int path) {
+    return path == GRAFT_EXACT_FP32 ? "fp32" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32c" : "fp16c";
+}
+
 static void run_case_path(const char* name, const float* xb, int64_t nb, const float* xq,
                           int64_t nq, int64_t d, int64_t k, graft_metric metric, size_t budget,
                           int graph, int path) {
@@ -102,11 +108,15 @@ static void run_case_path(const char* name, const float* xb, int64_t nb, const f
     int64_t fallbacks = 0;
     int used = graft_flat_exact_path(g, &fallbacks);
     CHECK(used == path, "%s: exact path %d in use, asked for %d", name, used, path);
+    /* The k-NN graph always runs in FP32 (graft_gpu_exact_knn); a search runs the path asked for
+     * (an H100's cuBLAS has the FP16 GEMM, so no fallback to TF32 may pass unnoticed). */
+    const int ran = graft_flat_last_path(g), want_ran = graph ? GRAFT_EXACT_FP32 : path;
+    CHECK(ran == want_ran, "%s: the search took path %d, want %d", name, ran, want_ran);
     char fb[48] = "";
-    if (path == GRAFT_EXACT_TF32_CERTIFIED) snprintf(fb, sizeof fb, " (%lld to fp32)", (long long)fallbacks);
+    if (path != GRAFT_EXACT_FP32) snprintf(fb, sizeof fb, " (%lld to fp32)", (long long)fallbacks);
     snprintf(what, sizeof what, "%s nq=%lld nb=%lld d=%lld k=%lld %s%s %s%s", name, (long long)rows,
              (long long)nb, (long long)d, (long long)k, metric == GRAFT_METRIC_L2 ? "L2" : "IP",
-             budget ? " small-budget" : "", path == GRAFT_EXACT_FP32 ? "fp32" : "tf32c", fb);
+             budget ? " small-budget" : "", path_label(path), fb);
     compare(what, xb, nb, graph ? xb : xq, rows, d, k, metric == GRAFT_METRIC_L2, graph ? 0 : -1,
             Dg, Ig, Dc, Ic);
     free(Dg); free(Dc); free(Ig); free(Ic);
@@ -116,8 +126,8 @@ static void run_case_path(const char* name, const float* xb, int64_t nb, const f
 
 static void run_case(const char* name, const float* xb, int64_t nb, const float* xq, int64_t nq,
                      int64_t d, int64_t k, graft_metric metric, size_t budget, int graph) {
-    run_case_path(name, xb, nb, xq, nq, d, k, metric, budget, graph, GRAFT_EXACT_FP32);
-    run_case_path(name, xb, nb, xq, nq, d, k, metric, budget, graph, GRAFT_EXACT_TF32_CERTIFIED);
+    for (size_t i = 0; i < sizeof kPaths / sizeof kPaths[0]; i++)
+        run_case_path(name, xb, nb, xq, nq, d, k, metric, budget, graph, kPaths[i]);
 }
 
 /* Rows scaled by 10^e, e cycling through -12..12 (huge and tiny norms side by side). */
@@ -178,6 +188,19 @@ static void certified_cases(void) {
     scale_rows(xq, nq, d, 3);
     run_case("norms 1e-12..1e12", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
     run_case("norms 1e-12..1e12", xb, nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    /* FP16's extremes side by side: components of 1e6 (past its 65504) and 1e-30 (below its
+     * smallest subnormal, and squares below FP32's), and plain ones. */
+    random_normal(xb, (size_t)(nb * d), 37);
+    random_normal(xq, (size_t)(nq * d), 38);
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t j = 0; j < d; j++) xb[i * d + j] *= i % 3 == 0 ? 1e6f : i % 3 == 1 ? 1e-30f : 1.f;
+    for (int64_t i = 0; i < nq; i++)
+        for (int64_t j = 0; j < d; j++) xq[i * d + j] *= i % 3 == 0 ? 1e6f : i % 3 == 1 ? 1e-30f : 1.f;
+    run_case("1e6 / 1e-30 / 1", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
+    run_case("1e6 / 1e-30 / 1", xb, nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    /* Norms past 2^60 (about 1.2e18): the FP16 certificate fails them all, FP32 answers. */
+    for (int64_t i = 0; i < nb * d; i++) xb[i] = (float)((i * 2654435761u >> 9) % 1000) * 1e15f;
+    run_case("norms past 2^60", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
     free(xb);
     free(xq);
 }
@@ -244,10 +267,13 @@ int main(void) {
         graft_flat_free(g);
         free(xb);
     }
-    /* Errors on the GPU path leave the index usable. */
-    {
+    /* Errors on the GPU paths leave the index usable. */
+    for (size_t i = 0; i < sizeof kPaths / sizeof kPaths[0]; i++) {
+        graft_flat_params p;
+        graft_flat_params_defaults(&p);
+        p.exact_path = kPaths[i];
         graft_flat* g = NULL;
-        CHECK_OK(graft_flat_new(s.d, NULL, &g));
+        CHECK_OK(graft_flat_new(s.d, &p, &g));
         CHECK_OK(graft_flat_add(g, s.nb, s.xb));
         float bad[128];
         memcpy(bad, s.xq, sizeof bad);

@@ -1,7 +1,8 @@
 /* GPU out of memory: the allocation fault injector (graft_gpu_fault_inject, gpu/device_alloc.cu)
  * fails the Nth cudaMalloc / cudaHostAlloc / cublasCreate of an operation, for every N the
  * operation makes, for add, build, search and filtered search (a selector of 10% of the ids: the
- * filtered search's exact path, graft/graph.h) of each index type (GraftFlat, GraftGraph,
+ * filtered search's exact path, graft/graph.h) of each index type (GraftFlat, GraftFlat on the
+ * certified FP16 path with its device codes, GraftGraph,
  * GraftGraph,PQ in-memory and out-of-core, whose pinned host buffers are cudaHostAlloc'd). Each
  * failure must be a clean error naming the shortage; afterwards the index still holds and finds
  * its previous contents (ntotal unchanged, searches equal to those before, bit for bit), and once
@@ -18,10 +19,15 @@ static graft_test_sift S;
 static const char* const kOp[] = {"add", "build", "search", "filtered search"};
 static long points, tolerated;
 
+/* desc: a factory string, optionally followed by ";exact_path=N" for a flat index. */
 static FaissIndex* prepare(const char* desc, float* D, idx_t* I, int op) {
     FaissIndex* idx = NULL;
-    FAISS_OK(faiss_graft_index_factory(&idx, (int)S.d, desc, METRIC_L2));
+    const char* path = strstr(desc, ";exact_path=");
+    char factory[64];
+    snprintf(factory, sizeof factory, "%.*s", path ? (int)(path - desc) : (int)strlen(desc), desc);
+    FAISS_OK(faiss_graft_index_factory(&idx, (int)S.d, factory, METRIC_L2));
     if (!idx) exit(1);
+    if (path) FAISS_OK(faiss_graft_set_param(idx, "exact_path", atof(path + strlen(";exact_path="))));
     if (strstr(desc, "PQ")) FAISS_OK(faiss_Index_train(idx, NA, S.xb));
     FAISS_OK(faiss_Index_add(idx, NA, S.xb));
     FAISS_OK(faiss_Index_search(idx, NQ, S.xq, K, D, I)); /* a graph index builds here */
@@ -92,9 +98,9 @@ static void walk(const char* desc, int op) {
 int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_load_sift5k(&S);
-    static const char* const idx[] = {"GraftFlat,gpu=0", "GraftGraph32,gpu=0",
+    static const char* const idx[] = {"GraftFlat,gpu=0", "GraftFlat,gpu=0;exact_path=4", "GraftGraph32,gpu=0",
                                       "GraftGraph32,PQ16,gpu=0,inmem", "GraftGraph32,PQ16,gpu=0,ooc"};
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < (int)(sizeof idx / sizeof idx[0]); i++)
         for (int op = 0; op < 4; op++)
             if ((op != OP_BUILD || strstr(idx[i], "Graph")) && /* a graph index's add only appends */
                 (op != OP_FILTERED || strstr(idx[i], "Graph")))

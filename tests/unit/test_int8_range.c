@@ -127,29 +127,34 @@ static void bounds(void) {
           "code rows round d up to 16 bytes");
 }
 
-/* The index's face on the CPU: exact_path 3 is accepted (and ignored), 4 is not; a CPU search
- * reports the FP32 path. */
+/* The index's face on the CPU: exact_path 3 and 4 are accepted (and ignored), 5 is not; a CPU
+ * search reports the FP32 path. */
 static void flat_params(const graft_test_sift* s) {
     graft_flat_params p;
     graft_flat_params_defaults(&p);
     p.device = -1;
-    p.exact_path = 4;
+    p.exact_path = 5;
     graft_flat* f = NULL;
     CHECK_ERR(graft_flat_new(s->d, &p, &f), GRAFT_EINVAL);
-    CHECK(strstr(graft_last_error(), "3 (int8)"), "message names the INT8 path: %s", graft_last_error());
-    p.exact_path = GRAFT_EXACT_INT8;
-    CHECK_OK(graft_flat_new(s->d, &p, &f));
-    if (!f) return;
-    CHECK(graft_flat_last_path(f) == 0, "no search yet, last path %d", graft_flat_last_path(f));
-    CHECK_OK(graft_flat_add(f, s->nb, s->xb));
-    float D[10];
-    int64_t I[10];
-    CHECK_OK(graft_flat_search(f, 1, s->xq, 10, D, I));
-    CHECK(graft_flat_last_path(f) == GRAFT_EXACT_FP32, "CPU search reports path %d", graft_flat_last_path(f));
-    CHECK(graft_flat_exact_path(f, NULL) == GRAFT_EXACT_FP32, "CPU index reports path %d",
-          graft_flat_exact_path(f, NULL));
-    CHECK(I[0] == s->gt[0], "query 0's nearest %lld, want %d", (long long)I[0], s->gt[0]);
-    graft_flat_free(f);
+    CHECK(strstr(graft_last_error(), "3 (int8), 4 (fp16 certified)"), "message names the INT8 and FP16 paths: %s",
+          graft_last_error());
+    for (int path = GRAFT_EXACT_INT8; path <= GRAFT_EXACT_FP16_CERTIFIED; path++) {
+        p.exact_path = path;
+        CHECK_OK(graft_flat_new(s->d, &p, &f));
+        if (!f) return;
+        CHECK(graft_flat_last_path(f) == 0, "no search yet, last path %d", graft_flat_last_path(f));
+        CHECK_OK(graft_flat_add(f, s->nb, s->xb));
+        float D[10];
+        int64_t I[10];
+        CHECK_OK(graft_flat_search(f, 1, s->xq, 10, D, I));
+        CHECK(graft_flat_last_path(f) == GRAFT_EXACT_FP32, "path %d: CPU search reports path %d", path,
+              graft_flat_last_path(f));
+        CHECK(graft_flat_exact_path(f, NULL) == GRAFT_EXACT_FP32, "path %d: CPU index reports path %d", path,
+              graft_flat_exact_path(f, NULL));
+        CHECK(I[0] == s->gt[0], "query 0's nearest %lld, want %d", (long long)I[0], s->gt[0]);
+        graft_flat_free(f);
+        f = NULL;
+    }
 }
 
 int main(void) {

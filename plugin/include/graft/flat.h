@@ -1,6 +1,6 @@
 /* graft: exact k-NN (brute force), the IndexFlat-style index and the oracle for everything else.
  *
- * On the GPU, distances are a cuBLAS GEMM (FP32, certified TF32, or INT8 for integer data; see
+ * On the GPU, distances are a cuBLAS GEMM (FP32, certified TF32 or FP16, or INT8 for integer data; see
  * exact_path) and selection is the warp-ballot quick multi-select (gpu/qms_select.cu); on the
  * CPU, the reference below.
  * Results follow FAISS's IndexFlat exactly: row-major nq x k; L2 gives squared distances,
@@ -54,10 +54,25 @@ typedef struct graft_flat_params {
                               more accurate than FP32's. On the H100 at 1M x 128 it ran at
                               171k / 131k QPS (k = 10 / 1024) against certified TF32's 209k /
                               153k: the int32 distance matrix costs what the FP32 one does, and
-                              the TF32 GEMM it saves is the smaller part. Ignored on the CPU. */
+                              the TF32 GEMM it saves is the smaller part.
+                              GRAFT_EXACT_FP16_CERTIFIED (4): as certified TF32, with candidates
+                              from an FP16 tensor-core GEMM (FP32 accumulation, FP16 output: half
+                              the distance matrix's bytes, twice TF32's GEMM rate) of the vectors
+                              each scaled by a power of two (no FP16 overflow at any magnitude;
+                              vectors of norm over 2^60 fail the certificate and run in FP32).
+                              The index keeps FP16 codes of its vectors on the GPU beside the FP32
+                              copy: n x d x 2 bytes (d rounded up to 8) plus 4 bytes a vector. A
+                              device whose cuBLAS refuses the FP16 GEMM searches in certified
+                              TF32, as graft_flat_last_path then says. Ignored on the CPU. */
 } graft_flat_params;
 
-enum { GRAFT_EXACT_AUTO = 0, GRAFT_EXACT_FP32 = 1, GRAFT_EXACT_TF32_CERTIFIED = 2, GRAFT_EXACT_INT8 = 3 };
+enum {
+    GRAFT_EXACT_AUTO = 0,
+    GRAFT_EXACT_FP32 = 1,
+    GRAFT_EXACT_TF32_CERTIFIED = 2,
+    GRAFT_EXACT_INT8 = 3,
+    GRAFT_EXACT_FP16_CERTIFIED = 4
+};
 
 void graft_flat_params_defaults(graft_flat_params* params);
 
@@ -89,13 +104,13 @@ int64_t graft_flat_d(const graft_flat* index);
 graft_metric graft_flat_metric(const graft_flat* index);
 /* -1 when the index searches on the CPU. */
 int graft_flat_device(const graft_flat* index);
-/* The GPU path the index's searches take (GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, or
- * GRAFT_EXACT_INT8 while the stored vectors have INT8 codes: integer queries in their range take
- * it; FP32 on the CPU), and how many queries of its searches so far the certificate sent back to
- * FP32. */
+/* The GPU path the index's searches take (GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED,
+ * GRAFT_EXACT_FP16_CERTIFIED, or GRAFT_EXACT_INT8 while the stored vectors have INT8 codes:
+ * integer queries in their range take it; FP32 on the CPU), and how many queries of its searches
+ * so far the certificate sent back to FP32. */
 int graft_flat_exact_path(const graft_flat* index, int64_t* fp32_fallbacks);
 /* The path the last search (or k-NN graph) took: GRAFT_EXACT_FP32 (also every CPU search),
- * GRAFT_EXACT_TF32_CERTIFIED or GRAFT_EXACT_INT8; 0 before the first. */
+ * GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_INT8 or GRAFT_EXACT_FP16_CERTIFIED; 0 before the first. */
 int graft_flat_last_path(const graft_flat* index);
 /* The stored vectors (ntotal x d, row-major), owned by the index, valid until the next add/reset. */
 const float* graft_flat_vectors(const graft_flat* index);
