@@ -49,7 +49,7 @@
 #                                              #     GraftGraph, GraftGraph,FP16, GraftGraph,SQ8,
 #                                              #     GraftGraph,PQ32 and GraftGraph,OPQ32,PQ32 on the 1M
 #                                              #     dense-SIFT set, then the same on Fashion-MNIST with
-#                                              #     PQ28 (784 = 28 x 28) and PQ196 (no FAISS GPU, no
+#                                              #     PQ28 (784 = 28 x 28), batch 10k only (no FAISS GPU, no
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
 #   bash scripts/device_run.sh --no-tests --search-profile
@@ -482,7 +482,7 @@ if [ $storage_bench = 1 ]; then
     local name=$1 secs=$2; shift 2
     stamp "graft-bench (storages) on $name (${secs}s at most)"
     GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=1 \
-      timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
+      timeout $secs ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 0 \
       --out "$OUT" --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" \
       --sweep "L=16,24,32,48,64,96,128,256" --deadline $(( secs - 20 )) "$@" 2>&1 | tee -a "$OUT/graft-bench-storage.log"
   }
@@ -499,7 +499,7 @@ if [ $storage_bench = 1 ]; then
   if [ $left -ge 40 ]; then
     gbs fashion-mnist $left --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz \
       --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 --index GraftGraph,PQ28 \
-      --index GraftGraph,OPQ28,PQ28 --index GraftGraph,PQ196
+      --index GraftGraph,OPQ28,PQ28
   else
     stamp "graft-bench (storages) on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"
   fi
