@@ -52,12 +52,12 @@ struct graft_flat {
     int64_t x16_rows;         /* leading rows coded; the path needs all ntotal */
 };
 
-/* What auto (exact_path 0) takes on a GPU. Certified TF32: measured faster on an H100 for every
- * k tried (bench/RESULTS.md, "Exact k-NN on tensor cores"), INT8 included: on uint8 dense-SIFT
- * INT8 ran at 171k / 131k QPS (k = 10 / 1024) against certified TF32's 209k / 153k in the same
- * run (9a3dba2), so INT8 is taken only when asked for (exact_path 3). Certified FP16 (issue 22)
- * is to be measured against it: the choice is this line. */
-#define GRAFT_EXACT_AUTO_GPU GRAFT_EXACT_TF32_CERTIFIED
+/* What auto (exact_path 0) takes on a GPU. Certified FP16: the fastest path on an H100 in every
+ * case measured (bench/RESULTS.md, "Exact k-NN on tensor cores"; run at 43eb449, 1M x 128, 10k
+ * queries): k = 10 225k-232k QPS on dense-SIFT, uniform and uint8 data against certified TF32's
+ * 186k-220k and INT8's 164k-200k; k = 1024 on dense-SIFT 165k-176k against 138k-148k; d = 960
+ * 91k against 79k. INT8 is taken only when asked for (exact_path 3). */
+#define GRAFT_EXACT_AUTO_GPU GRAFT_EXACT_FP16_CERTIFIED
 
 static const graft_int8_range empty_range = {1, INFINITY, -INFINITY};
 

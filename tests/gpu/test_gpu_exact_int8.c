@@ -5,8 +5,8 @@
  * FLT_MAX padding), at every rank. Data: sift5k and Fashion-MNIST (uint8 values), random integers
  * in [0, 255] and [-128, 127], adversarial sets (ties everywhere, all-255 vectors, code extremes,
  * d not a multiple of 4, d = 1), k in {1, 10, 100, 1024, 4096}, L2 and inner product, base tiles
- * with a merge, the k-NN graph; the path asked for with exact_path 3 (auto takes certified TF32,
- * measured faster on the H100: graft/flat.h). Auto on the same data takes certified TF32 and
+ * with a merge, the k-NN graph; the path asked for with exact_path 3 (auto takes certified FP16,
+ * measured faster on the H100: graft/flat.h). Auto on the same data takes certified FP16 and
  * agrees with the reference within FP32 rounding (test_gpu_exact.c's rule); with exact_path 3,
  * data the codes cannot hold (float queries, a float add) is refused. label gpu; exit 77 without
  * a GPU. */
@@ -120,7 +120,7 @@ static void run(const char* name, const float* xb, int64_t nb, const float* xq, 
     graft_flat_free(g);
 }
 
-/* The INT8 path (exact_path 3: auto takes certified TF32, measured faster) on integer data. */
+/* The INT8 path (exact_path 3: auto takes certified FP16, measured faster) on integer data. */
 static void run8(const char* name, const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d,
                  int64_t k, graft_metric metric) {
     run(name, xb, nb, xq, nq, d, k, metric, 0, 0, GRAFT_EXACT_INT8, GRAFT_EXACT_INT8);
@@ -251,21 +251,21 @@ static void adversarial(void) {
 static void mixed(const graft_test_sift* s) {
     const int64_t nq = 100, d = s->d;
     float* xq = malloc(sizeof(float) * nq * d);
-    /* Float queries over an integer base: certified TF32. */
+    /* Float queries over an integer base: auto's certified FP16. */
     memcpy(xq, s->xq, sizeof(float) * nq * d);
     xq[5 * d + 3] += 0.5f;
-    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 2);
-    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0, 0, 2);
+    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
+    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0, 0, 4);
     /* Integer queries outside the codes' range: 300, and -1 (the base takes the unsigned codes). */
     memcpy(xq, s->xq, sizeof(float) * nq * d);
     xq[7] = 300.f;
-    run("sift5k base, query value 300", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 2);
+    run("sift5k base, query value 300", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
     xq[7] = -1.f;
-    run("sift5k base, query value -1", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 2);
-    /* Non-integer base: TF32; and FP32 / TF32 when forced, even on integer data. */
+    run("sift5k base, query value -1", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
+    /* Non-integer base: certified FP16; and FP32 / TF32 when forced, even on integer data. */
     float* fb = malloc(sizeof(float) * s->nb * d);
     for (int64_t i = 0; i < s->nb * d; i++) fb[i] = s->xb[i] * 0.25f;
-    run("sift5k / 4 (fractions)", fb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 2);
+    run("sift5k / 4 (fractions)", fb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
     run("sift5k forced tf32", s->xb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, GRAFT_EXACT_TF32_CERTIFIED, 2);
     run("sift5k forced fp32", s->xb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, GRAFT_EXACT_FP32, 1);
 

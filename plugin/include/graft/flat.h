@@ -33,8 +33,8 @@ typedef struct graft_flat_params {
     int (*cpu_knn)(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
                    graft_metric metric, float* D, int64_t* I);
     int exact_path;        /* GPU path of the exact search (still exact): GRAFT_EXACT_AUTO (0,
-                              default: certified TF32; measured faster than INT8 on
-                              the H100, even on uint8 data: bench/RESULTS.md),
+                              default: certified FP16, the fastest measured on the H100, even
+                              on uint8 data: bench/RESULTS.md),
                               GRAFT_EXACT_FP32 (1: FP32 GEMM), GRAFT_EXACT_TF32_CERTIFIED (2: TF32
                               tensor-core candidates with a certified error bound, FP32
                               re-ranking, FP32 again for a query whose certificate fails),
