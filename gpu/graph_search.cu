@@ -67,7 +67,7 @@ struct Params {
     unsigned long long* stage_cycles;  // GRAFT_SEARCH_PROFILE: kStages sums, else NULL
 };
 
-// Where a warp's time goes (GRAFT_SEARCH_PROFILE=1): SM clock cycles between marks, summed over
+// Where a warp's time goes (GRAFT_SEARCH_PROFILE=N, calls of N queries or more): SM clock cycles between marks, summed over
 // the warps, including the cycles a warp waits for memory or for the scheduler.
 enum { kStageInit, kStageLocate, kStageRows, kStageDistances, kStageMaintain, kStageVisited,
        kStageRerank, kStages };
@@ -169,13 +169,9 @@ __device__ inline float dim_term(float q, float v, float s) {
 // walk is latency-bound (GRAFT_SEARCH_PROFILE on the H100: a candidate at a time, the distances
 // took 50-90% of a warp's cycles at 0.6-2 TB/s), and round trips, not bytes, set its pace: a
 // compressed row takes 2-4x fewer of them.
-#ifndef GRAFT_IN_FLIGHT
-#define GRAFT_IN_FLIGHT 4
-#endif
-#ifndef GRAFT_CHUNKS
-#define GRAFT_CHUNKS 2
-#endif
-constexpr int kInFlight = GRAFT_IN_FLIGHT, kChunks = GRAFT_CHUNKS;
+// 4 x 2 kept: 2 or 4 candidates x 1 or 2 chunks measured within noise of each other host to host
+// (bench/logs/profile-637c0ef-h100.log).
+constexpr int kInFlight = 4, kChunks = 2;
 
 // The staged query (and SQ8's scales) in chunk order: float4 number t * dw + j holds dimensions
 // 4t .. 4t + 3 of chunk j (W dimensions, one 16-byte load of the row), so the lanes of a group,
