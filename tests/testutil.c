@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "testutil.h"
 
 #include <math.h>
@@ -15,6 +16,22 @@ int graft_test_finish(const char* name) {
     }
     printf("%s: %d checks failed\n", name, graft_test_failures);
     return 1;
+}
+
+void graft_test_temp_dir(char* dir, size_t cap, const char* name) {
+    snprintf(dir, cap, "%s/graft_%s_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+int graft_test_remove_dir(const char* dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) == 0) return 0;
+    fprintf(stderr, "could not remove %s\n", dir);
+    return -1;
 }
 
 const char* graft_test_data_dir(void) {

@@ -44,6 +44,11 @@ extern int graft_test_failures;
 /* Prints "N passed, N failed" style summary and returns the process exit code. */
 int graft_test_finish(const char* name);
 
+/* A new empty directory $TMPDIR/graft_<name>_XXXXXX (TMPDIR unset: /tmp) into dir (cap bytes);
+ * exits 1 when it cannot be made. graft_test_remove_dir removes it with its files (0: done). */
+void graft_test_temp_dir(char* dir, size_t cap, const char* name);
+int graft_test_remove_dir(const char* dir);
+
 /* Directory of the real data (env GRAFT_DATA_DIR, else the configured ../shared/data). */
 const char* graft_test_data_dir(void);
 

@@ -4,7 +4,6 @@
  * same selector, IndexIDMap wrapping, I/O round trips and broken files, and bad input. Runs on the
  * CPU reference (device -1, "...,cpu": RNN-Descent build, graft_bang_search_cpu search), as CI has
  * no GPU; where a GPU is visible, "GraftGraph32,PQ16" also runs there. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -434,11 +433,7 @@ static void test_idmap_io(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "%s/graft_bang_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "bang");
     graft_test_load_sift5k(&s);
     truth = exact_truth(NULL);
     pq16 = built("GraftGraph32,PQ16,cpu");
@@ -449,9 +444,7 @@ int main(void) {
     test_selectors();
     test_idmap_io();
     faiss_Index_free(pq16);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);
     return graft_test_finish("test_faiss_bang");

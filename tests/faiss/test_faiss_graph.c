@@ -4,7 +4,6 @@
  * round trips and truncated files, export to a FAISS IndexHNSWFlat searched by stock FAISS, and
  * bad input. Runs on the CPU references (device -1, "...,cpu"), as CI has no GPU; where a GPU is
  * visible, "GraftGraph" and records read with the automatic device also run there. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -382,11 +381,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "%s/graft_graph_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "graph");
     graft_test_load_sift5k(&s);
     truth = exact_truth(NULL);
     test_factory();
@@ -395,9 +390,7 @@ int main(void) {
     test_idmap_io();
     test_export();
     test_errors();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);
     return graft_test_finish("test_faiss_graph");

@@ -3,7 +3,7 @@
  * them, and stock FAISS indexes (IndexFlatL2, HNSW32); every broken file fails with a readable
  * message and no crash or leak. Built on the CPU (device -1); where a GPU is visible, graft
  * records are also read back onto device 0. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, popen */
+#define _POSIX_C_SOURCE 200809L /* popen */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,11 +397,7 @@ static void test_errors(const graft_test_sift* s, const unsigned char* idmap_rec
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "%s/graft_io_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "io");
     graft_test_sift s;
     graft_test_load_sift5k(&s);
     printf("GPU: %s\n", graft_gpu_available() ? "visible, graft records also read onto device 0" : "none");
@@ -415,8 +411,6 @@ int main(void) {
     if (rec) test_errors(&s, rec, rec_len);
     free(rec);
     graft_test_free_sift(&s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "cannot remove %s", dir);
+    CHECK(graft_test_remove_dir(dir) == 0, "cannot remove %s", dir);
     return graft_test_finish("test_faiss_io");
 }

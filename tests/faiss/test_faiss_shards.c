@@ -375,11 +375,7 @@ static void test_bad_strings(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "%s/graft_shards_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "shards");
     graft_test_load_sift5k(&s);
     (void)filtered;  /* the fixture's helpers this test does not use */
     truth = exact_truth(NULL);
@@ -392,9 +388,7 @@ int main(void) {
     test_wrappers();
     test_io();
     test_bad_strings();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);
     return graft_test_finish("test_faiss_shards");

@@ -4,7 +4,6 @@
  * read-only "storage", recall@10 on sift5k against FAISS IndexFlatL2, I/O round trips, a
  * selector, and bad strings. CPU references (",cpu"); where a GPU is visible the same strings on
  * GPU 0 are searched too. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -156,11 +155,7 @@ static void test_bad_strings(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "%s/graft_storage_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "storage");
     graft_test_load_sift5k(&s);
     truth = exact_truth(NULL);
     test_factory(0);
@@ -168,9 +163,7 @@ int main(void) {
     test_params_io();
     test_opq();
     test_bad_strings();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);
     return graft_test_finish("test_faiss_storage");

@@ -138,11 +138,7 @@ static void all_gpus(void) {
 
 int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
-    snprintf(dir, sizeof dir, "%s/graft_gpu_shards_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "gpu_shards");
     graft_test_load_sift5k(&s);
     (void)filtered, (void)same_results;  /* the fixture's helpers this test does not use */
     truth = exact_truth(NULL);
@@ -151,9 +147,7 @@ int main(void) {
     compare("GraftGraph32,PQ16", 1, 0);
     hand_built();
     if (graft_gpu_count() >= 2) all_gpus();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);
     return graft_test_finish("test_gpu_shards");

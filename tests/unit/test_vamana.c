@@ -3,7 +3,6 @@
  * dropped, the start vertex remapped), broken files (truncated, counts above the max degree, file
  * sizes that do not match, too few or too many rows, missing), bad arguments; and a graph that
  * came in through such a file serving the graph + PQ index (graft_gindex_set_data). */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -398,11 +397,7 @@ static void test_bang_set_data(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "%s/graft_vamana_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    graft_test_temp_dir(dir, sizeof dir, "vamana");
     graft_test_load_sift5k(&s);
     graft_rnnd_params p;
     graft_rnnd_params_defaults(&p);
@@ -415,8 +410,6 @@ int main(void) {
     }
     graft_graph_free(&built);
     graft_test_free_sift(&s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    graft_test_remove_dir(dir);
     return graft_test_finish("test_vamana");
 }
