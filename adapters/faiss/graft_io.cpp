@@ -54,15 +54,37 @@ uint64_t get_le(const unsigned char* p, int n) {
     for (int i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
     return v;
 }
-void put(FILE* f, const void* p, size_t n, uint64_t& h) {
-    h = graft_io_checksum(h, p, n);
-    REQUIRE(fwrite(p, 1, n, f) == n, "graft id map record: write failed: %s", strerror(errno));
-}
-void get(FILE* f, void* p, size_t n, uint64_t& h, const char* what) {
-    size_t got = fread(p, 1, n, f);
-    REQUIRE(got == n, "graft id map record: %s in the %s", ferror(f) ? "read error" : "truncated", what);
-    h = graft_io_checksum(h, p, n);
-}
+// The bytes of one of this file's records (GRFTIDMP, GRFTSHRD) with their running checksum;
+// errors name the record.
+struct Record {
+    FILE* f;
+    const char* name;  // e.g. "graft id map record"
+    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
+
+    void put(const void* p, size_t n) {
+        sum = graft_io_checksum(sum, p, n);
+        REQUIRE(fwrite(p, 1, n, f) == n, "%s: write failed: %s", name, strerror(errno));
+    }
+    void get(void* p, size_t n, const char* what) {
+        size_t got = fread(p, 1, n, f);
+        REQUIRE(got == n, "%s: %s in the %s", name, ferror(f) ? "read error" : "truncated", what);
+        sum = graft_io_checksum(sum, p, n);
+    }
+    void put_checksum() {
+        unsigned char b[8];
+        put_le(b, sum, 8);
+        put(b, 8);
+    }
+    void check_checksum() {
+        unsigned char b[8];
+        uint64_t want = sum;
+        get(b, 8, "checksum");
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+        if (graft_fuzzing_ignore_checksums) want = get_le(b, 8);
+#endif
+        REQUIRE(get_le(b, 8) == want, "%s: checksum mismatch: the record is corrupt", name);
+    }
+};
 
 bool is_graft_index(const faiss::Index* idx) {
     return dynamic_cast<const graft::GraftIndexFlat*>(idx) ||
@@ -94,15 +116,14 @@ bool write_idmap(const faiss::IndexIDMap* m, FILE* f) {
     put_le(h + 8, 1, 4);
     put_le(h + 12, dynamic_cast<const faiss::IndexIDMap2*>(m) ? 2 : 1, 4);
     put_le(h + 16, m->id_map.size(), 8);
-    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
-    put(f, h, sizeof h, sum);
+    Record rec{f, "graft id map record"};
+    rec.put(h, sizeof h);
     for (size_t i = 0; i < m->id_map.size(); i += sizeof buf / 8) {
         size_t c = std::min(m->id_map.size() - i, sizeof buf / 8);
         for (size_t j = 0; j < c; j++) put_le(buf + 8 * j, (uint64_t)m->id_map[i + j], 8);
-        put(f, buf, 8 * c, sum);
+        rec.put(buf, 8 * c);
     }
-    put_le(buf, sum, 8);
-    put(f, buf, 8, sum);
+    rec.put_checksum();
     return write_graft(m->index, f);
 }
 
@@ -132,8 +153,8 @@ bool write_shards(const faiss::ThreadedIndex<faiss::Index>* t, FILE* f) {
     put_le(h + 16, (uint64_t)t->count(), 4);
     put_le(h + 20, 0, 4);
     put_le(h + 24, gs ? (uint64_t)gs->next_id : fs ? (uint64_t)fs->ntotal : 0, 8);
-    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
-    put(f, h, sizeof h, sum);
+    Record rec{f, "graft shards record"};
+    rec.put(h, sizeof h);
     faiss::Index::idx_t start = 0;
     for (int i = 0; fs && i < t->count(); i++) {
         std::vector<graft::IdRun> runs;
@@ -143,15 +164,14 @@ bool write_shards(const faiss::ThreadedIndex<faiss::Index>* t, FILE* f) {
             runs.push_back({0, start});
         start += t->at(i)->ntotal;
         put_le(buf, runs.size(), 8);
-        put(f, buf, 8, sum);
+        rec.put(buf, 8);
         for (const graft::IdRun& r : runs) {
             put_le(buf, (uint64_t)r.local, 8);
             put_le(buf + 8, (uint64_t)r.global, 8);
-            put(f, buf, 16, sum);
+            rec.put(buf, 16);
         }
     }
-    put_le(buf, sum, 8);
-    put(f, buf, 8, sum);
+    rec.put_checksum();
     for (int i = 0; i < t->count(); i++) write_graft(t->at(i), f);
     return true;
 }
@@ -233,8 +253,8 @@ std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, in
 
 faiss::Index* read_idmap(FILE* f, int device) {
     unsigned char h[24], buf[8 * 1024];
-    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
-    get(f, h, sizeof h, sum, "header");
+    Record rec{f, "graft id map record"};
+    rec.get(h, sizeof h, "header");
     uint32_t version = (uint32_t)get_le(h + 8, 4), kind = (uint32_t)get_le(h + 12, 4);
     int64_t n = (int64_t)get_le(h + 16, 8);
     REQUIRE(version == 1, "graft id map record: format version %u (this graft reads 1)", version);
@@ -243,15 +263,10 @@ faiss::Index* read_idmap(FILE* f, int device) {
     std::vector<faiss::Index::idx_t> ids;  // grown as the bytes arrive: a corrupt n allocates nothing
     for (int64_t i = 0; i < n; i += sizeof buf / 8) {
         size_t c = (size_t)std::min<int64_t>(n - i, sizeof buf / 8);
-        get(f, buf, 8 * c, sum, "ids");
+        rec.get(buf, 8 * c, "ids");
         for (size_t j = 0; j < c; j++) ids.push_back((faiss::Index::idx_t)get_le(buf + 8 * j, 8));
     }
-    uint64_t want = sum;
-    get(f, buf, 8, sum, "checksum");
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    if (graft_fuzzing_ignore_checksums) want = get_le(buf, 8);
-#endif
-    REQUIRE(get_le(buf, 8) == want, "graft id map record: checksum mismatch: the record is corrupt");
+    rec.check_checksum();
     unsigned char magic[8];
     peek_magic(f, magic);
     std::unique_ptr<faiss::Index> inner = read_graft(f, magic, device);
@@ -361,8 +376,8 @@ faiss::Index* place(std::vector<std::unique_ptr<faiss::Index>> parts,
 // A GRFTSHRD record (write_shards).
 faiss::Index* read_shards(FILE* f, const Placement& pl) {
     unsigned char h[32], buf[16];
-    uint64_t sum = GRAFT_IO_CHECKSUM_INIT;
-    get(f, h, sizeof h, sum, "shards header");
+    Record rec{f, "graft shards record"};
+    rec.get(h, sizeof h, "shards header");
     const uint32_t version = (uint32_t)get_le(h + 8, 4), kind = (uint32_t)get_le(h + 12, 4),
                    nshard = (uint32_t)get_le(h + 16, 4), zero = (uint32_t)get_le(h + 20, 4);
     const int64_t next_id = (int64_t)get_le(h + 24, 8);
@@ -372,11 +387,11 @@ faiss::Index* read_shards(FILE* f, const Placement& pl) {
             "graft shards record: bad header (%u shards, next id %lld)", nshard, (long long)next_id);
     std::vector<std::vector<graft::IdRun>> runs(nshard);
     for (uint32_t s = 0; kind == 1 && s < nshard; s++) {
-        get(f, buf, 8, sum, "id runs");
+        rec.get(buf, 8, "id runs");
         const int64_t nruns = (int64_t)get_le(buf, 8);
         REQUIRE(nruns >= 0, "graft shards record: shard %u: %lld id runs", s, (long long)nruns);
         for (int64_t r = 0; r < nruns; r++) {  // grown as the bytes arrive
-            get(f, buf, 16, sum, "id runs");
+            rec.get(buf, 16, "id runs");
             graft::IdRun run{(int64_t)get_le(buf, 8), (int64_t)get_le(buf + 8, 8)};
             REQUIRE(run.local >= 0 && run.global >= 0 && run.global < next_id &&
                             (runs[s].empty() || run.local > runs[s].back().local),
@@ -385,12 +400,7 @@ faiss::Index* read_shards(FILE* f, const Placement& pl) {
             runs[s].push_back(run);
         }
     }
-    uint64_t want = sum;
-    get(f, buf, 8, sum, "checksum");
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    if (graft_fuzzing_ignore_checksums) want = get_le(buf, 8);
-#endif
-    REQUIRE(get_le(buf, 8) == want, "graft shards record: checksum mismatch: the record is corrupt");
+    rec.check_checksum();
     const bool resharding = pl.shards != 0 && pl.shards != (int)nshard;
     std::vector<std::unique_ptr<faiss::Index>> parts;
     for (uint32_t s = 0; s < nshard; s++) {
