@@ -1,5 +1,6 @@
 #include "GraftIndexGraph.h"
 #include "GraftIndexGraphPQ.h"
+#include "graft_faiss_c.h"
 #include "hnsw_export.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ GraftIndexGraph::GraftIndexGraph(idx_t d, faiss::MetricType metric, const graft_
     graft_gindex_params_defaults(&p);
     if (params) p = *params;
     p.metric = to_graft_metric(metric);
+    if (!p.cpu_knn) p.cpu_knn = graft_faiss_knn;  // the filtered exact path: FAISS's brute force
     throw_if_error(graft_gindex_new(d, &p, &gindex), p.storage == GRAFT_STORAGE_PQ ? "GraftIndexGraphPQ"
                                                                                   : "GraftIndexGraph");
     is_trained = graft_gindex_is_trained(gindex);

@@ -242,6 +242,7 @@ std::unique_ptr<faiss::Index> read_graft(FILE* f, const unsigned char* magic, in
         graft_gindex_params_defaults(&p);
         if (device != kAutoDevice) p.device = device;
         p.pq.kmeans = graft_faiss_kmeans;  // PQ: for training an index that was saved untrained
+        p.cpu_knn = graft_faiss_knn;       // the filtered exact path on the CPU
         graft_gindex* loaded = nullptr;
         graft::throw_if_error(graft_gindex_read(f, &p, &loaded), "faiss_graft_read_index");
         if (graft_gindex_storage(loaded)->kind == GRAFT_STORAGE_PQ)

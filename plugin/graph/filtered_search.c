@@ -164,7 +164,8 @@ static int exact_chunk(const graft_filter_data* dt, const int32_t* ids, int64_t 
     } else {
         float* xs = gather_host(dt->x, dt->d, ids, np);
         if (!xs) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
-        rc = graft_knn_cpu(xs, np, xq, nq, dt->d, k, dt->metric, -1, D, I);
+        rc = dt->cpu_knn ? dt->cpu_knn(xs, np, xq, nq, dt->d, k, dt->metric, D, I)
+                         : graft_knn_cpu(xs, np, xq, nq, dt->d, k, dt->metric, -1, D, I);
         free(xs);
         if (rc != GRAFT_OK) return graft_relabel(rc, fn);
     }

@@ -31,6 +31,7 @@ typedef struct graft_filter_data {
     const float* x_dev;
     graft_gpu_ctx* ctx;    /* NULL: the CPU reference */
     graft_filter_dev* dev; /* with ctx */
+    graft_cpu_knn_fn cpu_knn; /* without ctx; NULL: graft_knn_cpu */
 } graft_filter_data;
 
 /* The index's graph search of all nq queries with beam L (its other parameters and the filter as

@@ -67,6 +67,7 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     graft_pq_params_defaults(&p->pq);
     p->mode = GRAFT_BANG_AUTO;
     p->gpu_budget = 0;
+    p->cpu_knn = NULL;
     tie_params(p);
 }
 
@@ -499,7 +500,7 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
     const float* dev_x = !g->on_device ? NULL : is_pq(g) ? (g->bdev.in_memory ? g->bdev.x : NULL)
                                                           : g->gdev.x;
     const graft_filter_data dt = {g->p.metric, g->ntotal, g->d, g->graph.R, g->xb, dev_x, g->ctx,
-                                  &g->fdev};
+                                  &g->fdev, g->p.cpu_knn};
     walk_arg w = {g, xq, nq, k, &p, report};
     graft_filter_report fr;
     int rc = graft_filtered_search(&dt, p.allowed, p.L, p.filter_exact_below, xq, nq, k, D, I, walk,

@@ -28,10 +28,9 @@ typedef struct graft_flat_params {
                               in distances, not exact); default 0 */
     /* The CPU search when the index has no GPU (and for none of the GPU paths): NULL (default)
      * is graft_knn_cpu, the double-precision reference; the FAISS adapter passes FAISS's own
-     * brute force (graft_faiss_knn in graft_faiss_c.h), so that a CPU GraftFlat is FAISS's
-     * IndexFlat in speed and results. Same contract as graft_knn_cpu without exclude_self. */
-    int (*cpu_knn)(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
-                   graft_metric metric, float* D, int64_t* I);
+     * brute force (graft_faiss_knn), so that a CPU GraftFlat is FAISS's IndexFlat in speed and
+     * results. */
+    graft_cpu_knn_fn cpu_knn;
     int exact_path;        /* GPU path of the exact search (still exact): GRAFT_EXACT_AUTO (0,
                               default: certified FP16, the fastest measured on the H100, even
                               on uint8 data: bench/RESULTS.md),

@@ -46,6 +46,13 @@ typedef enum graft_metric {
     GRAFT_METRIC_L2 = 1
 } graft_metric;
 
+/* A CPU brute-force k-NN (the contract of graft_knn_cpu in graft/flat.h, without exclude_self):
+ * the exact searches take one when given (graft_flat_params.cpu_knn, graft_gindex_params.cpu_knn),
+ * else graft_knn_cpu, the double-precision reference. The FAISS adapter passes FAISS's own brute
+ * force (graft_faiss_knn in graft_faiss_c.h). */
+typedef int (*graft_cpu_knn_fn)(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d,
+                                int64_t k, graft_metric metric, float* D, int64_t* I);
+
 /* Message of the last failed call on this thread ("" when none). The pointer stays valid until
  * the next graft call on the same thread; do not free it. */
 const char* graft_last_error(void);

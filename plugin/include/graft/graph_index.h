@@ -57,6 +57,9 @@ typedef struct graft_gindex_params {
     size_t gpu_budget;          /* PQ: device bytes the index keeps resident (codes, and in-memory
                                    also graph and vectors); 0 = half the device's memory. Codes
                                    that do not fit are an error (GRAFT_EGPU_NOMEM) */
+    graft_cpu_knn_fn cpu_knn;   /* the filtered search's exact path on the CPU (graft/graph.h,
+                                   "Filtered search"): NULL (default) is graft_knn_cpu; the FAISS
+                                   adapter passes FAISS's brute force, as for GraftFlat */
 } graft_gindex_params;
 
 void graft_gindex_params_defaults(graft_gindex_params* params);
