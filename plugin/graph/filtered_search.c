@@ -15,14 +15,17 @@
  * WALK_DISTANCES x L x R distances a query (1129 at L = 48, R = 64 on 1M dense SIFT, measured by
  * the GPU kernel's counters: bench/RESULTS.md); an exact distance over gathered vectors costs
  * EXACT_COST_* of a walk's distance (the GPU's FP32 GEMM + selection at 2.1e11 distances/s on
- * the H100 against the walk kernel's 6.2e9; on the CPU, see CPU_EXACT_COST). */
+ * the H100 against the walk kernel's 6.2e9; on the CPU, see CPU_*_EXACT_COST). */
 #define WALK_DISTANCES 0.37
 #define GPU_EXACT_COST (1.0 / 34.0)
-/* CPU reference: graft_knn_cpu sums in double and keeps a heap per query, the walk sums in
- * float; measured with tests/faiss/test_faiss_filter (it prints both paths' times): an exact
- * distance took 2.5 (sift5k, 0.15 s for 1.1M distances against 0.079 s for the walk's ~1.5M at
- * L' = 128) and 2.4 (Fashion-MNIST 20k) walk distances on this 2-core machine. */
-#define CPU_EXACT_COST 2.5
+/* CPU, measured with tests/faiss/test_faiss_filter (it prints both paths' times) on a 2-core
+ * machine. With a cpu_knn (the FAISS adapter: FAISS's brute force, BLAS) an exact distance took
+ * 0.3-0.8 walk distances on sift5k (6-15 ms for 1.1M against 25 ms for the walk's ~1.5M at
+ * L' = 128) and about 1 on Fashion-MNIST 20k (53 ms for 5M against 60 ms): 1.0, the dearer.
+ * graft_knn_cpu (no cpu_knn; double sums, a heap a query) took 2.5 (sift5k: 0.15 s for 1.1M
+ * against 0.079 s for the walk) and 2.4 (Fashion-MNIST 20k). */
+#define CPU_KNN_EXACT_COST 1.0
+#define CPU_REFERENCE_EXACT_COST 2.5
 /* Device bytes of one batch of queries and their results on the exact path. */
 #define EXACT_IO_BYTES ((size_t)64 << 20)
 /* Bytes of passing vectors gathered at once: more pass in chunks whose top k are merged, so that
@@ -56,9 +59,11 @@ static double cost_gap(double s, int64_t n, int L, int R, double c) {
     return s * (double)n * c - WALK_DISTANCES * graft_filter_walk_beam(L, s) * (double)R;
 }
 
-double graft_filter_threshold(double exact_below, int64_t n, int L, int R, int gpu) {
+double graft_filter_threshold(double exact_below, const graft_filter_data* dt, int L) {
     if (exact_below >= 0) return exact_below;
-    const double c = gpu ? GPU_EXACT_COST : CPU_EXACT_COST;
+    const int64_t n = dt->n;
+    const int R = dt->R;
+    const double c = dt->ctx ? GPU_EXACT_COST : dt->cpu_knn ? CPU_KNN_EXACT_COST : CPU_REFERENCE_EXACT_COST;
     if (cost_gap(1.0, n, L, R, c) <= 0) return 1.0; /* exact is cheaper at any selectivity */
     double lo = 0, hi = 1;
     for (int it = 0; it < 60; it++) {
@@ -278,7 +283,7 @@ int graft_filtered_search(const graft_filter_data* dt, const uint8_t* allowed, i
     const int64_t np = graft_filter_count(allowed, dt->n);
     r.passing = np;
     r.selectivity = dt->n > 0 ? (double)np / (double)dt->n : 0.0;
-    r.exact_below = graft_filter_threshold(exact_below, dt->n, L, dt->R, dt->ctx != NULL);
+    r.exact_below = graft_filter_threshold(exact_below, dt, L);
     /* With at most k passing ids the exact answer is every one of them: no walk can do better. */
     const int exact = np <= k || r.selectivity < r.exact_below;
     int32_t* ids = malloc((size_t)(np > 0 ? np : 1) * sizeof(int32_t));

@@ -45,8 +45,9 @@ int64_t graft_filter_count(const uint8_t* allowed, int64_t n);
 int graft_filter_walk_beam(int L, double s);
 
 /* The selectivity below which the exact path is chosen: exact_below itself when >= 0, else the
- * cost model's crossing (graft/graph.h) for n ids, beam L, degree R, on the GPU (gpu) or CPU. */
-double graft_filter_threshold(double exact_below, int64_t n, int L, int R, int gpu);
+ * cost model's crossing (graft/graph.h) for data's n ids and degree R at beam L, with the exact
+ * path's cost where it runs (the GPU, the CPU's cpu_knn or graft_knn_cpu). */
+double graft_filter_threshold(double exact_below, const graft_filter_data* data, int L);
 
 /* The filtered search: without a filter, walk(L) as it is (rep->path GRAFT_FILTER_NONE); with
  * one, the exact path or walk(L') and the exact redo of short queries, as graph.h says. rep (may

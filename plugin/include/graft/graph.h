@@ -195,7 +195,8 @@ enum {
 /* Filtered search (the graph index, every storage: graft_gindex_search). With a filter
  * (`allowed`), the index counts the ids that pass (popcount of the bitmap) and picks a path:
  *   - exact: the k nearest among the passing ids by brute force (the GPU's exact k-NN over the
- *     gathered passing vectors on a GPU index, the CPU reference's otherwise). Cost: one distance
+ *     gathered passing vectors on a GPU index; on the CPU graft_gindex_params.cpu_knn, which the
+ *     FAISS adapter sets to FAISS's brute force, else the CPU reference). Cost: one distance
  *     per passing id and query, whatever the selectivity.
  *   - walk: the graph search with the beam widened as selectivity s drops, L' = min(1024,
  *     max(L, ceil(L / s))), so that about L passing vertices stay in the beam (ACORN's and
@@ -206,8 +207,9 @@ enum {
  * where the exact path's estimated cost, passing x c, is below the walk's, 0.37 L' R
  * (distances a query; 0.37 L R measured for the GPU kernel on 1M dense SIFT, bench/RESULTS.md),
  * c being the cost of an exact distance relative to a walk's: on the GPU 1/34 (the exact GEMM's
- * 2.1e11 distances/s against the walk kernel's 6.2e9 on the H100), on the CPU 2.5 (the double
- * reference against the float walk, measured on sift5k and Fashion-MNIST). The threshold
+ * 2.1e11 distances/s against the walk kernel's 6.2e9 on the H100), on the CPU 1.0 with a cpu_knn
+ * (FAISS's brute force) and 2.5 without (the double reference against the float walk; both
+ * measured on sift5k and Fashion-MNIST). The threshold
  * selectivity this gives (about sqrt(0.37 L R / (c n))) is reported. */
 enum {
     GRAFT_FILTER_NONE = 0,  /* no filter */
