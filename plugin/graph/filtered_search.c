@@ -19,12 +19,12 @@
 #define WALK_DISTANCES 0.37
 #define GPU_EXACT_COST (1.0 / 34.0)
 /* CPU, measured with tests/faiss/test_faiss_filter (it prints both paths' times) on a 2-core
- * machine. With a cpu_knn (the FAISS adapter: FAISS's brute force, BLAS) an exact distance took
- * 0.3-0.8 walk distances on sift5k (6-15 ms for 1.1M against 25 ms for the walk's ~1.5M at
- * L' = 128) and about 1 on Fashion-MNIST 20k (53 ms for 5M against 60 ms): 1.0, the dearer.
- * graft_knn_cpu (no cpu_knn; double sums, a heap a query) took 2.5 (sift5k: 0.15 s for 1.1M
- * against 0.079 s for the walk) and 2.4 (Fashion-MNIST 20k). */
-#define CPU_KNN_EXACT_COST 1.0
+ * machine, s = 0.5, walk at L' = 128. With a cpu_knn (the FAISS adapter: FAISS's brute force,
+ * BLAS) an exact distance took 0.3-0.8 walk distances on sift5k (6-15 ms for 1.1M against 25 ms
+ * for the walk's ~1.5M) and 0.27 on Fashion-MNIST 20k (53 ms for 2M against 60 ms for ~0.6M):
+ * 0.5. graft_knn_cpu (no cpu_knn; double sums, a heap a query) took 2.5 (sift5k: 0.15 s for
+ * 1.1M against 0.079 s for the walk) and 2.4 (Fashion-MNIST 20k). */
+#define CPU_KNN_EXACT_COST 0.5
 #define CPU_REFERENCE_EXACT_COST 2.5
 /* Device bytes of one batch of queries and their results on the exact path. */
 #define EXACT_IO_BYTES ((size_t)64 << 20)

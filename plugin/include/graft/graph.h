@@ -207,7 +207,7 @@ enum {
  * where the exact path's estimated cost, passing x c, is below the walk's, 0.37 L' R
  * (distances a query; 0.37 L R measured for the GPU kernel on 1M dense SIFT, bench/RESULTS.md),
  * c being the cost of an exact distance relative to a walk's: on the GPU 1/34 (the exact GEMM's
- * 2.1e11 distances/s against the walk kernel's 6.2e9 on the H100), on the CPU 1.0 with a cpu_knn
+ * 2.1e11 distances/s against the walk kernel's 6.2e9 on the H100), on the CPU 0.5 with a cpu_knn
  * (FAISS's brute force) and 2.5 without (the double reference against the float walk; both
  * measured on sift5k and Fashion-MNIST). The threshold
  * selectivity this gives (about sqrt(0.37 L R / (c n))) is reported. */
