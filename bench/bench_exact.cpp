@@ -3,7 +3,8 @@
 //   bench_exact --out results.jsonl [--commit C] [--run-id R] [--quick | --focus] [--dense-sift DIR]
 //
 // --focus: only k = 10 and 1024 on dense-SIFT (DIR), random-uniform and random-uint8 1M x 128, and
-// random-uniform 1M x 960 (the exact paths' targets, against the same peers).
+// random-uniform 1M x 960 (the exact paths' targets, against the same peers). GRAFT_EXACT_PATHS
+// (digits of graft/flat.h's exact_path, e.g. "45") keeps only those GraftFlat paths.
 //
 // Peers in the same process: FAISS GPU GpuIndexFlatL2 (when built with GRAFT_BENCH_FAISS_GPU),
 // FAISS CPU IndexFlatL2 on all cores, graft's CPU reference. The torch peer is
@@ -201,6 +202,7 @@ const char* path_name(int path) {
     return path == GRAFT_EXACT_INT8               ? "int8"
            : path == GRAFT_EXACT_TF32_CERTIFIED   ? "tf32-certified"
            : path == GRAFT_EXACT_FP16_CERTIFIED   ? "fp16-certified"
+           : path == GRAFT_EXACT_FP16_FUSED       ? "fp16-fused"
                                                   : "fp32";
 }
 
@@ -335,6 +337,9 @@ int main(int argc, char** argv) {
             f16_rate = std::max(f16_rate, gemmex_rate(s.nb, n, graft_gpu_fp16_row_halves(s.d), true));
         const double f16_floor = flops / (f16_rate > 0 ? f16_rate : 989e12);
         const double f16_dist_bytes_floor = 2.0 * 2.0 * s.nq * s.nb / bw;
+        // Fused FP16 writes no matrix: its floor is the tensor cores' dense FP16 peak (the H100
+        // SXM datasheet's 989 TFLOP/s), as cuBLAS's measured rate above includes its output.
+        const double f16_peak_floor = flops / 989e12;
         // INT8: the same padded inner dimension as the path (graft_gpu_int8_row_bytes).
         const bool integer = uint8_valued(xb) && uint8_valued(xq);
         double i8_rate = 0;
@@ -370,9 +375,18 @@ int main(int argc, char** argv) {
 
         // The exact paths, 8 GiB of scratch: FP32 GEMM, certified TF32 (its floor: the TF32 GEMM
         // plus the distance matrix's write and read), certified FP16 (the FP16 GEMM plus half
-        // those bytes), and on integer data INT8 (its floor: the INT8 GEMM plus the FP32 bytes).
-        std::vector<int> paths = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_FP16_CERTIFIED};
+        // those bytes), fused FP16 (the FP16 GEMM alone: no distance matrix) and on integer data
+        // INT8 (its floor: the INT8 GEMM plus the FP32 bytes).
+        std::vector<int> paths = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_FP16_CERTIFIED,
+                                  GRAFT_EXACT_FP16_FUSED};
         if (integer) paths.push_back(GRAFT_EXACT_INT8);
+        // GRAFT_EXACT_PATHS=4,5 (say) keeps those paths alone, for a quick comparison.
+        if (const char* only = getenv("GRAFT_EXACT_PATHS")) {
+            std::vector<int> keep;
+            for (int p : paths)
+                if (strchr(only, '0' + p)) keep.push_back(p);
+            paths = keep;
+        }
         for (int path : paths) {
             const size_t budget_gb = 8;
             graft_flat_params p;
@@ -387,9 +401,10 @@ int main(int argc, char** argv) {
             const double floor_s = fp32                                ? gemm_floor
                                    : path == GRAFT_EXACT_INT8            ? i8_floor + dist_bytes_floor
                                    : path == GRAFT_EXACT_FP16_CERTIFIED  ? f16_floor + f16_dist_bytes_floor
+                                   : path == GRAFT_EXACT_FP16_FUSED      ? f16_peak_floor
                                                                          : tf32_floor + dist_bytes_floor;
             const size_t codes = path == GRAFT_EXACT_INT8 ? (size_t)s.nb * (graft_gpu_int8_row_bytes(s.d) + 4)
-                                 : path == GRAFT_EXACT_FP16_CERTIFIED
+                                 : path == GRAFT_EXACT_FP16_CERTIFIED || path == GRAFT_EXACT_FP16_FUSED
                                      ? (size_t)s.nb * (graft_gpu_fp16_row_halves(s.d) * 2 + 4)
                                      : 0;
             for (int64_t k : s.ks) {
@@ -410,7 +425,7 @@ int main(int argc, char** argv) {
                 printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %s ran, %.2fx its floor (%.1f ms)%s\n", "graft",
                        ran, (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3, ran, t / floor_s,
                        floor_s * 1e3,
-                       path != GRAFT_EXACT_TF32_CERTIFIED && path != GRAFT_EXACT_FP16_CERTIFIED
+                       path == GRAFT_EXACT_FP32 || path == GRAFT_EXACT_INT8
                            ? ""
                            : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
             }

@@ -942,7 +942,8 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                     faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "last_path", &path) == 0 && path > 0)
                     r.params.add("path", path == GRAFT_EXACT_INT8 ? "int8"
                                          : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified"
-                                         : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16-certified" : "fp32");
+                                         : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16-certified"
+                                         : path == GRAFT_EXACT_FP16_FUSED ? "fp16-fused" : "fp32");
                 recs.push_back(std::move(r));
             }
             if (o.latency_queries > 0) {

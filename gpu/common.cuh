@@ -69,9 +69,11 @@ struct graft_gpu_ctx {
     int64_t last_fallbacks; // queries the last certified search sent back to FP32
     int fp32_calls_left;    // calls that skip certification after one whose certificates failed
     int64_t cert_margin;    // candidates kept beyond k by the certified path (0: the default)
-    int last_path;          // path of the last exact k-NN call: 1 FP32, 2 certified TF32, 3 INT8, 4 certified FP16
+    int last_path;          // path of the last exact k-NN call: 1 FP32, 2 certified TF32, 3 INT8, 4 certified FP16, 5 fused FP16
     int int8_unsupported;   // cuBLAS refused the INT8 GEMM once: the INT8 path is off for this context
     int fp16_unsupported;   // cuBLAS refused the FP16 GEMM once: certified TF32 instead for this context
+    int fused_fp16;         // certified FP16 may fuse its first selection into the GEMM (path 5)
+    int64_t fused_target;   // candidates a fused query aims at (0: the default; adapts, exact_knn.cu)
 };
 
 namespace graft {

@@ -169,6 +169,7 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) {
 }
 
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { ctx->certified_tf32 = on; }
+void graft_gpu_ctx_set_fused(graft_gpu_ctx* ctx, int on) { ctx->fused_fp16 = on; }
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { return ctx->last_fallbacks; }
 int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx) { return ctx->last_path; }
 

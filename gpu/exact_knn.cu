@@ -28,6 +28,7 @@
 #include <vector>
 #include <initializer_list>
 
+#include "fused_filter.cuh"
 #include "qms_select.cuh"
 
 namespace graft {
@@ -98,6 +99,15 @@ struct KnnTiles {
     int64_t dp16;       // FP16 path: halves of a query's codes (0: another path)
     __half* q16;        // qt x dp16 scaled query codes (FP16)
     float* qmul;        // qt: -2 (L2) or -1 (inner product) times the query's inverse scale (FP16)
+    // Fused FP16 (cap > 0): the "base" is the sample of nbt vectors that sets the thresholds.
+    int64_t cap;        // candidate slots a query
+    __half* s16;        // nbt x dp16 sample codes, their norms and inverse scales
+    float* snorm;
+    float* sscale;
+    float* theta;       // qt thresholds
+    int* count;         // qt candidates found
+    uint64_t* cand;     // qt x cap candidate keys
+    QmsPlan cand_plan;  // the selection over a candidate list
     size_t bytes;
 
     void layout(char* base) {
@@ -114,7 +124,8 @@ struct KnnTiles {
         // may take every key), so the scratch fits the largest of the three plans.
         size_t q1 = qms_scratch_bytes(tile_plan, qt), q2 = qms_scratch_bytes(last_plan, qt);
         size_t q3 = ntiles > 1 ? qms_scratch_bytes(merge_plan, qt) : 0;
-        qms = c.take<char>(std::max({q1, q2, q3}));
+        size_t q4 = cap ? qms_scratch_bytes(cand_plan, qt) : 0;
+        qms = c.take<char>(std::max({q1, q2, q3, q4}));
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
         fail = c.take<int>(qt);
         bmax2 = c.take<float>(1);
@@ -123,16 +134,24 @@ struct KnnTiles {
         qterm = dp8 ? c.take<int64_t>(qt) : nullptr;
         q16 = dp16 ? c.take<__half>((size_t)qt * dp16) : nullptr;
         qmul = dp16 ? c.take<float>(qt) : nullptr;
+        s16 = cap ? c.take<__half>((size_t)nbt * dp16) : nullptr;
+        snorm = cap ? c.take<float>(nbt) : nullptr;
+        sscale = cap ? c.take<float>(nbt) : nullptr;
+        theta = cap ? c.take<float>(qt) : nullptr;
+        count = cap ? c.take<int>(qt) : nullptr;
+        cand = cap ? c.take<uint64_t>((size_t)qt * cap) : nullptr;
         bytes = c.used;
     }
 };
 
 KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nbt, int64_t dp8,
-                    int64_t dp16) {
+                    int64_t dp16, int64_t cap) {
     KnnTiles t{};
     t.qt = qt;
     t.dp8 = dp8;
     t.dp16 = dp16;
+    t.cap = cap;
+    if (cap) t.cand_plan = qms_plan(cap, ksel);
     t.nbt = nbt;
     t.ldc = dp16 ? (nbt + 7) / 8 * 8 : (nbt + 3) / 4 * 4;  // 16-byte rows for the vector loads
     t.ntiles = ceil_div(nb, nbt);
@@ -147,13 +166,13 @@ KnnTiles plan_tiles(int64_t nq, int64_t nb, int64_t ksel, int64_t qt, int64_t nb
 // Picks tile sizes that fit the budget: the whole base per row when at least `min_rows` query
 // rows fit, else base tiles (multiples of 32 columns) until they do.
 int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTiles* out,
-                 int64_t dp8 = 0, int64_t dp16 = 0) {
+                 int64_t dp8 = 0, int64_t dp16 = 0, int64_t cap = 0) {
     const size_t budget = ctx->scratch_budget;
     const int64_t min_rows = std::min<int64_t>(nq, 256);
     int64_t nbt = nb;
     for (;;) {
-        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt, dp8, dp16);
-        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt, dp8, dp16);
+        KnnTiles one = plan_tiles(nq, nb, ksel, 1, nbt, dp8, dp16, cap);
+        KnnTiles two = plan_tiles(nq, nb, ksel, 2, nbt, dp8, dp16, cap);
         size_t per_row = two.bytes - one.bytes;
         size_t fixed = one.bytes > per_row ? one.bytes - per_row : 0;
         int64_t qt = budget > fixed ? (int64_t)((budget - fixed) / std::max<size_t>(per_row, 1)) : 0;
@@ -165,8 +184,8 @@ int choose_tiles(graft_gpu_ctx* ctx, int64_t nq, int64_t nb, int64_t ksel, KnnTi
                                 "exact k-NN with k=%lld over %lld vectors needs more GPU scratch than "
                                 "the budget of %zu bytes; raise the memory budget or lower k",
                                 (long long)ksel, (long long)nb, budget);
-            *out = plan_tiles(nq, nb, ksel, qt, nbt, dp8, dp16);
-            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt, dp8, dp16);
+            *out = plan_tiles(nq, nb, ksel, qt, nbt, dp8, dp16, cap);
+            while (out->bytes > budget && out->qt > 1) *out = plan_tiles(nq, nb, ksel, out->qt - 1, nbt, dp8, dp16, cap);
             return GRAFT_OK;
         }
         nbt = std::max<int64_t>(4096, (nbt / 2 + 31) / 32 * 32);
@@ -340,6 +359,68 @@ int fp16_rows(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float mu
     return GRAFT_OK;
 }
 
+// ---- certified FP16 with the first selection fused into the GEMM -----------------------------
+// No distance matrix (fused_filter.cu): each query gets a threshold theta, and the GEMM's
+// epilogue keeps the base vectors whose value is <= theta. theta is the ksel-th smallest value
+// over an evenly spaced sample of S = ksel nb / target base vectors (plus the slack below), so
+// about `target` vectors pass whatever the data (a question of ranks), and the ksel sample
+// vectors themselves do. When at least ksel and at most cap pass, the list holds every vector
+// with value <= theta, so its ksel smallest are the ksel smallest overall, which is all the
+// certificate asks (certify_rerank_kernel, unchanged). A query with fewer, or more than cap,
+// fails its certificate and is searched again in FP32.
+constexpr int64_t kFusedTarget = 1024, kFusedCap = 4 * kFusedTarget;
+
+// S for ksel and the context's target, or 0 where the fused path does not apply: rows over
+// kFusedMaxHalves halves, or a sample over a quarter of the base (the matrix path is as cheap).
+int64_t fused_sample(int64_t ksel, int64_t nb, int64_t d, int64_t target) {
+    if (graft_gpu_fp16_row_halves(d) > kFusedMaxHalves || target < 1) return 0;
+    const int64_t s = std::max(ksel, ceil_div(ksel * nb, target));
+    return 4 * s <= nb ? s : 0;
+}
+
+// Sample row i = base row floor(i nb / S): codes, norm (norms may be NULL) and inverse scale.
+__global__ void fused_sample_kernel(const __half* __restrict__ b16, const float* __restrict__ bnorm,
+                                    const float* __restrict__ bscale, int64_t nb, int64_t dp, int64_t S,
+                                    __half* __restrict__ s16, float* __restrict__ snorm, float* __restrict__ sscale) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= S * dp) return;
+    const int64_t row = i / dp, col = i - row * dp, j = row * nb / S;
+    s16[i] = b16[j * dp + col];
+    if (col == 0) {
+        snorm[row] = bnorm ? bnorm[j] : 0.f;
+        sscale[row] = bscale[j];
+    }
+}
+
+// theta = the largest of a row's ksel sample winners (unordered), plus a slack over what sets
+// the sample's values apart from the fused ones: the FP16 output rounding (2^-10 of |rowmul
+// colmul dot| <= 2 ||q|| ||b||, allowing truncation) and another FP32 summation order (4 d 2^-24
+// of it, d <= 256), taken about 1.6x: 2^-8 ||q|| ||b||; and FP16's subnormal step, 2^-24 Q B, 4x.
+__global__ void fused_theta_kernel(const uint64_t* __restrict__ winners, int64_t rows, int64_t ksel,
+                                   const float* __restrict__ qnorm, const float* __restrict__ bmax2,
+                                   const float* __restrict__ qmul, const float* __restrict__ bscale_max,
+                                   float* __restrict__ theta) {
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (r >= rows) return;  // the whole warp
+    uint64_t m = 0;
+    for (int64_t c = lane; c < ksel; c += 32) m = max(m, winners[r * ksel + c]);
+    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(kFullMask, m, o));
+    if (lane != 0) return;
+    const float slack = 0x1p-8f * sqrtf(qnorm[r]) * sqrtf(*bmax2) + 0x1p-22f * fabsf(qmul[r]) * *bscale_max;
+    theta[r] = m == kKeyNone ? NAN : ordered_to_float((uint32_t)(m >> 32)) + slack;
+}
+
+// After the certificate: a list with fewer than ksel or more than cap candidates proves nothing
+// (fail 2 marks an overflow, for the context's adaptation).
+__global__ void fused_check_kernel(const int* __restrict__ count, int64_t rows, int64_t ksel, int64_t cap,
+                                   int* __restrict__ fail) {
+    const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    if (count[r] > cap) fail[r] = 2;
+    else if (count[r] < ksel) fail[r] = 1;
+}
+
 }  // namespace
 }  // namespace graft
 
@@ -349,7 +430,7 @@ namespace graft {
 namespace {
 
 // The paths of knn_rows, numbered as graft_gpu_ctx_last_path reports them.
-enum KnnPath { kPathFp32 = 1, kPathTf32Certified = 2, kPathFp16Certified = 4 };
+enum KnnPath { kPathFp32 = 1, kPathTf32Certified = 2, kPathFp16Certified = 4, kPathFp16Fused = 5 };
 
 // Sets the cuBLAS math mode of a path; the context's own mode comes back on every way out.
 struct MathMode {
@@ -359,7 +440,7 @@ struct MathMode {
         // FP16: cuBLAS may otherwise reduce split-K partial sums in FP16, which the bound
         // (FP32 accumulation) does not allow.
         cublasMath_t m = path == kPathTf32Certified ? CUBLAS_TF32_TENSOR_OP_MATH
-                         : path == kPathFp16Certified
+                         : path == kPathFp16Certified || path == kPathFp16Fused
                              ? (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
                          : ctx->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                            : CUBLAS_DEFAULT_MATH;
@@ -373,15 +454,21 @@ struct MathMode {
 // *fp32_rows counts the rows sent to FP32 directly. *unsupported: cuBLAS refused the FP16 GEMM
 // (an error is returned and the caller may take another path; D and I are then not all written).
 int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vector<int64_t>* failed = nullptr,
-             int64_t* fp32_rows = nullptr, bool* unsupported = nullptr) {
-    const bool certify = path != kPathFp32, fp16 = path == kPathFp16Certified;
+             int64_t* fp32_rows = nullptr, bool* unsupported = nullptr, int64_t* overflows = nullptr) {
+    const bool certify = path != kPathFp32, fused = path == kPathFp16Fused;
+    const bool fp16 = path == kPathFp16Certified || fused;
     const bool l2 = a->metric == GRAFT_METRIC_L2;
     const int mode = l2 ? kDecodeL2 : kDecodeIP;
     const int64_t ksel = certify ? certified_ksel(a->k, a->nb, ctx->cert_margin)
                                  : std::max<int64_t>(1, std::min(a->k, a->nb));
     const int64_t dp16 = fp16 ? graft_gpu_fp16_row_halves(a->d) : 0;
+    // Fused: the tiles' "base" is the sample (one tile of it, or the matrix path after all).
+    const int64_t S = fused ? fused_sample(ksel, a->nb, a->d, ctx->fused_target) : 0;
+    if (fused && S == 0) return knn_rows(ctx, a, kPathFp16Certified, failed, fp32_rows, unsupported);
     KnnTiles t;
-    GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, a->nb, ksel, &t, 0, dp16));
+    GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, fused ? S : a->nb, ksel, &t, 0, dp16,
+                               fused ? kFusedCap : 0));
+    if (fused && t.ntiles > 1) return knn_rows(ctx, a, kPathFp16Certified, failed, fp32_rows, unsupported);
     void* scratch = nullptr;
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
@@ -398,6 +485,12 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
     if (fp16) {
         GRAFT_CUDA_TRY(cudaMemsetAsync(t.bscale_max, 0, sizeof(float), ctx->stream));
         max_nonneg_kernel<<<max_blocks, 256, 0, ctx->stream>>>(a->xb16_scale, a->nb, t.bscale_max);
+        GRAFT_CUDA_LAUNCH_CHECK();
+    }
+    if (fused) {
+        fused_sample_kernel<<<(unsigned)ceil_div(S * dp16, 256), 256, 0, ctx->stream>>>(
+            reinterpret_cast<const __half*>(a->xb16), a->xb_norms, a->xb16_scale, a->nb, dp16, S, t.s16,
+            t.snorm, t.sscale);
         GRAFT_CUDA_LAUNCH_CHECK();
     }
     std::vector<int> fail(certify ? t.qt : 0);
@@ -431,8 +524,9 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
             // row-major qt x ldc tile the selection reads.
             if (fp16) {
                 __half* dots = reinterpret_cast<__half*>(t.dots);
+                const void* b16 = fused ? (const void*)t.s16 : (const void*)(a->xb16 + j0 * dp16);
                 cublasStatus_t st = cublasGemmEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt, (int)dp16,
-                                                 &one, a->xb16 + j0 * dp16, CUDA_R_16F, (int)dp16, t.q16,
+                                                 &one, b16, CUDA_R_16F, (int)dp16, t.q16,
                                                  CUDA_R_16F, (int)dp16, &beta, dots, CUDA_R_16F, (int)t.ldc,
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                 if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
@@ -442,9 +536,23 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
                                     (long long)qt, (long long)dp16, cublas_status_string(st));
                 }
                 GRAFT_CUBLAS_TRY(st);
-                HalfDotSource src{dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, a->xb16_scale + j0, t.qmul,
-                                  (uint32_t)j0, -1};
+                HalfDotSource src{dots, t.ldc, l2 ? (fused ? t.snorm : a->xb_norms + j0) : nullptr,
+                                  fused ? t.sscale : a->xb16_scale + j0, t.qmul, (uint32_t)j0, -1};
                 GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+                if (fused) {
+                    // The sample's winners set the thresholds; the candidates over the whole
+                    // base replace them.
+                    fused_theta_kernel<<<(unsigned)ceil_div(qt, 8), 256, 0, ctx->stream>>>(
+                        t.winners, qt, ksel, t.qnorm, t.bmax2, t.qmul, t.bscale_max, t.theta);
+                    GRAFT_CUDA_LAUNCH_CHECK();
+                    GRAFT_CUDA_TRY(cudaMemsetAsync(t.count, 0, qt * sizeof(int), ctx->stream));
+                    GRAFT_CUDA_TRY(cudaMemsetAsync(t.cand, 0xff, (size_t)qt * t.cap * sizeof(uint64_t), ctx->stream));
+                    FusedFilterArgs f{t.q16, t.qmul, t.theta, qt, reinterpret_cast<const __half*>(a->xb16),
+                                      l2 ? a->xb_norms : nullptr, a->xb16_scale, a->nb, dp16, t.cand, t.cap, t.count};
+                    GRAFT_GPU_TRY(fused_filter_fp16(ctx, f));
+                    KeySource keys{t.cand, t.cap};
+                    GRAFT_GPU_TRY(qms_select_rows(ctx, keys, t.cand_plan, qt, t.winners, ksel, t.qms));
+                }
             } else {
                 GRAFT_CUBLAS_TRY(cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
                                              (int)a->d, &alpha, a->xb + j0 * a->d, (int)a->d, xq,
@@ -468,13 +576,19 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
             t.sorted, ksel, std::min(a->k, ksel), xq, a->xb, a->d, l2, t.qnorm, t.bmax2,
             fp16 ? t.qmul : nullptr, fp16 ? t.bscale_max : nullptr, ksel >= a->nb, bound, t.winners, t.fail);
         GRAFT_CUDA_LAUNCH_CHECK();
+        if (fused) {
+            fused_check_kernel<<<(unsigned)ceil_div(qt, 256), 256, 0, ctx->stream>>>(t.count, qt, ksel, t.cap, t.fail);
+            GRAFT_CUDA_LAUNCH_CHECK();
+        }
         GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
         GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, nullptr, l2 ? kDecodeRaw : kDecodeIP,
                              a->D + q0 * a->k, a->I + q0 * a->k));
         GRAFT_CUDA_TRY(cudaMemcpyAsync(fail.data(), t.fail, qt * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
         GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
-        for (int64_t i = 0; i < qt; i++)
+        for (int64_t i = 0; i < qt; i++) {
             if (fail[i]) failed->push_back(q0 + i);
+            if (fail[i] == 2 && overflows) ++*overflows;
+        }
     }
     GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
     return GRAFT_OK;
@@ -714,6 +828,10 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     // once failed rows are gathered.
     bool certify = ctx->certified_tf32 && !ctx->allow_tf32 && a->xb_norms && a->exclude_self < 0;
     int path = !certify ? kPathFp32 : a->xb16 && !ctx->fp16_unsupported ? kPathFp16Certified : kPathTf32Certified;
+    if (ctx->fused_target == 0) ctx->fused_target = kFusedTarget;
+    if (path == kPathFp16Certified && ctx->fused_fp16 &&
+        fused_sample(certified_ksel(a->k, a->nb, ctx->cert_margin), a->nb, a->d, ctx->fused_target) > 0)
+        path = kPathFp16Fused;
     ctx->last_path = path;
     // After a call on data whose certificates mostly failed, the next 7 calls go to FP32 directly
     // and the 8th tries the certified path again: at most 1/8 of one tile's certified work lost
@@ -725,8 +843,9 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     }
     std::vector<int64_t> failed;
     int64_t switched = 0;  // queries past the point where the path went over to FP32 (knn_rows)
+    int64_t overflows = 0;  // fused: queries whose candidate list overflowed
     bool unsupported = false;
-    int rc = knn_rows(ctx, a, path, &failed, &switched, &unsupported);
+    int rc = knn_rows(ctx, a, path, &failed, &switched, &unsupported, &overflows);
     if (unsupported) {
         // No FP16 GEMM on this device or library: the certified TF32 path from now on.
         ctx->fp16_unsupported = 1;
@@ -737,6 +856,10 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     }
     GRAFT_GPU_TRY(rc);
     if (!failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, failed));
+    // Over 1% of the fused lists overflowed (many vectors within the slack of theta, or
+    // duplicates): the next call samples twice as many vectors, so half as many pass into the
+    // same room; past a quarter of the base that is the matrix path.
+    if (overflows > 0.01 * (double)a->nq) ctx->fused_target = ctx->fused_target > 1 ? ctx->fused_target / 2 : -1;
     ctx->last_fallbacks = (int64_t)failed.size() + switched;
     if (certify && ctx->last_fallbacks > 0.01 * (double)a->nq) {
         // Over 1% of the queries failed: the next call keeps 4x the margin of candidates beyond

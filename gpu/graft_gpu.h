@@ -39,6 +39,10 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow);
  * searched again in FP32. Ignored while allow_tf32 is on (that one is approximate). A search
  * given FP16 codes (graft_gpu_knn_args.xb16) takes the certified FP16 path the same way. */
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on);
+/* With `on`, the certified FP16 path fuses its first selection stage into its GEMM where that
+ * applies (exact_knn.cu: rows of up to 256 halves, k small against the base), so no distance
+ * matrix is written; graft_gpu_ctx_last_path then says 5. */
+void graft_gpu_ctx_set_fused(graft_gpu_ctx* ctx, int on);
 /* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32, or that
  * went to FP32 directly once most of the first tile's certificates had failed. */
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);

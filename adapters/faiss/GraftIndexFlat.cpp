@@ -121,9 +121,9 @@ void GraftIndexFlat::set_param(const char* name, double value) {
                       value);
         p.allow_tf32 = (int)value;
     } else if (n == "exact_path") {
-        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2 || value == 3 || value == 4,
+        GRAFT_REQUIRE(value == 0 || value == 1 || value == 2 || value == 3 || value == 4 || value == 5,
                       "GraftIndexFlat: exact_path must be 0 (auto), 1 (fp32), 2 (tf32 certified), "
-                      "3 (int8) or 4 (fp16 certified), got %g", value);
+                      "3 (int8), 4 (fp16 certified) or 5 (fp16 fused), got %g", value);
         p.exact_path = (int)value;
     } else if (n == "device_budget_mb") {
         GRAFT_REQUIRE(std::isfinite(value) && value >= 0 && value <= 1e9,

@@ -128,10 +128,12 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *                       bound and FP32 re-ranking, 3 INT8 tensor cores for integer data in
  *                       [0, 255] or [-128, 127] (exact outright; other data fails the search),
  *                       4 FP16 tensor cores on scaled vectors with a certified error bound and
- *                       FP32 re-ranking (as 2, half the distance bytes);
+ *                       FP32 re-ranking (as 2, half the distance bytes), 5 as 4 with the
+ *                       first selection fused into the GEMM (no distance matrix; 4 where it
+ *                       does not apply);
  *                       reads back the path in use (auto resolved; 1 on the CPU)
  *   "fp32_fallbacks"    read-only: queries so far whose certificate failed (searched in FP32)
- *   "last_path"         read-only: the path the last search took (1 to 4; 1 on the CPU)
+ *   "last_path"         read-only: the path the last search took (1 to 5; 1 on the CPU)
  *   "device_budget_mb"  GPU scratch budget in MiB, 0 = auto (a quarter of the device, <= 8 GiB)
  *   "device"            read-only: the CUDA device, -1 for the CPU (fixed at creation)
  * on a flat index: a new value takes effect on the next add/search: a GPU index re-creates its

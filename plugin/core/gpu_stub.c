@@ -15,6 +15,7 @@ int graft_gpu_ctx_create(int device, size_t budget, graft_gpu_ctx** out) {
 void graft_gpu_ctx_destroy(graft_gpu_ctx* ctx) { (void)ctx; }
 void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow) { (void)ctx; (void)allow; }
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { (void)ctx; (void)on; }
+void graft_gpu_ctx_set_fused(graft_gpu_ctx* ctx, int on) { (void)ctx; (void)on; }
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
 int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }

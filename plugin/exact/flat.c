@@ -57,7 +57,7 @@ struct graft_flat {
  * queries): k = 10 225k-232k QPS on dense-SIFT, uniform and uint8 data against certified TF32's
  * 186k-220k and INT8's 164k-200k; k = 1024 on dense-SIFT 165k-176k against 138k-148k; d = 960
  * 91k against 79k. INT8 is taken only when asked for (exact_path 3). */
-#define GRAFT_EXACT_AUTO_GPU GRAFT_EXACT_FP16_CERTIFIED
+#define GRAFT_EXACT_AUTO_GPU GRAFT_EXACT_FP16_FUSED
 
 static const graft_int8_range empty_range = {1, INFINITY, -INFINITY};
 
@@ -86,9 +86,9 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
     if (params) p = *params;
     if (p.metric != GRAFT_METRIC_L2 && p.metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: unknown metric %d", (int)p.metric);
-    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_FP16_CERTIFIED)
+    if (p.exact_path < GRAFT_EXACT_AUTO || p.exact_path > GRAFT_EXACT_FP16_FUSED)
         return graft_fail(GRAFT_EINVAL, "graft_flat_new: exact_path %d not in 0 (auto), 1 (fp32), "
-                          "2 (tf32 certified), 3 (int8), 4 (fp16 certified)", p.exact_path);
+                          "2 (tf32 certified), 3 (int8), 4 (fp16 certified), 5 (fp16 fused)", p.exact_path);
     if (p.memory_budget == 0 && p.device >= 0) {
         size_t quarter = graft_gpu_device_memory(p.device) / 4;
         p.memory_budget = quarter && quarter < GRAFT_MAX_DEFAULT_BUDGET ? quarter : GRAFT_MAX_DEFAULT_BUDGET;
@@ -112,6 +112,7 @@ int graft_flat_new(int64_t d, const graft_flat_params* params, graft_flat** out)
         /* INT8 is decided per search (int8_ready); certified TF32 serves what it cannot. */
         f->exact_path = path == GRAFT_EXACT_INT8 ? GRAFT_EXACT_TF32_CERTIFIED : path;
         graft_gpu_ctx_set_certified_tf32(f->ctx, f->exact_path != GRAFT_EXACT_FP32);
+        graft_gpu_ctx_set_fused(f->ctx, f->exact_path == GRAFT_EXACT_FP16_FUSED);
     } else {
         f->exact_path = GRAFT_EXACT_FP32;
     }
@@ -223,7 +224,8 @@ static void x8_release(graft_flat* f) {
 /* FP16 codes are kept only for a GPU index whose searches take the certified FP16 path (not
  * while allow_tf32 makes them approximate TF32). */
 static int fp16_allowed(const graft_flat* f) {
-    return f->ctx && f->exact_path == GRAFT_EXACT_FP16_CERTIFIED && !f->p.allow_tf32;
+    return f->ctx && (f->exact_path == GRAFT_EXACT_FP16_CERTIFIED || f->exact_path == GRAFT_EXACT_FP16_FUSED) &&
+           !f->p.allow_tf32;
 }
 
 static int fp16_ready(const graft_flat* f) { return fp16_allowed(f) && f->x16_rows == f->ntotal; }

@@ -402,7 +402,7 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "device_budget_mb", -1), "device_budget_mb");
     FAISS_FAILS(faiss_graft_set_param(g, "device", 1), "fixed at creation");
     FAISS_FAILS(faiss_graft_set_param(g, "nprobe", 8), "allow_tf32, exact_path, device_budget_mb");
-    FAISS_FAILS(faiss_graft_set_param(g, "exact_path", 5), "3 (int8) or 4 (fp16 certified)");
+    FAISS_FAILS(faiss_graft_set_param(g, "exact_path", 6), "4 (fp16 certified) or 5 (fp16 fused)");
     /* sift5k is uint8 data: forced INT8 runs on a GPU (exact); the CPU ignores the path. */
     FAISS_OK(faiss_graft_set_param(g, "exact_path", 3));
     r = recall_of(g, s.nq);

@@ -68,10 +68,13 @@ static int64_t compare(const char* what, const float* xb, int64_t nb, const floa
     return dist_bad + label_bad + dup;
 }
 
-static const int kPaths[] = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_FP16_CERTIFIED};
+static const int kPaths[] = {GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_FP16_CERTIFIED,
+                             GRAFT_EXACT_FP16_FUSED};
 static const char* path_label(int path) {
-    return path == GRAFT_EXACT_FP32 ? "fp32" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32c" : "fp16c";
+    return path == GRAFT_EXACT_FP32 ? "fp32" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32c"
+           : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16c" : "fp16f";
 }
+static int fused_runs; /* searches that took the fused path (some must) */
 
 static void run_case_path(const char* name, const float* xb, int64_t nb, const float* xq,
                           int64_t nq, int64_t d, int64_t k, graft_metric metric, size_t budget,
@@ -110,13 +113,16 @@ static void run_case_path(const char* name, const float* xb, int64_t nb, const f
     CHECK(used == path, "%s: exact path %d in use, asked for %d", name, used, path);
     /* The k-NN graph always runs in FP32 (graft_gpu_exact_knn); a search runs the path asked for
      * (an H100's cuBLAS has the FP16 GEMM, so no fallback to TF32 may pass unnoticed). */
+    /* Fused FP16 runs where it applies and is the matrix FP16 path elsewhere. */
     const int ran = graft_flat_last_path(g), want_ran = graph ? GRAFT_EXACT_FP32 : path;
-    CHECK(ran == want_ran, "%s: the search took path %d, want %d", name, ran, want_ran);
+    const int fused_or_not = path == GRAFT_EXACT_FP16_FUSED && ran == GRAFT_EXACT_FP16_CERTIFIED;
+    CHECK(ran == want_ran || (!graph && fused_or_not), "%s: the search took path %d, want %d", name, ran, want_ran);
+    fused_runs += ran == GRAFT_EXACT_FP16_FUSED;
     char fb[48] = "";
     if (path != GRAFT_EXACT_FP32) snprintf(fb, sizeof fb, " (%lld to fp32)", (long long)fallbacks);
     snprintf(what, sizeof what, "%s nq=%lld nb=%lld d=%lld k=%lld %s%s %s%s", name, (long long)rows,
              (long long)nb, (long long)d, (long long)k, metric == GRAFT_METRIC_L2 ? "L2" : "IP",
-             budget ? " small-budget" : "", path_label(path), fb);
+             budget ? " small-budget" : "", path_label(ran == GRAFT_EXACT_FP16_CERTIFIED ? ran : path), fb);
     compare(what, xb, nb, graph ? xb : xq, rows, d, k, metric == GRAFT_METRIC_L2, graph ? 0 : -1,
             Dg, Ig, Dc, Ic);
     free(Dg); free(Dc); free(Ig); free(Ic);
@@ -216,6 +222,7 @@ int main(void) {
         run_case("sift5k tiled", s.xb, s.nb, s.xq, 40, s.d, 100, GRAFT_METRIC_L2, 1u << 20, 0);
         run_case("sift5k graph tiled", s.xb, 1500, NULL, 0, s.d, 16, GRAFT_METRIC_L2, 1u << 20, 1);
         run_case("sift5k k>ntotal", s.xb, 300, s.xq, 8, s.d, 400, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+        CHECK(fused_runs > 0, "no search took the fused FP16 path");
         graft_test_free_sift(&s);
         return graft_test_finish("test_gpu_exact (quick)");
     }
@@ -285,6 +292,7 @@ int main(void) {
         CHECK(I[0] == s.gt[0], "after an error, query 0's nearest is %lld, want %d", (long long)I[0], s.gt[0]);
         graft_flat_free(g);
     }
+    CHECK(fused_runs > 0, "no search took the fused FP16 path");
     graft_test_free_sift(&s);
     return graft_test_finish("test_gpu_exact");
 }

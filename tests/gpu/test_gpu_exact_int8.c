@@ -251,21 +251,21 @@ static void adversarial(void) {
 static void mixed(const graft_test_sift* s) {
     const int64_t nq = 100, d = s->d;
     float* xq = malloc(sizeof(float) * nq * d);
-    /* Float queries over an integer base: auto's certified FP16. */
+    /* Float queries over an integer base: auto's certified FP16 (fused at these k). */
     memcpy(xq, s->xq, sizeof(float) * nq * d);
     xq[5 * d + 3] += 0.5f;
-    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
-    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0, 0, 4);
+    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, GRAFT_EXACT_FP16_FUSED);
+    run("sift5k base, float query", s->xb, s->nb, xq, nq, d, 100, GRAFT_METRIC_INNER_PRODUCT, 0, 0, 0, GRAFT_EXACT_FP16_FUSED);
     /* Integer queries outside the codes' range: 300, and -1 (the base takes the unsigned codes). */
     memcpy(xq, s->xq, sizeof(float) * nq * d);
     xq[7] = 300.f;
-    run("sift5k base, query value 300", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
+    run("sift5k base, query value 300", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, GRAFT_EXACT_FP16_FUSED);
     xq[7] = -1.f;
-    run("sift5k base, query value -1", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
+    run("sift5k base, query value -1", s->xb, s->nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, GRAFT_EXACT_FP16_FUSED);
     /* Non-integer base: certified FP16; and FP32 / TF32 when forced, even on integer data. */
     float* fb = malloc(sizeof(float) * s->nb * d);
     for (int64_t i = 0; i < s->nb * d; i++) fb[i] = s->xb[i] * 0.25f;
-    run("sift5k / 4 (fractions)", fb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, 4);
+    run("sift5k / 4 (fractions)", fb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, 0, GRAFT_EXACT_FP16_FUSED);
     run("sift5k forced tf32", s->xb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, GRAFT_EXACT_TF32_CERTIFIED, 2);
     run("sift5k forced fp32", s->xb, s->nb, s->xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0, GRAFT_EXACT_FP32, 1);
 

@@ -127,18 +127,18 @@ static void bounds(void) {
           "code rows round d up to 16 bytes");
 }
 
-/* The index's face on the CPU: exact_path 3 and 4 are accepted (and ignored), 5 is not; a CPU
+/* The index's face on the CPU: exact_path 3 to 5 are accepted (and ignored), 6 is not; a CPU
  * search reports the FP32 path. */
 static void flat_params(const graft_test_sift* s) {
     graft_flat_params p;
     graft_flat_params_defaults(&p);
     p.device = -1;
-    p.exact_path = 5;
+    p.exact_path = 6;
     graft_flat* f = NULL;
     CHECK_ERR(graft_flat_new(s->d, &p, &f), GRAFT_EINVAL);
-    CHECK(strstr(graft_last_error(), "3 (int8), 4 (fp16 certified)"), "message names the INT8 and FP16 paths: %s",
+    CHECK(strstr(graft_last_error(), "3 (int8), 4 (fp16 certified), 5 (fp16 fused)"), "message names the INT8 and FP16 paths: %s",
           graft_last_error());
-    for (int path = GRAFT_EXACT_INT8; path <= GRAFT_EXACT_FP16_CERTIFIED; path++) {
+    for (int path = GRAFT_EXACT_INT8; path <= GRAFT_EXACT_FP16_FUSED; path++) {
         p.exact_path = path;
         CHECK_OK(graft_flat_new(s->d, &p, &f));
         if (!f) return;

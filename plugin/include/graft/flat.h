@@ -62,7 +62,15 @@ typedef struct graft_flat_params {
                               The index keeps FP16 codes of its vectors on the GPU beside the FP32
                               copy: n x d x 2 bytes (d rounded up to 8) plus 4 bytes a vector. A
                               device whose cuBLAS refuses the FP16 GEMM searches in certified
-                              TF32, as graft_flat_last_path then says. Ignored on the CPU. */
+                              TF32, as graft_flat_last_path then says.
+                              GRAFT_EXACT_FP16_FUSED (5): certified FP16 with no distance
+                              matrix: a tensor-core GEMM kernel of graft's own keeps, per query,
+                              only the vectors at or below a threshold set from an evenly spaced
+                              sample (about 1k a query), and the certificate and FP32 re-ranking
+                              follow as on path 4. It applies where d <= 256 and the sample is
+                              at most a quarter of the base (k + margin <= 256 or so at 1M
+                              vectors); elsewhere the search takes path 4 (graft_flat_last_path
+                              says which ran). Same FP16 codes as path 4. Ignored on the CPU. */
 } graft_flat_params;
 
 enum {
@@ -70,7 +78,8 @@ enum {
     GRAFT_EXACT_FP32 = 1,
     GRAFT_EXACT_TF32_CERTIFIED = 2,
     GRAFT_EXACT_INT8 = 3,
-    GRAFT_EXACT_FP16_CERTIFIED = 4
+    GRAFT_EXACT_FP16_CERTIFIED = 4,
+    GRAFT_EXACT_FP16_FUSED = 5
 };
 
 void graft_flat_params_defaults(graft_flat_params* params);
@@ -104,12 +113,13 @@ graft_metric graft_flat_metric(const graft_flat* index);
 /* -1 when the index searches on the CPU. */
 int graft_flat_device(const graft_flat* index);
 /* The GPU path the index's searches take (GRAFT_EXACT_FP32, GRAFT_EXACT_TF32_CERTIFIED,
- * GRAFT_EXACT_FP16_CERTIFIED, or GRAFT_EXACT_INT8 while the stored vectors have INT8 codes:
+ * GRAFT_EXACT_FP16_CERTIFIED, GRAFT_EXACT_FP16_FUSED, or GRAFT_EXACT_INT8 while the stored vectors have INT8 codes:
  * integer queries in their range take it; FP32 on the CPU), and how many queries of its searches
  * so far the certificate sent back to FP32. */
 int graft_flat_exact_path(const graft_flat* index, int64_t* fp32_fallbacks);
 /* The path the last search (or k-NN graph) took: GRAFT_EXACT_FP32 (also every CPU search),
- * GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_INT8 or GRAFT_EXACT_FP16_CERTIFIED; 0 before the first. */
+ * GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_INT8, GRAFT_EXACT_FP16_CERTIFIED or
+ * GRAFT_EXACT_FP16_FUSED; 0 before the first. */
 int graft_flat_last_path(const graft_flat* index);
 /* The stored vectors (ntotal x d, row-major), owned by the index, valid until the next add/reset. */
 const float* graft_flat_vectors(const graft_flat* index);
