@@ -243,6 +243,7 @@ double select_seconds_per_row(int64_t rows, int64_t cols, int64_t k) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);  // a deadline's kill keeps every line printed so far
     std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id, dense;
     bool quick = false, focus = false;
     for (int i = 1; i < argc; i++) {

@@ -429,6 +429,37 @@ using namespace graft;
 namespace graft {
 namespace {
 
+// GRAFT_EXACT_PROFILE=1: the GPU time between marks of one knn_rows call, summed by the name of
+// the mark that ends it, printed to stderr as the call returns (events on the context's stream).
+struct StageTimer {
+    cudaStream_t stream;
+    const char* path;
+    std::vector<std::pair<const char*, cudaEvent_t>> marks;
+    StageTimer(cudaStream_t s, const char* p) : stream(s), path(getenv("GRAFT_EXACT_PROFILE") ? p : nullptr) { mark("start"); }
+    void mark(const char* name) {
+        cudaEvent_t e;
+        if (!path || cudaEventCreate(&e) != cudaSuccess) return;
+        cudaEventRecord(e, stream);
+        marks.push_back({name, e});
+    }
+    ~StageTimer() {
+        if (marks.empty()) return;
+        cudaEventSynchronize(marks.back().second);
+        std::vector<std::pair<const char*, float>> sums;
+        for (size_t i = 1; i < marks.size(); i++) {
+            float ms = 0;
+            cudaEventElapsedTime(&ms, marks[i - 1].second, marks[i].second);
+            auto it = std::find_if(sums.begin(), sums.end(), [&](const auto& s) { return !strcmp(s.first, marks[i].first); });
+            if (it == sums.end()) sums.push_back({marks[i].first, ms});
+            else it->second += ms;
+        }
+        fprintf(stderr, "exact profile (%s):", path);
+        for (const auto& s : sums) fprintf(stderr, " %s %.3f ms,", s.first, s.second);
+        fprintf(stderr, "\n");
+        for (auto& m : marks) cudaEventDestroy(m.second);
+    }
+};
+
 // The paths of knn_rows, numbered as graft_gpu_ctx_last_path reports them.
 enum KnnPath { kPathFp32 = 1, kPathTf32Certified = 2, kPathFp16Certified = 4, kPathFp16Fused = 5 };
 
@@ -494,6 +525,8 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
         GRAFT_CUDA_LAUNCH_CHECK();
     }
     std::vector<int> fail(certify ? t.qt : 0);
+    StageTimer clock(ctx->stream, fused ? "fused fp16" : fp16 ? "fp16" : certify ? "tf32" : "fp32");
+    clock.mark("setup");
 
     const float alpha = l2 ? -2.f : -1.f, beta = 0.f, one = 1.f;
     for (int64_t q0 = 0; q0 < a->nq; q0 += t.qt) {
@@ -515,6 +548,7 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
         const float* xq = a->xq + q0 * a->d;
         if (l2 || certify) GRAFT_GPU_TRY(row_norms(xq, qt, a->d, t.qnorm, ctx->stream));
         if (fp16) GRAFT_GPU_TRY(fp16_rows(ctx, xq, qt, a->d, alpha, t.q16, t.qmul));
+        clock.mark("query codes");
         for (int64_t ti = 0; ti < t.ntiles; ti++) {
             const int64_t j0 = ti * t.nbt, nbt = std::min(t.nbt, a->nb - j0);
             const QmsPlan& plan = nbt == t.nbt ? t.tile_plan : t.last_plan;
@@ -536,9 +570,11 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
                                     (long long)qt, (long long)dp16, cublas_status_string(st));
                 }
                 GRAFT_CUBLAS_TRY(st);
+                clock.mark("gemm");
                 HalfDotSource src{dots, t.ldc, l2 ? (fused ? t.snorm : a->xb_norms + j0) : nullptr,
                                   fused ? t.sscale : a->xb16_scale + j0, t.qmul, (uint32_t)j0, -1};
                 GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+                clock.mark("select");
                 if (fused) {
                     // The sample's winners set the thresholds; the candidates over the whole
                     // base replace them.
@@ -547,19 +583,24 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
                     GRAFT_CUDA_LAUNCH_CHECK();
                     GRAFT_CUDA_TRY(cudaMemsetAsync(t.count, 0, qt * sizeof(int), ctx->stream));
                     GRAFT_CUDA_TRY(cudaMemsetAsync(t.cand, 0xff, (size_t)qt * t.cap * sizeof(uint64_t), ctx->stream));
+                    clock.mark("theta");
                     FusedFilterArgs f{t.q16, t.qmul, t.theta, qt, reinterpret_cast<const __half*>(a->xb16),
                                       l2 ? a->xb_norms : nullptr, a->xb16_scale, a->nb, dp16, t.cand, t.cap, t.count};
                     GRAFT_GPU_TRY(fused_filter_fp16(ctx, f));
+                    clock.mark("fused gemm+filter");
                     KeySource keys{t.cand, t.cap};
                     GRAFT_GPU_TRY(qms_select_rows(ctx, keys, t.cand_plan, qt, t.winners, ksel, t.qms));
+                    clock.mark("candidate select");
                 }
             } else {
                 GRAFT_CUBLAS_TRY(cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nbt, (int)qt,
                                              (int)a->d, &alpha, a->xb + j0 * a->d, (int)a->d, xq,
                                              (int)a->d, &beta, t.dots, (int)t.ldc));
+                clock.mark("gemm");
                 DotSource src{t.dots, t.ldc, l2 ? a->xb_norms + j0 : nullptr, (uint32_t)j0,
                               a->exclude_self >= 0 ? a->exclude_self + q0 : -1};
                 GRAFT_GPU_TRY(qms_select_rows(ctx, src, plan, qt, out, out_ld, t.qms));
+                clock.mark("select");
             }
         }
         if (t.ntiles > 1) {
@@ -567,6 +608,7 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
             GRAFT_GPU_TRY(qms_select_rows(ctx, src, t.merge_plan, qt, t.winners, ksel, t.qms));
         }
         GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
+        clock.mark("sort");
         if (!certify) {
             GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, t.qnorm, mode, a->D + q0 * a->k,
                                  a->I + q0 * a->k));
@@ -580,9 +622,11 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
             fused_check_kernel<<<(unsigned)ceil_div(qt, 256), 256, 0, ctx->stream>>>(t.count, qt, ksel, t.cap, t.fail);
             GRAFT_CUDA_LAUNCH_CHECK();
         }
+        clock.mark("certify+rerank");
         GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, qt, ksel, t.sort_temp));
         GRAFT_GPU_TRY(decode(ctx, t.sorted, qt, ksel, a->k, nullptr, l2 ? kDecodeRaw : kDecodeIP,
                              a->D + q0 * a->k, a->I + q0 * a->k));
+        clock.mark("sort+decode");
         GRAFT_CUDA_TRY(cudaMemcpyAsync(fail.data(), t.fail, qt * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
         GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
         for (int64_t i = 0; i < qt; i++) {
