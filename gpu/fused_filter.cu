@@ -1,20 +1,17 @@
 // The certified FP16 path's GEMM with its first selection stage in the epilogue (fused_filter.cuh).
 //
 // A block holds a tile of 128 queries' FP16 codes in shared memory and walks a range of 128-row
-// base tiles, each loaded with cp.async while the tile before it is multiplied (WMMA, FP16 in,
-// FP32 accumulation). Each warp computes 32 queries x 64 base vectors, then, one 16 x 16 fragment
-// at a time through shared memory, turns the dot products into values and appends the few at or
-// below their query's threshold to its candidate list (an atomic slot count a query). Blocks run
-// query tiles fastest, so the blocks resident at once share their base tiles through L2: HBM sees
-// the base about once, and nothing of size queries x base is ever written.
-#include <mma.h>
-
+// base tiles, each loaded with cp.async while the tile before it is multiplied (mma.sync
+// m16n8k16: FP16 in, FP32 accumulation, fed by ldmatrix). Each warp computes 32 queries x 64 base
+// vectors and, straight from its accumulator registers (the PTX ISA fixes their layout), turns
+// the dot products into values and appends the few at or below their query's threshold to its
+// candidate list (an atomic slot count a query). Blocks run query tiles fastest, so the blocks
+// resident at once share their base tiles through L2: HBM sees the base about once, and nothing of
+// size queries x base is ever written.
 #include "fused_filter.cuh"
 
 namespace graft {
 namespace {
-
-using namespace nvcuda;
 
 constexpr int kBQ = 128, kBN = 128;  // queries and base vectors of a block tile
 constexpr int kThreads = 256;        // 8 warps: 4 along the queries x 2 along the base
@@ -28,11 +25,25 @@ __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\
 template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+// Four 8 x 8 matrices of halves from shared memory; lane l gives the address of row l % 8 of
+// matrix l / 8, and gets (row l / 4, columns 2 (l % 4) and + 1) of each.
+__device__ inline void ldmatrix_x4(unsigned (&r)[4], const __half* p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
+// d += a (16 x 16, row-major) b (16 x 8, column-major), FP32 accumulation.
+__device__ inline void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // Shared memory of a block, for rows of ld halves (dp rounded up to 16, plus 8: the 16-byte skew
 // keeps the fragment loads' rows in different banks).
 struct Layout {
     int64_t ld;
-    size_t q, b, bn, cm, rm, th, c, bytes;
+    size_t q, b, bn, cm, rm, th, bytes;
     explicit Layout(int64_t dp) {
         ld = (dp + 15) / 16 * 16 + 8;
         size_t o = 0;
@@ -43,7 +54,6 @@ struct Layout {
         cm = take(2 * kBN * sizeof(float));
         rm = take(kBQ * sizeof(float));
         th = take(kBQ * sizeof(float));
-        c = take((kThreads / 32) * 16 * 16 * sizeof(float));  // one fragment a warp
         bytes = o;
     }
 };
@@ -75,11 +85,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 fused_filter_kernel(FusedFilterArgs a, Layout L, int64_t tiles_per_block) {
     extern __shared__ __align__(128) char smem[];
     __half* Q = reinterpret_cast<__half*>(smem + L.q);
-    float* rm = reinterpret_cast<float*>(smem + L.rm);
-    float* th = reinterpret_cast<float*>(smem + L.th);
+    float* rm_s = reinterpret_cast<float*>(smem + L.rm);
+    float* th_s = reinterpret_cast<float*>(smem + L.th);
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     const int wr = warp >> 1, wc = warp & 1;
-    float* C = reinterpret_cast<float*>(smem + L.c) + warp * 256;
     const int64_t q0 = (int64_t)blockIdx.x * kBQ;
     const int64_t ntiles = (a.nb + kBN - 1) / kBN;
     const int64_t t0 = (int64_t)blockIdx.y * tiles_per_block, t1 = min(ntiles, t0 + tiles_per_block);
@@ -104,11 +113,30 @@ fused_filter_kernel(FusedFilterArgs a, Layout L, int64_t tiles_per_block) {
         for (int i = threadIdx.x; i < 2 * kBN; i += kThreads) reinterpret_cast<float*>(smem + L.bn)[i] = 0.f;
     for (int r = threadIdx.x; r < kBQ; r += kThreads) {
         const bool ok = q0 + r < a.nq;
-        rm[r] = ok ? a.rowmul[q0 + r] : 0.f;
-        th[r] = ok ? a.theta[q0 + r] : NAN;  // no value is <= NaN
+        rm_s[r] = ok ? a.rowmul[q0 + r] : 0.f;
+        th_s[r] = ok ? a.theta[q0 + r] : NAN;  // no value is <= NaN
     }
     load_base_tile(a, L, smem, 0, t0);
     cp_async_commit();
+    __syncthreads();
+
+    // The accumulator layout of mma m16n8k16 (PTX ISA): lane holds rows g and g + 8 (g = lane / 4)
+    // and columns 2 (lane % 4) and + 1 of each 16 x 8 tile. A warp has 2 x 8 such tiles, so a
+    // lane sees 4 rows (their multipliers and thresholds stay in registers) and 16 columns.
+    const int g = lane >> 2, tq = lane & 3;
+    float rm[2][2], th[2][2];
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int row = wr * kWarpRows + mi * 16 + g + 8 * h;
+            rm[mi][h] = rm_s[row];
+            th[mi][h] = th_s[row];
+        }
+    // ldmatrix addresses: A (queries) rows lane % 16, columns 8 (lane / 16); B (base, k-major rows)
+    // rows (lane % 8) + 8 (lane / 16), columns 8 ((lane / 8) % 2).
+    const __half* a_base = Q + (wr * kWarpRows + (lane & 15)) * L.ld + (lane >> 4) * 8;
+    const int64_t b_off = (wc * kWarpCols + (lane & 7) + (lane >> 4) * 8) * L.ld + ((lane >> 3) & 1) * 8;
 
     for (int64_t t = t0; t < t1; t++) {
         const int s = (int)((t - t0) & 1);
@@ -121,51 +149,51 @@ fused_filter_kernel(FusedFilterArgs a, Layout L, int64_t tiles_per_block) {
         }
         __syncthreads();
 
-        const __half* B = reinterpret_cast<const __half*>(smem + L.b) + (size_t)s * kBN * L.ld;
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][4];
+        const __half* b_base = reinterpret_cast<const __half*>(smem + L.b) + (size_t)s * kBN * L.ld + b_off;
+        float acc[2][8][4];
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) wmma::fill_fragment(acc[i][j], 0.f);
+            for (int nj = 0; nj < 8; nj++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[mi][nj][e] = 0.f;
         for (int64_t k = 0; k < kpad; k += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[4];
+            unsigned fa[2][4];
 #pragma unroll
-            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], Q + (wr * kWarpRows + i * 16) * L.ld + k, (unsigned)L.ld);
+            for (int mi = 0; mi < 2; mi++) ldmatrix_x4(fa[mi], a_base + mi * 16 * L.ld + k);
 #pragma unroll
-            for (int j = 0; j < 4; j++) wmma::load_matrix_sync(fb[j], B + (wc * kWarpCols + j * 16) * L.ld + k, (unsigned)L.ld);
+            for (int p = 0; p < 4; p++) {  // base columns 16 p .. 16 p + 15: two n-tiles
+                unsigned fb[4];
+                ldmatrix_x4(fb, b_base + p * 16 * L.ld + k);
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+                for (int mi = 0; mi < 2; mi++) {
+                    mma_16816(acc[mi][2 * p], fa[mi], fb[0], fb[1]);
+                    mma_16816(acc[mi][2 * p + 1], fa[mi], fb[2], fb[3]);
+                }
+            }
         }
 
-        // Epilogue: lane owns column (lane & 15) and every other row of each fragment.
+        // Epilogue, from the registers.
         const float* bn = reinterpret_cast<const float*>(smem + L.bn) + s * kBN;
         const float* cm = reinterpret_cast<const float*>(smem + L.cm) + s * kBN;
-        const int cl = lane & 15;
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int col = wc * kWarpCols + j * 16 + cl;
+        for (int nj = 0; nj < 8; nj++) {
+            const int col = wc * kWarpCols + nj * 8 + 2 * tq;
+            const float2 bn2 = *reinterpret_cast<const float2*>(bn + col);
+            const float2 cm2 = *reinterpret_cast<const float2*>(cm + col);
             const int64_t id = t * kBN + col;
-            const float bnc = bn[col], cmc = cm[col];
-            const bool col_ok = id < a.nb;
 #pragma unroll
-            for (int i = 0; i < 2; i++) {
-                wmma::store_matrix_sync(C, acc[i][j], 16, wmma::mem_row_major);
-                __syncwarp();
+            for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int rl = (lane >> 4) + 2 * e, row = wr * kWarpRows + i * 16 + rl;
-                    const float v = bnc + (rm[row] * cmc) * C[rl * 16 + cl];
-                    if (col_ok && v <= th[row]) {
-                        const int64_t q = q0 + row;
+                for (int e = 0; e < 4; e++) {
+                    const int h = e >> 1, c = e & 1;
+                    const float v = (c ? bn2.y : bn2.x) + (rm[mi][h] * (c ? cm2.y : cm2.x)) * acc[mi][nj][e];
+                    if (v <= th[mi][h] && id + c < a.nb) {
+                        const int64_t q = q0 + wr * kWarpRows + mi * 16 + g + 8 * h;
                         const int slot = atomicAdd(a.count + q, 1);
-                        if (slot < a.cap) a.cand[q * a.cap + slot] = make_key(v, (uint32_t)id);
+                        if (slot < a.cap) a.cand[q * a.cap + slot] = make_key(v, (uint32_t)(id + c));
                     }
                 }
-                __syncwarp();
-            }
         }
         __syncthreads();  // the stage is refilled two tiles on
     }

@@ -70,6 +70,10 @@
 #                                              #     the graft index (e.g. "GraftGraph,PQ32")
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
+#   bash scripts/device_run.sh --bench-exact-dense --no-faiss-gpu
+#                                              # ... the same without FAISS GPU (no ~5 min build; a later
+#                                              #     option wins), e.g. with GRAFT_EXACT_PATHS=45
+#                                              #     GRAFT_EXACT_PROFILE=1 for the FP16 paths' stage clocks
 #   bash scripts/device_run.sh --faiss-gpu --bench
 #                                              # ... with stock FAISS GPU built (in the background,
 #                                              #     from .deps/faiss-src) and linked as a peer
@@ -107,6 +111,7 @@ for a in "$@"; do
     --quick-bench) bench=1 quick=1 ;;
     --bench-exact-dense) bench=1 focus=1 faiss_gpu=1 ;;
     --faiss-gpu) faiss_gpu=1 ;;
+    --no-faiss-gpu) faiss_gpu=0 ;;
     --sanitize) sanitize=1 ;;
     --no-tests) tests=0 ;;
     --install-check) install_check=1 ;;
