@@ -123,7 +123,7 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
 /* Index-level parameters of every graft index inside `index` (looked up through IndexIDMap/IDMap2,
  * IndexPreTransform, IndexShards/IndexReplicas and IndexRefine, like faiss_ParameterSpace does):
  *   "allow_tf32"        0/1: TF32 tensor cores in the GPU distance GEMM, approximate (default 0)
- *   "exact_path"        GPU path of the (exact) search: 0 auto (default: 4 on a GPU; graft/flat.h
+ *   "exact_path"        GPU path of the (exact) search: 0 auto (default: 5 on a GPU; graft/flat.h
  *                       says why), 1 FP32 GEMM, 2 TF32 tensor cores with a certified error
  *                       bound and FP32 re-ranking, 3 INT8 tensor cores for integer data in
  *                       [0, 255] or [-128, 127] (exact outright; other data fails the search),

@@ -52,11 +52,12 @@ struct graft_flat {
     int64_t x16_rows;         /* leading rows coded; the path needs all ntotal */
 };
 
-/* What auto (exact_path 0) takes on a GPU. Certified FP16: the fastest path on an H100 in every
- * case measured (bench/RESULTS.md, "Exact k-NN on tensor cores"; run at 43eb449, 1M x 128, 10k
- * queries): k = 10 225k-232k QPS on dense-SIFT, uniform and uint8 data against certified TF32's
- * 186k-220k and INT8's 164k-200k; k = 1024 on dense-SIFT 165k-176k against 138k-148k; d = 960
- * 91k against 79k. INT8 is taken only when asked for (exact_path 3). */
+/* What auto (exact_path 0) takes on a GPU. Fused certified FP16, which is certified FP16 (path 4)
+ * where the fusion does not apply: the fastest path on an H100 in every case measured
+ * (bench/RESULTS.md, "Exact k-NN without the distance matrix"; 1M x 128, 10k queries, k = 10, run
+ * at 1715bba): 471k QPS on dense-SIFT, 371k uniform, 367k uint8, against path 4's 245k-256k (which
+ * was ahead of certified TF32 and INT8 everywhere: run at 43eb449). INT8 is taken only when asked
+ * for (exact_path 3). */
 #define GRAFT_EXACT_AUTO_GPU GRAFT_EXACT_FP16_FUSED
 
 static const graft_int8_range empty_range = {1, INFINITY, -INFINITY};

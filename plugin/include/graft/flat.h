@@ -32,8 +32,9 @@ typedef struct graft_flat_params {
      * results. */
     graft_cpu_knn_fn cpu_knn;
     int exact_path;        /* GPU path of the exact search (still exact): GRAFT_EXACT_AUTO (0,
-                              default: certified FP16, the fastest measured on the H100, even
-                              on uint8 data: bench/RESULTS.md),
+                              default: fused certified FP16 (5), which is certified FP16 (4)
+                              where the fusion does not apply; the fastest measured on the
+                              H100, even on uint8 data: bench/RESULTS.md),
                               GRAFT_EXACT_FP32 (1: FP32 GEMM), GRAFT_EXACT_TF32_CERTIFIED (2: TF32
                               tensor-core candidates with a certified error bound, FP32
                               re-ranking, FP32 again for a query whose certificate fails),
