@@ -23,6 +23,11 @@
 // scaled by powers of two (graft_gpu.h), FP32 accumulation, FP16 output: the distance matrix,
 // whose write and read dominate the TF32 path at k = 10, is half the bytes, and the GEMM runs at
 // twice TF32's tensor-core rate. The bound (fp16_bound) follows the scaling back exactly.
+//
+// Fused certified FP16 (ctx->fused_fp16, path 5): the same certificate with no distance matrix.
+// A threshold a query from a sample of the base, then graft's own tensor-core GEMM kernel
+// (fused_filter.cu) keeps only the vectors at or below it; see "certified FP16 with the first
+// selection fused into the GEMM" below for why the candidates it keeps are the ones needed.
 #include <cfloat>
 #include <cmath>
 #include <vector>
@@ -499,7 +504,10 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
     KnnTiles t;
     GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, fused ? S : a->nb, ksel, &t, 0, dp16,
                                fused ? kFusedCap : 0));
-    if (fused && t.ntiles > 1) return knn_rows(ctx, a, kPathFp16Certified, failed, fp32_rows, unsupported);
+    if (fused && t.ntiles > 1) {  // a budget too small for the whole sample in one tile
+        ctx->last_path = kPathFp16Certified;
+        return knn_rows(ctx, a, kPathFp16Certified, failed, fp32_rows, unsupported);
+    }
     void* scratch = nullptr;
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
     t.layout(static_cast<char*>(scratch));
