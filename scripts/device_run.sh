@@ -57,6 +57,12 @@
 #                                              #     gpu/graph_search.cu): GraftGraph, ,FP16 and ,SQ8 at
 #                                              #     L = 32, 64, 128, batch 10k, on the 1M dense-SIFT set and
 #                                              #     Fashion-MNIST; into $OUT: search-profile.log
+#   bash scripts/device_run.sh --no-tests --search-ncu
+#                                              # ... Nsight Compute on one walk kernel (a 2.5k-query chunk
+#                                              #     of a batch-10k call) of GraftGraph, ,FP16 and ,SQ8:
+#                                              #     dense-SIFT at L = 48, Fashion-MNIST at L = 16 (their
+#                                              #     recall-0.95 beams); throughput, occupancy, stall
+#                                              #     reasons, instruction mix; into $OUT: search-ncu.log
 #   bash scripts/device_run.sh --no-tests --bench-shards
 #                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
 #                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
@@ -104,7 +110,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_profile=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_profile=0 search_ncu=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -126,6 +132,7 @@ for a in "$@"; do
     --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
     --graft-bench-storage) storage_bench=1 ;;
     --search-profile) search_profile=1 ;;
+    --search-ncu) search_ncu=1 ;;
     --bench-shards) bench_shards=1 faiss_gpu=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
@@ -145,7 +152,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_profile || bench_shards ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_profile || search_ncu || bench_shards ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -475,6 +482,29 @@ if [ $search_profile = 1 ]; then
       --name $set --k 10 --batch 10000 --latency-queries 0 --out /tmp/graft-profile \
       --gt-cache /tmp/graft-bench-gt --sweep "L=32,64,128" --index GraftGraph --index GraftGraph,FP16 \
       --index GraftGraph,SQ8 2>&1 | tee -a "$OUT/search-profile.log"
+  done
+fi
+
+if [ $search_ncu = 1 ]; then
+  # One walk kernel per index: the fifth launch (the first of the second pass; a pass of 10k
+  # queries is a pipeline of four 2.5k chunks). --clock-control none: the clocks as they run.
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+  wait_dense_sift
+  fm=$root/.deps/data/fashion-mnist
+  for set in "dense-sift1m 48 --base $dense/base.u8bin --query $dense/query.u8bin" \
+             "fashion-mnist 16 --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
+    read -r name L args <<<"$set"
+    for index in GraftGraph GraftGraph,FP16 GraftGraph,SQ8; do
+      [ $(seconds_left) -ge 40 ] || { stamp "ncu $name $index: skipped"; continue; }
+      stamp "ncu: $name $index L=$L"
+      OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) "$ncu" --clock-control none \
+        -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+        --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section InstructionStats ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
+        --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
+        --sweep "L=$L" --index $index $args >>"$OUT/search-ncu.log" 2>&1
+    done
   done
 fi
 
