@@ -746,7 +746,20 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
     if (blocks > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: nq=%lld is too many for one launch",
                         (long long)a->nq);
-    const size_t smem = (size_t)P.wpb * P.lay.stride;
+    size_t smem = (size_t)P.wpb * P.lay.stride;
+    // GRAFT_SEARCH_BLOCKS_PER_SM=B (benchmarks only): pads each block's shared memory so that at
+    // most B blocks share a multiprocessor, to measure how the walk's speed follows the number of
+    // resident warps (latency-bound: in proportion; issue- or bandwidth-bound: less).
+    if (const char* e = getenv("GRAFT_SEARCH_BLOCKS_PER_SM")) {
+        int per_sm = 0, reserved = 0;
+        GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                              ctx->device));
+        GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock,
+                                              ctx->device));
+        const int b = atoi(e);
+        if (b > 0 && per_sm / b - reserved > (int)smem && per_sm / b - reserved <= optin)
+            smem = (size_t)(per_sm / b - reserved);
+    }
     cudaEvent_t t0 = nullptr, t1 = nullptr;
     if (gpu_ms) {
         GRAFT_CUDA_TRY(cudaEventCreate(&t0));

@@ -62,7 +62,9 @@
 #                                              #     of a batch-10k call) of GraftGraph, ,FP16 and ,SQ8:
 #                                              #     dense-SIFT at L = 48, Fashion-MNIST at L = 16 (their
 #                                              #     recall-0.95 beams); throughput, occupancy, stall
-#                                              #     reasons, instruction mix; into $OUT: search-ncu.log
+#                                              #     reasons, instruction mix; into $OUT: search-ncu.log.
+#                                              #     GRAFT_OCCUPANCY_BLOCKS="2 3 4 0": then graft-bench of the
+#                                              #     same with at most B blocks a multiprocessor (0: no limit)
 #   bash scripts/device_run.sh --no-tests --bench-shards
 #                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
 #                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
@@ -488,22 +490,37 @@ fi
 if [ $search_ncu = 1 ]; then
   # One walk kernel per index: the fifth launch (the first of the second pass; a pass of 10k
   # queries is a pipeline of four 2.5k chunks). --clock-control none: the clocks as they run.
+  # GRAFT_NCU_SECTIONS replaces the sections (e.g. "WarpStateStats SourceCounters": stall
+  # reasons and the source lines they fall on).
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+  sections=()
+  for sec in ${GRAFT_NCU_SECTIONS:-SpeedOfLight LaunchStats Occupancy WarpStateStats SchedulerStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis InstructionStats}; do
+    sections+=(--section $sec)
+  done
   wait_dense_sift
   fm=$root/.deps/data/fashion-mnist
   for set in "dense-sift1m 48 --base $dense/base.u8bin --query $dense/query.u8bin" \
              "fashion-mnist 16 --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
     read -r name L args <<<"$set"
-    for index in GraftGraph GraftGraph,FP16 GraftGraph,SQ8; do
+    for index in ${GRAFT_NCU_INDEXES:-GraftGraph GraftGraph,FP16 GraftGraph,SQ8}; do
       [ $(seconds_left) -ge 40 ] || { stamp "ncu $name $index: skipped"; continue; }
       stamp "ncu: $name $index L=$L"
       OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) "$ncu" --clock-control none \
-        -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
-        --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
-        --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-        --section InstructionStats ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
+        -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 "${sections[@]}" --print-details all \
+        ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
         --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
         --sweep "L=$L" --index $index $args >>"$OUT/search-ncu.log" 2>&1
+    done
+    # The same indexes with at most B blocks (4 warps each) a multiprocessor
+    # (GRAFT_SEARCH_BLOCKS_PER_SM): how QPS follows the resident warps. 0: no limit.
+    for b in ${GRAFT_OCCUPANCY_BLOCKS:-}; do
+      [ $(seconds_left) -ge 40 ] || { stamp "occupancy $name B=$b: skipped"; continue; }
+      stamp "occupancy: $name, at most $b blocks a multiprocessor"
+      idx=(); for index in ${GRAFT_NCU_INDEXES:-GraftGraph GraftGraph,FP16 GraftGraph,SQ8}; do idx+=(--index $index); done
+      GRAFT_SEARCH_BLOCKS_PER_SM=$b OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) \
+        ./build-device/bench/graft-bench --name $name-blocks$b --k 10 --batch 10000 --latency-queries 0 \
+        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" "${idx[@]}" $args \
+        2>&1 | grep -E "^graft " | sed "s/^/blocks $b: /" | tee -a "$OUT/search-ncu.log"
     done
   done
 fi
