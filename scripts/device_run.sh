@@ -63,8 +63,10 @@
 #                                              #     dense-SIFT at L = 48, Fashion-MNIST at L = 16 (their
 #                                              #     recall-0.95 beams); throughput, occupancy, stall
 #                                              #     reasons, instruction mix; into $OUT: search-ncu.log.
-#                                              #     GRAFT_OCCUPANCY_BLOCKS="2 3 4 0": then graft-bench of the
-#                                              #     same with at most B blocks a multiprocessor (0: no limit)
+#                                              #     GRAFT_NCU_INDEXES picks the indexes, GRAFT_NCU_SECTIONS
+#                                              #     ncu's sections; GRAFT_OCCUPANCY_BLOCKS="2 3 4 0": then
+#                                              #     graft-bench of the same with at most B blocks a
+#                                              #     multiprocessor (0: no limit)
 #   bash scripts/device_run.sh --no-tests --bench-shards
 #                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
 #                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
