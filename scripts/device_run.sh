@@ -499,12 +499,14 @@ if [ $search_ncu = 1 ]; then
   for sec in ${GRAFT_NCU_SECTIONS:-SpeedOfLight LaunchStats Occupancy WarpStateStats SchedulerStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis InstructionStats}; do
     sections+=(--section $sec)
   done
+  indexes=(${GRAFT_NCU_INDEXES:-GraftGraph GraftGraph,FP16 GraftGraph,SQ8})
+  idx=(); for index in "${indexes[@]}"; do idx+=(--index $index); done
   wait_dense_sift
   fm=$root/.deps/data/fashion-mnist
   for set in "dense-sift1m 48 --base $dense/base.u8bin --query $dense/query.u8bin" \
              "fashion-mnist 16 --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
     read -r name L args <<<"$set"
-    for index in ${GRAFT_NCU_INDEXES:-GraftGraph GraftGraph,FP16 GraftGraph,SQ8}; do
+    for index in "${indexes[@]}"; do
       [ $(seconds_left) -ge 40 ] || { stamp "ncu $name $index: skipped"; continue; }
       stamp "ncu: $name $index L=$L"
       OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) "$ncu" --clock-control none \
@@ -518,7 +520,6 @@ if [ $search_ncu = 1 ]; then
     for b in ${GRAFT_OCCUPANCY_BLOCKS:-}; do
       [ $(seconds_left) -ge 40 ] || { stamp "occupancy $name B=$b: skipped"; continue; }
       stamp "occupancy: $name, at most $b blocks a multiprocessor"
-      idx=(); for index in ${GRAFT_NCU_INDEXES:-GraftGraph GraftGraph,FP16 GraftGraph,SQ8}; do idx+=(--index $index); done
       GRAFT_SEARCH_BLOCKS_PER_SM=$b OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) \
         ./build-device/bench/graft-bench --name $name-blocks$b --k 10 --batch 10000 --latency-queries 0 \
         --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" "${idx[@]}" $args \
