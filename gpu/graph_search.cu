@@ -329,7 +329,7 @@ graph_search_kernel(Params P) {
     int32_t* table = reinterpret_cast<int32_t*>(base + lay.hash);
     int32_t* expand = reinterpret_cast<int32_t*>(base + lay.expand);
     const bool use_hash = a.visited == 0;
-    const bool dups = !use_hash && a.probes > 1;  // a Bloom race needs two rows sharing an id
+    const bool dups = !use_hash;  // Bloom races: two lanes inserting one id (rows sharing it)
     const int L = a.L, R = a.R, k = (int)a.k;
 
     const float* gq = a.xq + qi * a.d;
