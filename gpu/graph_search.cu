@@ -61,7 +61,10 @@ constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
 // At least 6 blocks (24 warps) a multiprocessor: 80 registers a thread. Uncapped, ptxas takes
 // 96-128 for a few more loads in flight and halves the resident warps that hide their latency.
-constexpr int kBlocksPerSM = 6;
+#ifndef GRAFT_WALK_MIN_BLOCKS  // experiment: the A/B builds 5 beside 6
+#define GRAFT_WALK_MIN_BLOCKS 6
+#endif
+constexpr int kBlocksPerSM = GRAFT_WALK_MIN_BLOCKS;
 // Candidates a lane's team has in flight in one distance pass: one memory round trip serves
 // up to 4 candidates (the walk waits on memory latency, not bandwidth: bench/RESULTS.md).
 constexpr int kInFlight = 4;
@@ -80,6 +83,7 @@ struct Params {
     int64_t bloom_words;  // per query
     int wpb;
     int team_log2;  // log2 of G, the lanes a distance (lanes_for)
+    int dw, dw_fp32;  // 16-byte chunks of a row of the walk's storage / of a vector (0: d % W != 0)
 };
 
 // One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
@@ -149,38 +153,25 @@ __device__ inline int staged_index(int i, int64_t d) {
     return (t * (int)(d / W) + j) * 4 + i % 4;
 }
 
-// What the distance passes of one query read: the storage's rows, the staged query and the
-// lane's team (G = 2^team_log2 lanes, team g of 32 / G, place gl in it).
-struct Dist {
-    const unsigned char* base;
-    int row_bytes, d;  // (d < 2^24: search_on)
+// The staged query a query's distance passes read (the rest comes from the kernel's parameters).
+struct Query {
     const float* q;   // staged query (SQ8: folded); float4s in chunk order on the vector path
     const float* sc;  // SQ8 L2's staged scales, same order
     float qc;         // SQ8 inner product: q . offset
-    int dw;           // 16-byte chunks a row on the vector path (d % W == 0), else 0
-    int team_log2, g, gl;
 };
 
-template <int S>
-__device__ inline Dist make_dist(const void* base, int64_t d, const float* q, const float* sc,
-                                 float qc, int team_log2, int lane) {
-    constexpr int W = Width<S>::W;
-    return Dist{static_cast<const unsigned char*>(base), (int)d * Width<S>::bytes, (int)d, q, sc, qc,
-                d % W == 0 ? (int)(d / W) : 0, team_log2, lane >> team_log2,
-                lane & ((1 << team_log2) - 1)};
-}
-
-// Chunk j (16 bytes of each of NV rows, loaded into r) into the NV accumulators.
+// Chunk j (16 bytes of each of NV rows, loaded into r) into the NV accumulators; dw: chunks a row.
 template <int NV, bool L2, int S>
-__device__ inline void accumulate(const Dist& x, float (&acc)[NV], const uint4 (&r)[NV], int j) {
+__device__ inline void accumulate(const Query& x, int dw, float (&acc)[NV], const uint4 (&r)[NV],
+                                  int j) {
     constexpr int T = Width<S>::W / 4;
     const float4* q4 = reinterpret_cast<const float4*>(x.q);
     const float4* s4 = reinterpret_cast<const float4*>(x.sc);
 #pragma unroll
     for (int t = 0; t < T; t++) {
-        const float4 w = q4[t * x.dw + j];
+        const float4 w = q4[t * dw + j];
         float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (S == kSQ8 && L2) s = s4[t * x.dw + j];
+        if (S == kSQ8 && L2) s = s4[t * dw + j];
 #pragma unroll
         for (int v = 0; v < NV; v++) {
             const float4 e = decode4<S>(r[v], t);
@@ -192,35 +183,47 @@ __device__ inline void accumulate(const Dist& x, float (&acc)[NV], const uint4 (
     }
 }
 
-// One distance pass: NV candidates a team, cand[c0 + v 32/G + g] for team g; a slot past m
-// reads the row of `dummy` (a valid id) so that no load needs a test, and its result is dropped.
-// The keys replace the ids in cand[].
+// One distance pass: NV candidates a team (G = 2^team_log2 lanes), cand[c0 + v 32/G + g] for
+// team g; a slot past m reads the row of `dummy` (a valid id) so that no load needs a test, and
+// its result is dropped. Each lane keeps two chunks of each of its NV rows in flight: one memory
+// round trip per 2 G chunks of a row. The keys replace the ids in cand[]. S = kFP32 reads the
+// vectors (the FP32 walk, and the compressed walks' re-ranking), else the codes.
 template <int NV, bool L2, int S>
-__device__ void distance_pass(const Dist& x, uint64_t* cand, int c0, int m, uint32_t dummy) {
-    const int G = 1 << x.team_log2, NG = 32 >> x.team_log2;
+__device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, int c0, int m,
+                              uint32_t dummy, int lane) {
+    const int lg = P.team_log2, G = 1 << lg, NG = 32 >> lg, g = lane >> lg, gl = lane & (G - 1);
+    const int d = (int)P.a.d, dw = S == kFP32 ? P.dw_fp32 : P.dw;
+    const unsigned char* base = static_cast<const unsigned char*>(
+            S == kFP32 ? static_cast<const void*>(P.a.x) : P.a.codes);
+    const int row_bytes = d * Width<S>::bytes;
     const uint4* row[NV];
     uint32_t id[NV];
     float acc[NV];
 #pragma unroll
     for (int v = 0; v < NV; v++) {
-        const int c = c0 + v * NG + x.g;
+        const int c = c0 + v * NG + g;
         id[v] = c < m ? (uint32_t)cand[c] : dummy;
-        row[v] = reinterpret_cast<const uint4*>(x.base + (int64_t)id[v] * x.row_bytes);
+        row[v] = reinterpret_cast<const uint4*>(base + (int64_t)id[v] * row_bytes);
         acc[v] = 0.f;
     }
-    if (x.dw) {
-        for (int j = x.gl; j < x.dw; j += G) {
-            uint4 r[NV];
+    if (dw) {
+        for (int j = gl; j < dw; j += 2 * G) {
+            const bool two = j + G < dw;
+            uint4 r0[NV], r1[NV];
 #pragma unroll
-            for (int v = 0; v < NV; v++) r[v] = __ldg(row[v] + j);
-            accumulate<NV, L2, S>(x, acc, r, j);
+            for (int v = 0; v < NV; v++) {
+                r0[v] = __ldg(row[v] + j);
+                r1[v] = two ? __ldg(row[v] + j + G) : make_uint4(0, 0, 0, 0);
+            }
+            accumulate<NV, L2, S>(x, dw, acc, r0, j);
+            if (two) accumulate<NV, L2, S>(x, dw, acc, r1, j + G);
         }
     } else {
-        for (int j = x.gl; j < x.d; j += G) {
+        for (int j = gl; j < d; j += G) {
             const float qj = x.q[j], sj = S == kSQ8 && L2 ? x.sc[j] : 0.f;
 #pragma unroll
             for (int v = 0; v < NV; v++)
-                acc[v] = dim_acc<L2, S>(acc[v], qj, load1<S>(x.base, id[v], x.d, j), sj);
+                acc[v] = dim_acc<L2, S>(acc[v], qj, load1<S>(base, id[v], d, j), sj);
         }
     }
     for (int o = G >> 1; o > 0; o >>= 1)
@@ -229,9 +232,9 @@ __device__ void distance_pass(const Dist& x, uint64_t* cand, int c0, int m, uint
     __syncwarp();  // every team read its ids from cand[] above
 #pragma unroll
     for (int v = 0; v < NV; v++) {
-        const int c = c0 + v * NG + x.g;
+        const int c = c0 + v * NG + g;
         const float val = S == kSQ8 && !L2 ? acc[v] + x.qc : acc[v];
-        if (c < m && x.gl == 0) cand[c] = make_key(L2 ? val : -val, id[v]);
+        if (c < m && gl == 0) cand[c] = make_key(L2 ? val : -val, id[v]);
     }
 }
 
@@ -239,16 +242,16 @@ __device__ void distance_pass(const Dist& x, uint64_t* cand, int c0, int m, uint
 // warp before the call): passes of up to kInFlight candidates a team, the last one exactly as
 // wide as what is left, so a pass issues no loads for empty slots of a whole team.
 template <bool L2, int S>
-__device__ void warp_distances(const Dist& x, uint64_t* cand, int m) {
+__device__ void warp_distances(const Params& P, const Query& x, uint64_t* cand, int m, int lane) {
     if (m <= 0) return;
-    const int tshift = 5 - x.team_log2;  // candidates a pass slot: 32 / G = 1 << tshift
+    const int tshift = 5 - P.team_log2;  // candidates a pass slot: 32 / G = 1 << tshift
     const uint32_t dummy = (uint32_t)cand[0];
     for (int c0 = 0; c0 < m; c0 += kInFlight << tshift) {
         const int nv = ((m - c0) + (1 << tshift) - 1) >> tshift;
-        if (nv >= 4) distance_pass<4, L2, S>(x, cand, c0, m, dummy);
-        else if (nv == 3) distance_pass<3, L2, S>(x, cand, c0, m, dummy);
-        else if (nv == 2) distance_pass<2, L2, S>(x, cand, c0, m, dummy);
-        else distance_pass<1, L2, S>(x, cand, c0, m, dummy);
+        if (nv >= 4) distance_pass<4, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else if (nv == 3) distance_pass<3, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else if (nv == 2) distance_pass<2, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else distance_pass<1, L2, S>(P, x, cand, c0, m, dummy, lane);
     }
 }
 static_assert(kInFlight == 4, "warp_distances dispatches passes of 1..4 candidates a team");
@@ -264,38 +267,56 @@ __device__ inline bool hash_insert(int32_t* table, int bits, int32_t u) {
     }
 }
 
+// What merge_into must look for: survivors equal to each other (Bloom races: two lanes inserting
+// one id) or to entries of the list (the filtered results with the hash visited set, which
+// forgets vertices that left the worklist: such a vertex is computed again and, allowed, may come
+// back for a place it already holds).
+enum { kRepeatsInSurvivors = 1, kRepeatsOfEntries = 2 };
+
 // Merges the survivors (one key a lane, lanes with `has`; never carrying the expanded bit) into
 // the sorted list a[0..*size) of capacity cap, in place: a survivor's place is its rank among the
 // survivors plus the number of entries below it, and an entry moves up by the number of
 // survivors below it. Entries pushed past cap drop out. Chunks of 32 entries go top-down, so an
-// entry only moves into slots already read. sv: 32 keys of scratch. Survivors with equal keys
-// (a Bloom race; `dups` says they can occur) enter once. Returns the lowest place a survivor
-// took (cap when none entered). Warp-wide, uniform arguments but key and has.
-__device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool has, bool dups,
+// entry only moves into slots already read. sv: 32 keys of scratch. Repeats (see above) enter
+// once. Returns the lowest place a survivor took (cap when none entered). Warp-wide, uniform
+// arguments but key and has.
+__device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool has, int repeats,
                           uint64_t* sv, int lane) {
     unsigned live = __ballot_sync(kFullMask, has);
     if (!live) return cap;
-    if (dups) {
+    const int n = *size;
+    if (repeats) {
         bool dup = false;
-        for (unsigned r = live; r; r &= r - 1) {
-            const int j = __ffs(r) - 1;
-            dup |= __shfl_sync(kFullMask, key, j) == key && j < lane;
-        }
+        if (repeats & kRepeatsInSurvivors)
+            for (unsigned r = live; r; r &= r - 1) {
+                const int j = __ffs(r) - 1;
+                dup |= __shfl_sync(kFullMask, key, j) == key && j < lane;
+            }
+        if (repeats & kRepeatsOfEntries)
+            for (int b = 0; b < n; b += 32) {
+                const int i = b + lane;
+                const uint64_t pe = i < n ? plain(a[i]) : kKeyNone;
+                for (unsigned r = live; r; r &= r - 1) {
+                    const int j = __ffs(r) - 1;
+                    const bool eq = __ballot_sync(kFullMask, pe == __shfl_sync(kFullMask, key, j)) != 0;
+                    if (lane == j) dup |= eq;
+                }
+            }
         has = has && !dup;
         live = __ballot_sync(kFullMask, has);
+        if (!live) return cap;
     }
     const int ns = __popc(live), me = __popc(live & lanemask_lt());
     if (has) sv[me] = key;
     __syncwarp();
     int rank = 0;  // a survivor's place: survivors below it, then plus entries below it
     for (int j = 0; j < ns; j++) rank += sv[j] < key;
-    const int n = *size;
     for (int b = (n - 1) >> 5; b >= 0; b--) {
         const int i = (b << 5) + lane;
         const uint64_t e = i < n ? a[i] : kKeyNone, pe = plain(e);
         int shift = 0;
         for (int j = 0; j < ns; j++) {
-            const bool below = i < n && pe < sv[j];  // never equal: survivors are fresh
+            const bool below = i < n && pe < sv[j];  // never equal: repeats are gone
             const int cnt = __popc(__ballot_sync(kFullMask, below));
             if (j == me) rank += cnt;
             shift += !below;
@@ -329,12 +350,12 @@ graph_search_kernel(Params P) {
     int32_t* table = reinterpret_cast<int32_t*>(base + lay.hash);
     int32_t* expand = reinterpret_cast<int32_t*>(base + lay.expand);
     const bool use_hash = a.visited == 0;
-    const bool dups = !use_hash;  // Bloom races: two lanes inserting one id (rows sharing it)
+    const int repeats = use_hash ? 0 : kRepeatsInSurvivors;
+    const int res_repeats = use_hash ? kRepeatsOfEntries : kRepeatsInSurvivors;
     const int L = a.L, R = a.R, k = (int)a.k;
 
     const float* gq = a.xq + qi * a.d;
     const int dpad = (int)((a.d + 3) & ~3ll);
-    const void* walk = S == kFP32 ? static_cast<const void*>(a.x) : a.codes;
     float qc = 0.f;  // SQ8 inner product: q . offset
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
@@ -352,7 +373,7 @@ graph_search_kernel(Params P) {
     }
     if (S == kSQ8 && !L2)
         for (int o = 16; o > 0; o >>= 1) qc += __shfl_xor_sync(kFullMask, qc, o);
-    const Dist dist = make_dist<S>(walk, a.d, q, sc, qc, P.team_log2, lane);
+    const Query query{q, sc, qc};
     uint32_t* bf = nullptr;
     const uint32_t bloom_mask = (1u << a.bloom_log2) - 1;
     if (use_hash) {
@@ -372,7 +393,7 @@ graph_search_kernel(Params P) {
         cand[0] = (uint32_t)e;
     }
     __syncwarp();
-    warp_distances<L2, S>(dist, cand, 1);
+    warp_distances<L2, S>(P, query, cand, 1, lane);
     __syncwarp();
     int size = 1, nres = 0;
     if (lane == 0) list[0] = cand[0];
@@ -435,7 +456,7 @@ graph_search_kernel(Params P) {
         hashed += m;
         __syncwarp();
         // 2. bulk distances
-        warp_distances<L2, S>(dist, cand, m);
+        warp_distances<L2, S>(P, query, cand, m, lane);
         __syncwarp();
         ndist += m;
         // 3. maintenance, 32 candidates at a time: the allowed ones into the filtered results,
@@ -446,10 +467,10 @@ graph_search_kernel(Params P) {
             if (a.allowed) {
                 const uint32_t u = (uint32_t)key;
                 const bool ok = c < m && key < res_worst && (a.allowed[u >> 5] >> (u & 31) & 1u);
-                merge_into(res, &nres, k, key, ok, dups, sv, lane);
+                merge_into(res, &nres, k, key, ok, res_repeats, sv, lane);
                 res_worst = nres == k ? res[k - 1] : kKeyNone;
             }
-            const int low = merge_into(list, &size, L, key, key < worst, dups, sv, lane);
+            const int low = merge_into(list, &size, L, key, key < worst, repeats, sv, lane);
             if (low < scan) scan = low;
             worst = size == L ? plain(list[L - 1]) : kKeyNone;
         }
@@ -475,8 +496,7 @@ graph_search_kernel(Params P) {
         const int nr = a.allowed || a.rerank == 0 || a.rerank > found ? found : a.rerank;
         for (int i = lane; i < nr; i += 32) cand[i] = (uint32_t)plain(out[i]);
         __syncwarp();
-        warp_distances<L2, kFP32>(make_dist<kFP32>(a.x, a.d, gq, nullptr, 0.f, P.team_log2, lane),
-                                  cand, nr);
+        warp_distances<L2, kFP32>(P, Query{gq, nullptr, 0.f}, cand, nr, lane);
         __syncwarp();
         for (int i = lane; i < nr; i += 32) {
             const uint64_t key = cand[i];
@@ -504,42 +524,30 @@ graph_search_kernel(Params P) {
     }
 }
 
-// Lanes a distance (G): the team size with the fewest warp instructions for an iteration's
-// fresh candidates, m = 20 of them (the mean at R = 64 on dense-SIFT and Fashion-MNIST: 18-21;
-// fewer when probes x R is smaller). A team of G lanes spreads a row's dw 16-byte chunks over
-// its lanes, ceil(dw / G) loads a lane, each with its decode and 2 floating-point operations a
-// dimension, and reduces in log2(G) shuffle steps; the 32 / G teams of a warp take a candidate
-// each, kInFlight at a time, and a pass costs ~20 instructions of its own. Ties (within 5%) go
-// to more lanes: fewer loads a lane in sequence, so less latency a candidate. GRAFT_SEARCH_LANES
-// overrides it (benchmarks).
-int lanes_for(int64_t d, int storage, int C) {
+// Lanes a distance (G): the team size with the fewest memory round trips for an iteration's
+// fresh candidates, ceil(m / (kInFlight 32 / G)) passes of ceil(dw / (2 G)) loads each (dw: the
+// row's 16-byte chunks; each lane keeps two chunks of each of its candidates in flight), for
+// m = 20 candidates (the mean of an iteration at R = 64 on dense-SIFT and Fashion-MNIST: 18-21;
+// fewer when probes x R is smaller). The walk waits on memory latency more than it issues
+// (bench/RESULTS.md), so round trips come first; ties go to the team with fewer instructions:
+// fewer slots (a slot costs its lane's loads and decodes whatever it holds) and shorter
+// reductions (log2 G steps). GRAFT_SEARCH_LANES overrides it (benchmarks).
+int lanes_for(int64_t d, int W, int C) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
         if (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) return g;
     }
-    const int W = storage == kSQ8 ? 16 : storage == kFP16 ? 8 : 4;
-    // Instructions a 16-byte chunk of one row: load, decode (FP16: 8 conversions, SQ8: 16 byte
-    // moves and subtractions), 2 a dimension.
-    const double per_chunk = 1 + (storage == kSQ8 ? 32 : storage == kFP16 ? 8 : 0) + 2 * W;
-    const bool vec = d % W == 0;
-    const int64_t dw = vec ? d / W : d;  // the scalar path: a dimension a step
-    const double per_step = vec ? per_chunk : 4;
-    const int64_t m = C < 20 ? C : 20;
-    double best_cost = 1e300;
+    const int64_t dw = d % W == 0 ? d / W : d, m = C < 20 ? C : 20;
     int best = 32;
-    double cost[6];
+    int64_t best_trips = INT64_MAX, best_work = INT64_MAX;
     for (int lg = 5; lg >= 0; lg--) {
         const int g = 1 << lg;
-        const int64_t slots = ceil_div(m, 32 / g), passes = ceil_div(slots, kInFlight);
-        const int64_t steps = ceil_div(dw, g);
-        cost[lg] = (double)slots * (steps * per_step + 2 * lg) + (double)passes * (steps + 20);
-        if (cost[lg] < best_cost) best_cost = cost[lg];
+        const int64_t slots = ceil_div(m, 32 / g), steps = ceil_div(dw, g);
+        const int64_t trips = ceil_div(slots, kInFlight) * ceil_div(dw, 2 * g);
+        const int64_t work = slots * (steps + lg);
+        if (trips < best_trips || (trips == best_trips && work < best_work))
+            best = g, best_trips = trips, best_work = work;
     }
-    for (int lg = 5; lg >= 0; lg--)
-        if (cost[lg] <= 1.05 * best_cost) {
-            best = 1 << lg;
-            break;
-        }
     return best;
 }
 
@@ -669,7 +677,10 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
         GRAFT_CUDA_TRY(cudaEventCreate(&t1));
         GRAFT_CUDA_TRY(cudaEventRecord(t0, st));
     }
-    const int g = lanes_for(a->d, a->storage, P.lay.C);
+    const int W = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;
+    P.dw = a->d % W == 0 ? (int)(a->d / W) : 0;
+    P.dw_fp32 = a->d % 4 == 0 ? (int)(a->d / 4) : 0;
+    const int g = lanes_for(a->d, W, P.lay.C);
     P.team_log2 = __builtin_ctz((unsigned)g);
     int rc = a->l2 ? launch_s<true>(P, (int)blocks, smem, st)
                    : launch_s<false>(P, (int)blocks, smem, st);

@@ -496,6 +496,13 @@ if [ $walk_ab = 1 ]; then
   cmake -S "$GRAFT_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
     ninja -C build-ab graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   stamp "built ${GRAFT_AB_COMMIT:-the other tree} beside this one"
+  trees="build-ab build-device"
+  if [ -n "${GRAFT_AB_VARIANT:-}" ]; then
+    # This tree again with extra CUDA flags (e.g. -DGRAFT_WALK_MIN_BLOCKS=5), as a third walk.
+    cmake -S . -B build-variant "${cfg[@]}" -DCMAKE_CUDA_FLAGS="$GRAFT_AB_VARIANT" >>"$OUT/build.log" 2>&1 &&
+      ninja -C build-variant graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+    trees="$trees build-variant"
+  fi
   wait_dense_sift
   while pgrep -f make_patches.py >/dev/null; do sleep 2; done
   setup_log "KDE-patches generation" $patches_log 2
@@ -506,8 +513,8 @@ if [ $walk_ab = 1 ]; then
              "kde-patches1m 48 16,24,32,48,64,96,128,192 $patches/base.u8bin $patches/query.u8bin"; do
     read -r name L sweep base query <<<"$set"
     args="--base $base --query $query"
-    for tree in build-ab build-device; do
-      commit=$([ $tree = build-ab ] && echo "${GRAFT_AB_COMMIT:-other}" || echo "${GRAFT_COMMIT:-this}")
+    for tree in $trees; do
+      commit=$(case $tree in build-ab) echo "${GRAFT_AB_COMMIT:-other}" ;; build-variant) echo "${GRAFT_COMMIT:-this} $GRAFT_AB_VARIANT" ;; *) echo "${GRAFT_COMMIT:-this}" ;; esac)
       stamp "$name: graft-bench of $commit" | tee -a "$log"
       ./$tree/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
         --out /tmp/walk-ab-$tree --gt-cache /tmp/graft-bench-gt --commit "$commit" \
@@ -526,13 +533,21 @@ if [ $walk_ab = 1 ]; then
   cat /tmp/walk-ab-build-ab/graft-bench.jsonl /tmp/walk-ab-build-device/graft-bench.jsonl >"$OUT/walk-ab.jsonl" 2>/dev/null
   # Warp instructions a query (ncu's inst_executed over the chunk's 2.5k queries), both walks.
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
-  for tree in build-ab build-device; do
+  for tree in $trees; do
     "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
       --metrics smsp__inst_executed.sum,gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
       ./$tree/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
       --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" --index GraftGraph \
       --base $dense/base.u8bin --query $dense/query.u8bin 2>&1 | grep -E "smsp__inst|gpu__time|registers|warps_active|dram__" | sed "s/^/ncu $tree: /" | tee -a "$log"
   done
+  # This walk's instructions and stall samples by SASS line (ncu's source page), for the notes.
+  "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats -o /tmp/walk-ab-src -f \
+    ./build-device/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
+    --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" --index GraftGraph \
+    --base $dense/base.u8bin --query $dense/query.u8bin >/dev/null 2>&1
+  "$ncu" -i /tmp/walk-ab-src.ncu-rep --page source --csv --print-source sass 2>&1 | gzip >"$OUT/walk-sass.csv.gz"
+  "$ncu" -i /tmp/walk-ab-src.ncu-rep --page details --section WarpStateStats 2>&1 | grep -E "Stall|Warp Cycles" >>"$log"
 fi
 
 if [ $search_ncu = 1 ]; then
