@@ -61,8 +61,8 @@ constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
 // At least 6 blocks (24 warps) a multiprocessor: 80 registers a thread. Uncapped, ptxas takes
 // 96-128 for a few more loads in flight and halves the resident warps that hide their latency.
-#ifndef GRAFT_WALK_MIN_BLOCKS  // experiment: the A/B builds 5 beside 6
-#define GRAFT_WALK_MIN_BLOCKS 6
+#ifndef GRAFT_WALK_MIN_BLOCKS  // experiment: the A/B builds another value beside this one
+#define GRAFT_WALK_MIN_BLOCKS 5
 #endif
 constexpr int kBlocksPerSM = GRAFT_WALK_MIN_BLOCKS;
 // Candidates a lane's team has in flight in one distance pass: one memory round trip serves
@@ -82,7 +82,6 @@ struct Params {
     Layout lay;
     int64_t bloom_words;  // per query
     int wpb;
-    int team_log2;  // log2 of G, the lanes a distance (lanes_for)
     int dw, dw_fp32;  // 16-byte chunks of a row of the walk's storage / of a vector (0: d % W != 0)
 };
 
@@ -183,19 +182,20 @@ __device__ inline void accumulate(const Query& x, int dw, float (&acc)[NV], cons
     }
 }
 
-// One distance pass: NV candidates a team (G = 2^team_log2 lanes), cand[c0 + v 32/G + g] for
+// One distance pass: NV candidates a team (G lanes), cand[c0 + v 32/G + g] for
 // team g; a slot past m reads the row of `dummy` (a valid id) so that no load needs a test, and
 // its result is dropped. Each lane keeps two chunks of each of its NV rows in flight: one memory
 // round trip per 2 G chunks of a row. The keys replace the ids in cand[]. S = kFP32 reads the
 // vectors (the FP32 walk, and the compressed walks' re-ranking), else the codes.
-template <int NV, bool L2, int S>
+template <int G, int NV, bool L2, int S>
 __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, int c0, int m,
                               uint32_t dummy, int lane) {
-    const int lg = P.team_log2, G = 1 << lg, NG = 32 >> lg, g = lane >> lg, gl = lane & (G - 1);
+    constexpr int NG = 32 / G;
+    const int g = lane / G, gl = lane % G;
     const int d = (int)P.a.d, dw = S == kFP32 ? P.dw_fp32 : P.dw;
     const unsigned char* base = static_cast<const unsigned char*>(
             S == kFP32 ? static_cast<const void*>(P.a.x) : P.a.codes);
-    const int row_bytes = d * Width<S>::bytes;
+    const uint32_t row_bytes = (uint32_t)d * Width<S>::bytes;
     const uint4* row[NV];
     uint32_t id[NV];
     float acc[NV];
@@ -203,20 +203,23 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
     for (int v = 0; v < NV; v++) {
         const int c = c0 + v * NG + g;
         id[v] = c < m ? (uint32_t)cand[c] : dummy;
-        row[v] = reinterpret_cast<const uint4*>(base + (int64_t)id[v] * row_bytes);
+        row[v] = reinterpret_cast<const uint4*>(base + (size_t)id[v] * row_bytes);
         acc[v] = 0.f;
     }
     if (dw) {
         for (int j = gl; j < dw; j += 2 * G) {
+            // The second chunk: j + G, or chunk j again past the row's end (a load that needs no
+            // test and hits L1; its terms are not added).
             const bool two = j + G < dw;
+            const int j2 = two ? j + G : j;
             uint4 r0[NV], r1[NV];
 #pragma unroll
             for (int v = 0; v < NV; v++) {
                 r0[v] = __ldg(row[v] + j);
-                r1[v] = two ? __ldg(row[v] + j + G) : make_uint4(0, 0, 0, 0);
+                r1[v] = __ldg(row[v] + j2);
             }
             accumulate<NV, L2, S>(x, dw, acc, r0, j);
-            if (two) accumulate<NV, L2, S>(x, dw, acc, r1, j + G);
+            if (two) accumulate<NV, L2, S>(x, dw, acc, r1, j2);
         }
     } else {
         for (int j = gl; j < d; j += G) {
@@ -226,7 +229,8 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
                 acc[v] = dim_acc<L2, S>(acc[v], qj, load1<S>(base, id[v], d, j), sj);
         }
     }
-    for (int o = G >> 1; o > 0; o >>= 1)
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2)
 #pragma unroll
         for (int v = 0; v < NV; v++) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
     __syncwarp();  // every team read its ids from cand[] above
@@ -241,17 +245,17 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
 // Distances of the m candidates whose ids sit in the low words of cand[] (written by the whole
 // warp before the call): passes of up to kInFlight candidates a team, the last one exactly as
 // wide as what is left, so a pass issues no loads for empty slots of a whole team.
-template <bool L2, int S>
+template <int G, bool L2, int S>
 __device__ void warp_distances(const Params& P, const Query& x, uint64_t* cand, int m, int lane) {
     if (m <= 0) return;
-    const int tshift = 5 - P.team_log2;  // candidates a pass slot: 32 / G = 1 << tshift
+    constexpr int NG = 32 / G;  // candidates a pass slot
     const uint32_t dummy = (uint32_t)cand[0];
-    for (int c0 = 0; c0 < m; c0 += kInFlight << tshift) {
-        const int nv = ((m - c0) + (1 << tshift) - 1) >> tshift;
-        if (nv >= 4) distance_pass<4, L2, S>(P, x, cand, c0, m, dummy, lane);
-        else if (nv == 3) distance_pass<3, L2, S>(P, x, cand, c0, m, dummy, lane);
-        else if (nv == 2) distance_pass<2, L2, S>(P, x, cand, c0, m, dummy, lane);
-        else distance_pass<1, L2, S>(P, x, cand, c0, m, dummy, lane);
+    for (int c0 = 0; c0 < m; c0 += kInFlight * NG) {
+        const int nv = (m - c0 + NG - 1) / NG;
+        if (nv >= 4) distance_pass<G, 4, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else if (nv == 3) distance_pass<G, 3, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else if (nv == 2) distance_pass<G, 2, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else distance_pass<G, 1, L2, S>(P, x, cand, c0, m, dummy, lane);
     }
 }
 static_assert(kInFlight == 4, "warp_distances dispatches passes of 1..4 candidates a team");
@@ -331,7 +335,7 @@ __device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool ha
     return (int)__reduce_min_sync(kFullMask, has && rank < cap ? (unsigned)rank : (unsigned)cap);
 }
 
-template <bool L2, int S>
+template <int G, bool L2, int S>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kBlocksPerSM)
 graph_search_kernel(Params P) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -393,7 +397,7 @@ graph_search_kernel(Params P) {
         cand[0] = (uint32_t)e;
     }
     __syncwarp();
-    warp_distances<L2, S>(P, query, cand, 1, lane);
+    warp_distances<G, L2, S>(P, query, cand, 1, lane);
     __syncwarp();
     int size = 1, nres = 0;
     if (lane == 0) list[0] = cand[0];
@@ -456,7 +460,7 @@ graph_search_kernel(Params P) {
         hashed += m;
         __syncwarp();
         // 2. bulk distances
-        warp_distances<L2, S>(P, query, cand, m, lane);
+        warp_distances<G, L2, S>(P, query, cand, m, lane);
         __syncwarp();
         ndist += m;
         // 3. maintenance, 32 candidates at a time: the allowed ones into the filtered results,
@@ -496,7 +500,7 @@ graph_search_kernel(Params P) {
         const int nr = a.allowed || a.rerank == 0 || a.rerank > found ? found : a.rerank;
         for (int i = lane; i < nr; i += 32) cand[i] = (uint32_t)plain(out[i]);
         __syncwarp();
-        warp_distances<L2, kFP32>(P, Query{gq, nullptr, 0.f}, cand, nr, lane);
+        warp_distances<G, L2, kFP32>(P, Query{gq, nullptr, 0.f}, cand, nr, lane);
         __syncwarp();
         for (int i = lane; i < nr; i += 32) {
             const uint64_t key = cand[i];
@@ -535,12 +539,12 @@ graph_search_kernel(Params P) {
 int lanes_for(int64_t d, int W, int C) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
-        if (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) return g;
+        if (g == 4 || g == 8 || g == 16 || g == 32) return g;
     }
     const int64_t dw = d % W == 0 ? d / W : d, m = C < 20 ? C : 20;
     int best = 32;
     int64_t best_trips = INT64_MAX, best_work = INT64_MAX;
-    for (int lg = 5; lg >= 0; lg--) {
+    for (int lg = 5; lg >= 2; lg--) {  // teams of 4 to 32 lanes (each its own kernel)
         const int g = 1 << lg;
         const int64_t slots = ceil_div(m, 32 / g), steps = ceil_div(dw, g);
         const int64_t trips = ceil_div(slots, kInFlight) * ceil_div(dw, 2 * g);
@@ -551,9 +555,9 @@ int lanes_for(int64_t d, int W, int C) {
     return best;
 }
 
-template <bool L2, int S>
+template <int G, bool L2, int S>
 int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
-    auto kern = graph_search_kernel<L2, S>;
+    auto kern = graph_search_kernel<G, L2, S>;
     if (smem > 48 * 1024)
         GRAFT_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)smem));
@@ -562,12 +566,22 @@ int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
     return GRAFT_OK;
 }
 
+template <bool L2, int S>
+int launch_g(int g, const Params& P, int blocks, size_t smem, cudaStream_t s) {
+    switch (g) {
+    case 4: return launch<4, L2, S>(P, blocks, smem, s);
+    case 8: return launch<8, L2, S>(P, blocks, smem, s);
+    case 16: return launch<16, L2, S>(P, blocks, smem, s);
+    default: return launch<32, L2, S>(P, blocks, smem, s);
+    }
+}
+
 template <bool L2>
-int launch_s(const Params& P, int blocks, size_t smem, cudaStream_t s) {
+int launch_s(int g, const Params& P, int blocks, size_t smem, cudaStream_t s) {
     switch (P.a.storage) {
-    case kFP16: return launch<L2, kFP16>(P, blocks, smem, s);
-    case kSQ8: return launch<L2, kSQ8>(P, blocks, smem, s);
-    default: return launch<L2, kFP32>(P, blocks, smem, s);
+    case kFP16: return launch_g<L2, kFP16>(g, P, blocks, smem, s);
+    case kSQ8: return launch_g<L2, kSQ8>(g, P, blocks, smem, s);
+    default: return launch_g<L2, kFP32>(g, P, blocks, smem, s);
     }
 }
 
@@ -681,9 +695,8 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
     P.dw = a->d % W == 0 ? (int)(a->d / W) : 0;
     P.dw_fp32 = a->d % 4 == 0 ? (int)(a->d / 4) : 0;
     const int g = lanes_for(a->d, W, P.lay.C);
-    P.team_log2 = __builtin_ctz((unsigned)g);
-    int rc = a->l2 ? launch_s<true>(P, (int)blocks, smem, st)
-                   : launch_s<false>(P, (int)blocks, smem, st);
+    int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, st)
+                   : launch_s<false>(g, P, (int)blocks, smem, st);
     if (rc == GRAFT_OK && gpu_ms) {
         cudaError_t e = cudaEventRecord(t1, st);
         if (e == cudaSuccess) e = cudaEventSynchronize(t1);
