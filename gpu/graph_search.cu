@@ -43,7 +43,7 @@
 // compressed walk ends with FP32 re-ranking of the final worklist's first `rerank` entries (the
 // CPU reference's graft_graph_search_cpu_store), read from the FP32 vectors on the device: at
 // batch 10k the walk reads ~1-2k vectors a query, the re-rank L, so the FP32 copy costs memory,
-// not bandwidth (README, Storages).
+// not bandwidth (bench/RESULTS.md, Storages).
 #include <cuda_fp16.h>
 
 #include <cfloat>
@@ -528,14 +528,15 @@ graph_search_kernel(Params P) {
     }
 }
 
-// Lanes a distance (G): the team size with the fewest memory round trips for an iteration's
-// fresh candidates, ceil(m / (kInFlight 32 / G)) passes of ceil(dw / (2 G)) loads each (dw: the
-// row's 16-byte chunks; each lane keeps two chunks of each of its candidates in flight), for
-// m = 20 candidates (the mean of an iteration at R = 64 on dense-SIFT and Fashion-MNIST: 18-21;
-// fewer when probes x R is smaller). The walk waits on memory latency more than it issues
-// (bench/RESULTS.md), so round trips come first; ties go to the team with fewer instructions:
-// fewer slots (a slot costs its lane's loads and decodes whatever it holds) and shorter
-// reductions (log2 G steps). GRAFT_SEARCH_LANES overrides it (benchmarks).
+// Lanes a distance (G), by a cost in two parts for an iteration's fresh candidates, m = 20 of
+// them (the mean of an iteration at R = 64 on dense-SIFT and Fashion-MNIST: 18-21; fewer when
+// probes x R is smaller): memory round trips, ceil(m / (kInFlight 32 / G)) passes of
+// ceil(dw / (2 G)) loads each (dw: the row's 16-byte chunks; each lane keeps two chunks of each
+// of its candidates in flight), and instructions, a slot's ceil(dw / G) chunk steps plus its
+// log2(G) reduction steps. A round trip weighs 28 slot-steps: the fit to the H100's team-size
+// sweep (GRAFT_SEARCH_LANES = 4..32) on dense-SIFT (d = 128: 4), KDE-patches (192: 4-8) and
+// Fashion-MNIST (784: 16-32), each within 3% of its best team (bench/RESULTS.md). Ties go to
+// more lanes. GRAFT_SEARCH_LANES overrides it (benchmarks).
 int lanes_for(int64_t d, int W, int C) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
@@ -543,14 +544,13 @@ int lanes_for(int64_t d, int W, int C) {
     }
     const int64_t dw = d % W == 0 ? d / W : d, m = C < 20 ? C : 20;
     int best = 32;
-    int64_t best_trips = INT64_MAX, best_work = INT64_MAX;
+    int64_t best_cost = INT64_MAX;
     for (int lg = 5; lg >= 2; lg--) {  // teams of 4 to 32 lanes (each its own kernel)
         const int g = 1 << lg;
-        const int64_t slots = ceil_div(m, 32 / g), steps = ceil_div(dw, g);
+        const int64_t slots = ceil_div(m, 32 / g);
         const int64_t trips = ceil_div(slots, kInFlight) * ceil_div(dw, 2 * g);
-        const int64_t work = slots * (steps + lg);
-        if (trips < best_trips || (trips == best_trips && work < best_work))
-            best = g, best_trips = trips, best_work = work;
+        const int64_t cost = 28 * trips + slots * (ceil_div(dw, g) + lg);
+        if (cost < best_cost) best = g, best_cost = cost;
     }
     return best;
 }
