@@ -484,7 +484,7 @@ if [ $search_profile = 1 ]; then
     stamp "search profile: ${set%% *}"
     GRAFT_SEARCH_PROFILE=10000 OMP_NUM_THREADS=16 timeout 120 ./build-device/bench/graft-bench \
       --name $set --k 10 --batch 10000 --latency-queries 0 --out /tmp/graft-profile \
-      --gt-cache /tmp/graft-bench-gt --sweep "L=32,64,128" --index GraftGraph --index GraftGraph,FP16 \
+      --gt-cache /tmp/graft-bench-gt --sweep "L=32,64,128" --refine 0 --index GraftGraph --index GraftGraph,FP16 \
       --index GraftGraph,SQ8 2>&1 | tee -a "$OUT/search-profile.log"
   done
 fi
@@ -513,7 +513,7 @@ if [ $search_ncu = 1 ]; then
         -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 "${sections[@]}" --print-details all \
         ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
         --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
-        --sweep "L=$L" --index $index $args >>"$OUT/search-ncu.log" 2>&1
+        --sweep "L=$L" --refine 0 --index $index $args >>"$OUT/search-ncu.log" 2>&1
     done
     # The same indexes with at most B blocks (4 warps each) a multiprocessor
     # (GRAFT_SEARCH_BLOCKS_PER_SM): how QPS follows the resident warps. 0: no limit.
@@ -522,7 +522,7 @@ if [ $search_ncu = 1 ]; then
       stamp "occupancy: $name, at most $b blocks a multiprocessor"
       GRAFT_SEARCH_BLOCKS_PER_SM=$b OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) \
         ./build-device/bench/graft-bench --name $name-blocks$b --k 10 --batch 10000 --latency-queries 0 \
-        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" "${idx[@]}" $args \
+        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" --refine 0 "${idx[@]}" $args \
         2>&1 | grep -E "^graft " | sed "s/^/blocks $b: /" | tee -a "$OUT/search-ncu.log"
     done
   done
@@ -566,7 +566,7 @@ if [ $storage_bench = 1 ]; then
     GRAFT_SEARCH_LANES=4 GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 timeout $left \
       ./build-device/bench/graft-bench --name dense-sift1m-lanes4 --k 10 --batch 10000 \
       --latency-queries 0 --out /tmp/graft-lanes --gt-cache /tmp/graft-bench-gt \
-      --sweep "L=32,48,64,96" --deadline $(( left - 10 )) --base $dense/base.u8bin \
+      --sweep "L=32,48,64,96" --refine 0 --deadline $(( left - 10 )) --base $dense/base.u8bin \
       --query $dense/query.u8bin --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 \
       2>&1 | tee -a "$OUT/graft-bench-storage.log"
   fi
