@@ -9,7 +9,7 @@
 #                                              #     random-uniform and random-uint8 1M x 128, random-uniform
 #                                              #     1M x 960; every GraftFlat path (FP32, certified TF32,
 #                                              #     INT8 on integer data) with its floor, FAISS GpuIndexFlatL2
-#                                              #     and torch in the same run (bench_exact --focus; into
+#                                              #     and torch in the same run (bench/studies/bench_exact --focus; into
 #                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log)
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
@@ -94,10 +94,11 @@
 # benchmark its records and console log (search.jsonl + bench_search.log, bang.jsonl +
 # bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
 # GRAFT_BANG_REPLICATE=R (R > 1): --bench-bang runs on dense-sift1m alone, grown to R x 1M vectors
-# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h).
+# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h). The study
+# programs (bench_exact, bench_build, bench_search, bench_bang) live in bench/studies/ (its README).
 # GRAFT_BANG_SCALE=C: --bench-bang runs bench_bang --scale C instead: dense-sift1m (sift5k with
 # --bench-bang-quick) grown to C cell-permuted copies, ingested in blocks, built once, in-memory
-# tried and out-of-core swept (bench/bench_bang.cpp, run_scale).
+# tried and out-of-core swept (bench/studies/bench_bang.cpp, run_scale).
 # GRAFT_BANG_AB=DIR (with GRAFT_BANG_AB_COMMIT=HASH): --bench-bang also builds the bench_bang of the
 # source tree DIR (another commit, e.g. `git archive HASH | tar -x -C .deps/ab`) and runs the two
 # in turn, DIR's first, twice while GRAFT_DEADLINE allows: host timings differ between instances
@@ -301,7 +302,7 @@ if [ $bench_build = 1 ]; then
   wait_dense_sift
   stamp "graph-build benchmark"
   GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
-    timeout $(seconds_left) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+    timeout $(seconds_left) ./build-device/bench/studies/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
     --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
     $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) --pieces $build_pieces 2>&1 | tee "$OUT/bench_build.log"
   stamp "graph-build benchmark done"
@@ -320,7 +321,7 @@ if [ $bench_search = 1 ]; then
     stamp "graph-search benchmark"
     # --deadline: no new configuration after it; the margin lets the last one and the summary finish.
     GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
-      timeout $left ./build-device/bench/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+      timeout $left ./build-device/bench/studies/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
       --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
       $([ $search_quick = 1 ] && echo --quick) $([ $search_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
       2>&1 | tee "$OUT/bench_search.log"
@@ -337,12 +338,15 @@ if [ $bench_bang = 1 ]; then
     stamp "graph + PQ benchmark skipped: ${left}s left before GRAFT_DEADLINE"
   else
     # The runs: this tree's, or with GRAFT_BANG_AB the other tree's and this one's, twice.
-    runs=("./build-device/bench/bench_bang ${GRAFT_COMMIT:-unknown}")
+    runs=("./build-device/bench/studies/bench_bang ${GRAFT_COMMIT:-unknown}")
     for ((i = 1; i < ${GRAFT_BANG_REPEAT:-1}; i++)); do runs+=("${runs[0]}"); done
     if [ -n "${GRAFT_BANG_AB:-}" ]; then
       cmake -S "$GRAFT_BANG_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
         ninja -C build-ab bench_bang >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-      ab="./build-ab/bench/bench_bang ${GRAFT_BANG_AB_COMMIT:-other}"
+      # The other tree may predate bench/studies/.
+      ab_exe=./build-ab/bench/studies/bench_bang
+      [ -x $ab_exe ] || ab_exe=./build-ab/bench/bench_bang
+      ab="$ab_exe ${GRAFT_BANG_AB_COMMIT:-other}"
       runs=("$ab" "${runs[0]}" "$ab" "${runs[0]}")
     fi
     for run in "${runs[@]}"; do
@@ -613,9 +617,9 @@ if [ $bench = 1 ]; then
     wait_dense_sift
     [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
   fi
-  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
+  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/studies/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
-  PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
+  PYTHONUNBUFFERED=1 python3 bench/studies/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
     --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) $([ $focus = 1 ] && echo --focus) \
     2>&1 | tee "$OUT/torch_exact.log"
   stamp "done"
