@@ -278,8 +278,7 @@ int graft_filtered_search(const graft_filter_data* dt, const uint8_t* allowed, i
         if (rep) *rep = r;
         return walk(walk_arg, L, D, I);
     }
-    /* The walks check their queries; the exact path's searches do not. */
-    GRAFT_TRY(graft_check_finite(xq, nq, dt->d, fn));
+    /* The queries were checked where the search entered the core (graft_gindex_search). */
     const int64_t np = graft_filter_count(allowed, dt->n);
     r.passing = np;
     r.selectivity = dt->n > 0 ? (double)np / (double)dt->n : 0.0;
