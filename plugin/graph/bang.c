@@ -62,7 +62,7 @@ int graft_bang_check_args(const graft_graph* g, const graft_pq* pq, const uint8_
     GRAFT_TRY(graft_bang_check_params(p, k, gpu, fn));
     if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)metric);
-    return graft_check_finite(xq, nq, d, fn);
+    return GRAFT_OK;
 }
 
 /* Asymmetric distance of one code: the table entries summed in sub-space order. */
@@ -145,6 +145,7 @@ int graft_bang_search_cpu_unchecked(const graft_graph* g, const graft_pq* pq, co
                                     int64_t* I) {
     const char* fn = "graft_bang_search_cpu";
     const graft_bang_params p = *params;
+    GRAFT_TRY(graft_check_finite(xq, nq, d, fn)); /* where the queries are read */
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L, E = graft_bang_max_expand(&p);
     int failed = 0;
 #pragma omp parallel

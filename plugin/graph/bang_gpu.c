@@ -594,7 +594,8 @@ int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const f
     else
         graft_bang_params_defaults(&p);
     /* The arguments were checked where the search entered the core (graft_bang_search_gpu,
-     * graft_gindex_search). */
+     * graft_gindex_search); the queries' values are checked here, where they are read. */
+    GRAFT_TRY(graft_check_finite(xq, nq, dev->d, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
     graft_gpu_ctx* ctx = dev->ctx;

@@ -176,7 +176,7 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
     GRAFT_TRY(graft_check_search_params(p, k, gpu, fn));
     if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)metric);
-    return graft_check_finite(xq, nq, d, fn);
+    return GRAFT_OK;
 }
 
 int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
@@ -195,8 +195,10 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
                                  const uint8_t* codes, int64_t d, graft_metric metric,
                                  const float* xq, int64_t nq, int64_t k,
                                  const graft_search_params* params, float* D, int64_t* I) {
-    /* Trusts its arguments: graft_graph_search_cpu_ex and graft_gindex_search checked them. */
+    /* Trusts its arguments (graft_graph_search_cpu_ex and graft_gindex_search checked them) but the
+     * queries' values, which each walk checks where it reads them. */
     const graft_search_params p = *params;
+    GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu"));
     if (st && st->kind == GRAFT_STORAGE_FP32) codes = NULL;
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L;
     int failed = 0;

@@ -493,9 +493,13 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
     GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
+    /* The queries' values are checked once, where they are read: by the walks (the GPU's as it
+     * copies them into pinned memory), by the filtered search's exact path, or here when the index
+     * is empty. */
     if (g->ntotal == 0) {
-        graft_fill_empty(nq, k, g->p.metric, D, I);
-        return GRAFT_OK;
+        int rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
+        if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
+        return rc;
     }
     GRAFT_TRY(make_ready(g, "graft_gindex_search: ")); /* the build's or upload's message */
     const float* dev_x = !g->on_device ? NULL : is_pq(g) ? (g->bdev.in_memory ? g->bdev.x : NULL)
@@ -518,10 +522,9 @@ int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int
     const char* fn = "graft_gindex_search";
     graft_gindex* g = (graft_gindex*)cg; /* the lock, the pending build and the device buffers are
                                             the mutable part */
-    /* The boundary: every argument is checked here, once (the queries too: a second pass over a
-     * batch costs an OpenMP region and a read of every query); the walks below trust them. */
+    /* The boundary: the call's arguments are checked here, once, and the parameters in
+     * search_locked; the walks below trust them. */
     GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
-    GRAFT_TRY(graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries"));
     /* Everything under the lock, the default parameters included: set_search_params and add may
      * run in other threads (the contract in graft/graph_index.h). */
     pthread_mutex_lock(&g->lock);
