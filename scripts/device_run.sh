@@ -9,7 +9,7 @@
 #                                              #     random-uniform and random-uint8 1M x 128, random-uniform
 #                                              #     1M x 960; every GraftFlat path (FP32, certified TF32,
 #                                              #     INT8 on integer data) with its floor, FAISS GpuIndexFlatL2
-#                                              #     and torch in the same run (bench_exact --focus; into
+#                                              #     and torch in the same run (bench/studies/bench_exact --focus; into
 #                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log)
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
@@ -101,10 +101,11 @@
 # benchmark its records and console log (search.jsonl + bench_search.log, bang.jsonl +
 # bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
 # GRAFT_BANG_REPLICATE=R (R > 1): --bench-bang runs on dense-sift1m alone, grown to R x 1M vectors
-# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h).
+# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h). The study
+# programs (bench_exact, bench_build, bench_search, bench_bang) live in bench/studies/ (its README).
 # GRAFT_BANG_SCALE=C: --bench-bang runs bench_bang --scale C instead: dense-sift1m (sift5k with
 # --bench-bang-quick) grown to C cell-permuted copies, ingested in blocks, built once, in-memory
-# tried and out-of-core swept (bench/bench_bang.cpp, run_scale).
+# tried and out-of-core swept (bench/studies/bench_bang.cpp, run_scale).
 # GRAFT_BANG_AB=DIR (with GRAFT_BANG_AB_COMMIT=HASH): --bench-bang also builds the bench_bang of the
 # source tree DIR (another commit, e.g. `git archive HASH | tar -x -C .deps/ab`) and runs the two
 # in turn, DIR's first, twice while GRAFT_DEADLINE allows: host timings differ between instances
@@ -316,7 +317,7 @@ if [ $bench_build = 1 ]; then
   wait_dense_sift
   stamp "graph-build benchmark"
   GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
-    timeout $(seconds_left) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+    timeout $(seconds_left) ./build-device/bench/studies/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
     --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
     $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) --pieces $build_pieces 2>&1 | tee "$OUT/bench_build.log"
   stamp "graph-build benchmark done"
@@ -335,7 +336,7 @@ if [ $bench_search = 1 ]; then
     stamp "graph-search benchmark"
     # --deadline: no new configuration after it; the margin lets the last one and the summary finish.
     GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
-      timeout $left ./build-device/bench/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+      timeout $left ./build-device/bench/studies/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
       --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
       $([ $search_quick = 1 ] && echo --quick) $([ $search_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
       2>&1 | tee "$OUT/bench_search.log"
@@ -352,12 +353,15 @@ if [ $bench_bang = 1 ]; then
     stamp "graph + PQ benchmark skipped: ${left}s left before GRAFT_DEADLINE"
   else
     # The runs: this tree's, or with GRAFT_BANG_AB the other tree's and this one's, twice.
-    runs=("./build-device/bench/bench_bang ${GRAFT_COMMIT:-unknown}")
+    runs=("./build-device/bench/studies/bench_bang ${GRAFT_COMMIT:-unknown}")
     for ((i = 1; i < ${GRAFT_BANG_REPEAT:-1}; i++)); do runs+=("${runs[0]}"); done
     if [ -n "${GRAFT_BANG_AB:-}" ]; then
       cmake -S "$GRAFT_BANG_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
         ninja -C build-ab bench_bang >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-      ab="./build-ab/bench/bench_bang ${GRAFT_BANG_AB_COMMIT:-other}"
+      # The other tree may predate bench/studies/.
+      ab_exe=./build-ab/bench/studies/bench_bang
+      [ -x $ab_exe ] || ab_exe=./build-ab/bench/bench_bang
+      ab="$ab_exe ${GRAFT_BANG_AB_COMMIT:-other}"
       runs=("$ab" "${runs[0]}" "$ab" "${runs[0]}")
     fi
     for run in "${runs[@]}"; do
@@ -508,6 +512,8 @@ if [ $walk_ab = 1 ]; then
   setup_log "KDE-patches generation" $patches_log 2
   fm=$root/.deps/data/fashion-mnist
   log=$OUT/walk-ab.log
+  # The same L values in both trees: --refine 0 where the tree's graft-bench has the adaptive sweep.
+  fixed_sweep() { ./$1/bench/graft-bench --help | grep -q -- --refine && echo "--refine 0"; }
   for set in "dense-sift1m 48 16,24,32,40,48,56,64,96,128 $dense/base.u8bin $dense/query.u8bin" \
              "fashion-mnist 16 8,12,16,20,24,32,48 $fm/train-images-idx3-ubyte.gz $fm/t10k-images-idx3-ubyte.gz" \
              "kde-patches1m 48 16,24,32,48,64,96,128,192 $patches/base.u8bin $patches/query.u8bin"; do
@@ -518,7 +524,7 @@ if [ $walk_ab = 1 ]; then
       stamp "$name: graft-bench of $commit" | tee -a "$log"
       ./$tree/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
         --out /tmp/walk-ab-$tree --gt-cache /tmp/graft-bench-gt --commit "$commit" \
-        --sweep "L=$sweep" --index GraftGraph $args 2>&1 | grep -E "^graft|^GraftGraph|built in" | tee -a "$log"
+        --sweep "L=$sweep" $(fixed_sweep $tree) --index GraftGraph $args 2>&1 | grep -E "^graft|^GraftGraph|built in" | tee -a "$log"
       for omp in unset 1; do
         ( [ $omp = 1 ] && export OMP_NUM_THREADS=1; ./$tree/examples/search_loop $base $query GraftGraph $L 10 6 ) \
           2>&1 | grep -E "median|^search_loop" | sed "s/^/$commit: /" | tee -a "$log"
@@ -527,7 +533,7 @@ if [ $walk_ab = 1 ]; then
     for g in ${GRAFT_AB_LANES:-4 8 16 32}; do
       GRAFT_SEARCH_LANES=$g ./build-device/bench/graft-bench --name $name-lanes$g --k 10 --batch 10000 \
         --latency-queries 0 --out /tmp/walk-ab-lanes --gt-cache /tmp/graft-bench-gt \
-        --sweep "L=$L" --index GraftGraph $args 2>&1 | grep -E "^graft" | sed "s/^/lanes $g: /" | tee -a "$log"
+        --sweep "L=$L" --refine 0 --index GraftGraph $args 2>&1 | grep -E "^graft" | sed "s/^/lanes $g: /" | tee -a "$log"
     done
   done
   cat /tmp/walk-ab-build-ab/graft-bench.jsonl /tmp/walk-ab-build-device/graft-bench.jsonl >"$OUT/walk-ab.jsonl" 2>/dev/null
@@ -537,7 +543,7 @@ if [ $walk_ab = 1 ]; then
     "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
       --metrics smsp__inst_executed.sum,gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
       ./$tree/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
-      --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" --index GraftGraph \
+      --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" $(fixed_sweep $tree) --index GraftGraph \
       --base $dense/base.u8bin --query $dense/query.u8bin 2>&1 | grep -E "smsp__inst|gpu__time|registers|warps_active|dram__" | sed "s/^/ncu $tree: /" | tee -a "$log"
   done
   # This walk's instructions and stall samples by SASS line (ncu's source page), for the notes.
@@ -574,7 +580,7 @@ if [ $search_ncu = 1 ]; then
         -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 "${sections[@]}" --print-details all \
         ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
         --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
-        --sweep "L=$L" --index $index $args >>"$OUT/search-ncu.log" 2>&1
+        --sweep "L=$L" --refine 0 --index $index $args >>"$OUT/search-ncu.log" 2>&1
     done
     # The same indexes with at most B blocks (4 warps each) a multiprocessor
     # (GRAFT_SEARCH_BLOCKS_PER_SM): how QPS follows the resident warps. 0: no limit.
@@ -583,7 +589,7 @@ if [ $search_ncu = 1 ]; then
       stamp "occupancy: $name, at most $b blocks a multiprocessor"
       GRAFT_SEARCH_BLOCKS_PER_SM=$b OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) \
         ./build-device/bench/graft-bench --name $name-blocks$b --k 10 --batch 10000 --latency-queries 0 \
-        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" "${idx[@]}" $args \
+        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" --refine 0 "${idx[@]}" $args \
         2>&1 | grep -E "^graft " | sed "s/^/blocks $b: /" | tee -a "$OUT/search-ncu.log"
     done
   done
@@ -627,7 +633,7 @@ if [ $storage_bench = 1 ]; then
     GRAFT_SEARCH_LANES=4 GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 timeout $left \
       ./build-device/bench/graft-bench --name dense-sift1m-lanes4 --k 10 --batch 10000 \
       --latency-queries 0 --out /tmp/graft-lanes --gt-cache /tmp/graft-bench-gt \
-      --sweep "L=32,48,64,96" --deadline $(( left - 10 )) --base $dense/base.u8bin \
+      --sweep "L=32,48,64,96" --refine 0 --deadline $(( left - 10 )) --base $dense/base.u8bin \
       --query $dense/query.u8bin --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 \
       2>&1 | tee -a "$OUT/graft-bench-storage.log"
   fi
@@ -674,9 +680,9 @@ if [ $bench = 1 ]; then
     wait_dense_sift
     [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
   fi
-  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
+  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/studies/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
-  PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
+  PYTHONUNBUFFERED=1 python3 bench/studies/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
     --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) $([ $focus = 1 ] && echo --focus) \
     2>&1 | tee "$OUT/torch_exact.log"
   stamp "done"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "graft/graph.h"
 
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
     int64_t bad = n;
@@ -38,4 +39,12 @@ int graft_copy_finite(float* dst, const float* src, int64_t n, int64_t d, int64_
         if (!isfinite(src[i]))
             return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite "
                               "values only", what, (long long)(first_row + (int64_t)(i / (size_t)d)));
+}
+
+int graft_check_graph(const graft_graph* g, const char* fn) {
+    if (!g || !g->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL or empty graph", fn);
+    if (g->n < 1 || g->n > INT32_MAX || g->R < 1 || g->entry < 0 || g->entry >= g->n)
+        return graft_fail(GRAFT_EINVAL, "%s: malformed graph (n=%lld R=%d entry=%lld)", fn,
+                          (long long)g->n, g->R, (long long)g->entry);
+    return GRAFT_OK;
 }

@@ -157,9 +157,8 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         p = *params;
     else
         graft_search_params_defaults(&p);
-    /* The checker reads only the graph's sizes (nbrs is a device pointer here). */
-    const graft_graph shape = {dev->n, dev->R, dev->nbrs, dev->entry};
-    GRAFT_TRY(graft_check_search_args(&shape, dev->x, dev->d, metric, xq, nq, k, &p, D, I, 1, fn));
+    /* The arguments were checked where the search entered the core (graft_graph_search_gpu,
+     * graft_gindex_search); here only what the device data must allow. */
     if (dev->R > 256)
         return graft_fail(GRAFT_EINVAL, "%s: graph degree R=%d over the GPU search's 256", fn,
                           dev->R);

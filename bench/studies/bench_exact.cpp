@@ -8,7 +8,7 @@
 //
 // Peers in the same process: FAISS GPU GpuIndexFlatL2 (when built with GRAFT_BENCH_FAISS_GPU),
 // FAISS CPU IndexFlatL2 on all cores, graft's CPU reference. The torch peer is
-// bench/torch_exact.py (same shapes, same JSON fields). Every search is timed from host arrays
+// bench/studies/torch_exact.py (same shapes, same JSON fields). Every search is timed from host arrays
 // to host arrays (query upload and result download included, as FAISS GPU does), after a warm-up,
 // as the median of repeats. The floors printed beside it: the FP32 GEMM at the rate cuBLAS reaches
 // on this device, and the bytes of the distance matrix (written once, read once) at the measured
