@@ -397,10 +397,7 @@ void GraftIndexReplicas::build() const {
         share_cores(threads, parts);
         const GraftIndexGraph* g = graph_of(index);
         if (same_vectors(src, g))  // the source's graph over the same vectors, uploaded to g's device
-            throw_if_error(graft_gindex_set_data(g->gindex, graft_gindex_ntotal(src->gindex),
-                                                 graft_gindex_vectors(src->gindex),
-                                                 graft_gindex_graph(src->gindex)),
-                           fn);
+            throw_if_error(graft_gindex_set_graph(g->gindex, graft_gindex_graph(src->gindex)), fn);
         else
             throw_if_error(graft_gindex_build(g->gindex), fn);
     });

@@ -78,8 +78,8 @@ struct GraftIndexShards : faiss::IndexShards {
 // GraftIndexShards's.
 //
 // The graph is built once: replicas hold the same vectors, so the first replica builds it (GRNND
-// on its GPU) and the others take a copy at once (graft_gindex_set_data: their uploads run in
-// parallel). Every replica then searches the same graph, and a replicated search returns exactly
+// on its GPU) and the others take a copy at once (graft_gindex_set_graph: their copies and
+// uploads run in parallel). Every replica then searches the same graph, and a replicated search returns exactly
 // what one replica (a single-GPU index) returns for the same queries, however they were split. A
 // replica whose vectors differ from the first's (hand-assembled replicas) builds its own.
 struct GraftIndexReplicas : faiss::IndexReplicas {

@@ -710,6 +710,31 @@ int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graf
     return adopt_data(g, n, xc, NULL, &gc, "graft_gindex_set_data: ");
 }
 
+int graft_gindex_set_graph(graft_gindex* g, const graft_graph* graph) {
+    const char* fn = "graft_gindex_set_graph";
+    if (!g || !graph) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    pthread_mutex_lock(&g->lock);
+    int rc = graft_check_graph_data(g->ntotal, g->d, g->xb, graph, g->ctx != NULL, fn);
+    graft_graph gc = {graph->n, graph->R, NULL, graph->entry};
+    const size_t row = (size_t)graph->R * sizeof(int32_t);
+    if (rc == GRAFT_OK && !(gc.nbrs = malloc((size_t)graph->n * row)))
+        rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, (size_t)graph->n * row);
+    if (rc == GRAFT_OK) {
+        /* On all cores: the copy into fresh pages is bound by their faults (GBs at scale). */
+        const int64_t rows = graph->n;
+#pragma omp parallel for schedule(static)
+        for (int64_t v = 0; v < rows; v++) memcpy(gc.nbrs + v * graph->R, graph->nbrs + v * graph->R, row);
+        rc = install(g, rows, &gc, "graft_gindex_set_graph: ");
+    }
+    if (rc == GRAFT_OK) {
+        g->build_seconds = 0;
+        g->build_rep = (graft_pieces_report){.pieces = -1};
+    }
+    pthread_mutex_unlock(&g->lock);
+    free(gc.nbrs); /* install took it (and zeroed gc) or failed: ours to free */
+    return rc;
+}
+
 /* ---- the GRFTGRPH record (and the GRFTBANG reader) --------------------------------------------- */
 
 static int write_locked(const graft_gindex* g, FILE* f) {

@@ -155,6 +155,13 @@ int graft_gindex_last_filter(const graft_gindex* index, graft_filter_report* out
  * rows of ids in [-1, n) with entry in [0, n). GRAFT_EINVAL otherwise, GRAFT_ESTATE for an
  * untrained SQ8 index; index unchanged. */
 int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const graft_graph* graph);
+/* Takes a graph built elsewhere over the vectors this index already holds (graph->n == ntotal),
+ * e.g. by another index over the same vectors: replicas build once and the others take the graph
+ * (adapters/faiss/GraftIndexShards.h). The rows are copied and the device data of the placement
+ * uploaded; a pending build is no longer pending (build_seconds 0, build pieces -1: a graph
+ * given). Checked as set_data checks; index unchanged on failure. Cheaper than set_data for
+ * that: neither the vectors nor their codes are copied again. */
+int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
 
 /* Graph index format, version 3 (little-endian), one record for every storage:
  *     0   8  magic "GRFTGRPH"
