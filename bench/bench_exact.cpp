@@ -5,7 +5,8 @@
 //
 // --focus: only k = 10 and 1024 on dense-SIFT (DIR), random-uniform and random-uint8 1M x 128, and
 // random-uniform 1M x 960 (the exact paths' targets, against the same peers). GRAFT_EXACT_PATHS
-// (digits of graft/flat.h's exact_path, e.g. "45") keeps only those GraftFlat paths.
+// (digits of graft/flat.h's exact_path, e.g. "45") keeps only those GraftFlat paths, and
+// GRAFT_EXACT_SETS (names, e.g. "dense-sift1m,dup-sift1m") only those data sets.
 // Two sets with many equal or near-duplicate vectors (issue 36), k = 10: with --dense-sift,
 // "dup-sift1m", grown from it by graft_test_duplicates (tests/testutil.h: clusters of exact and
 // +-1 copies of its rows, one of 32768 rows, two of 16384, ... down to 2, then single rows, 49% of
@@ -346,6 +347,16 @@ int main(int argc, char** argv) {
         shapes.insert(shapes.begin(), Shape{1000000, 128, 10000, {10, 1024}, "dense-sift1m"});
     }
     if (quick) shapes = {{200000, 128, 2000, {10, 1024}, ""}, {200000, 128, 2000, {10, 1024}, "random-uint8"}};
+    // GRAFT_EXACT_SETS=dense-sift1m,dup-sift1m (say) keeps those data sets alone (random-uniform
+    // names both uniform shapes).
+    if (const char* only = getenv("GRAFT_EXACT_SETS")) {
+        const std::string list = std::string(",") + only + ",";
+        std::vector<Shape> keep;
+        for (const Shape& sh : shapes)
+            if (list.find("," + (sh.dataset.empty() ? std::string("random-uniform") : sh.dataset) + ",") != std::string::npos)
+                keep.push_back(sh);
+        shapes = keep;
+    }
     printf("\n%-10s %-8s %6s %6s %6s %12s %10s  %s\n", "system", "index", "d", "nq", "k", "QPS", "ms",
            "notes");
     for (const Shape& s : shapes) {

@@ -14,7 +14,8 @@
 #                                              #     also k = 10 on two sets with many equal or near-duplicate
 #                                              #     vectors: dup-sift1m (grown from dense-SIFT) and
 #                                              #     smooth-sift1m (make_dense_sift.py --smooth, made here in
-#                                              #     the background from the carried PNGs)
+#                                              #     the background from the carried PNGs); GRAFT_EXACT_SETS
+#                                              #     (e.g. dense-sift1m,dup-sift1m,smooth-sift1m) keeps those
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
 #                                              #     (vs the whole GRNND and CPU builds; ~2 min)
