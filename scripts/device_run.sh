@@ -57,11 +57,6 @@
 #                                              #     PQ28 (784 = 28 x 28), batch 10k only (no FAISS GPU, no
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
-#   bash scripts/device_run.sh --no-tests --search-profile
-#                                              # ... where the graph walk's cycles go (GRAFT_SEARCH_PROFILE,
-#                                              #     gpu/graph_search.cu): GraftGraph, ,FP16 and ,SQ8 at
-#                                              #     L = 32, 64, 128, batch 10k, on the 1M dense-SIFT set and
-#                                              #     Fashion-MNIST; into $OUT: search-profile.log
 #   bash scripts/device_run.sh --no-tests --search-ncu
 #                                              # ... Nsight Compute on one walk kernel (a 2.5k-query chunk
 #                                              #     of a batch-10k call) of GraftGraph, ,FP16 and ,SQ8:
@@ -72,6 +67,18 @@
 #                                              #     ncu's sections; GRAFT_OCCUPANCY_BLOCKS="2 3 4 0": then
 #                                              #     graft-bench of the same with at most B blocks a
 #                                              #     multiprocessor (0: no limit)
+#   GRAFT_AB=.deps/ab GRAFT_AB_COMMIT=HASH bash scripts/device_run.sh --walk-ab
+#                                              # ... the graph walk against another commit's, in one call
+#                                              #     (issue 36): that tree (`git archive HASH`, bench/logs and
+#                                              #     bench/results left out, examples/search_loop.c added) is
+#                                              #     built beside this one; graft-bench of GraftGraph at batch
+#                                              #     10k and batch 1 on the 1M dense-SIFT set, Fashion-MNIST
+#                                              #     and the 1M KDE-patches set (d = 192, scripts/make_patches.py),
+#                                              #     old then new; this tree's team sizes (GRAFT_SEARCH_LANES);
+#                                              #     examples/search_loop (a user's faiss_c loop) of both trees,
+#                                              #     OMP_NUM_THREADS unset and 1; Nsight Compute's instruction
+#                                              #     count of both walks at dense-SIFT L = 48; into $OUT:
+#                                              #     walk-ab.log, walk-ab.jsonl
 #   bash scripts/device_run.sh --no-tests --bench-shards
 #                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
 #                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
@@ -119,7 +126,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_profile=0 search_ncu=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_ncu=0 walk_ab=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -140,7 +147,7 @@ for a in "$@"; do
     --filter-bench) filter_bench=1 ;;
     --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
     --graft-bench-storage) storage_bench=1 ;;
-    --search-profile) search_profile=1 ;;
+    --walk-ab) walk_ab=1 ;;
     --search-ncu) search_ncu=1 ;;
     --bench-shards) bench_shards=1 faiss_gpu=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
@@ -161,7 +168,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_profile || search_ncu || bench_shards ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_ncu || walk_ab || bench_shards ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -180,6 +187,14 @@ if [ $bench = 1 ] && [ $quick = 0 ] && [ -f .deps/data/mate-images/desktop/Ubunt
   setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $smooth --smooth \
     --images .deps/data/mate-images --no-gt >$smooth_log 2>&1 </dev/null &
   stamp "smooth-SIFT 1M generation started in the background"
+fi
+
+patches=/tmp/kde-patches1m patches_log=/tmp/graft-patches.log
+if [ $walk_ab = 1 ] && [ -d .deps/data/kde-images ] && [ ! -f $patches/query.u8bin ]; then
+  # The third set (d = 192), made here like dense-SIFT.
+  setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_patches.py $patches \
+    --images .deps/data/kde-images >$patches_log 2>&1 </dev/null &
+  stamp "KDE-patches 1M generation started in the background"
 fi
 
 fgpu=/tmp/faiss-gpu-build
@@ -489,18 +504,64 @@ if [ $filter_bench = 1 ]; then
   stamp "filtered graft-bench done"
 fi
 
-if [ $search_profile = 1 ]; then
-  # Console only (QPS under the clocks are not records): one profile line a batch-10k call.
+if [ $walk_ab = 1 ]; then
+  # Old walk against new, in one call: instance-to-instance noise is ~7% (bench/RESULTS.md).
+  [ -n "${GRAFT_AB:-}" ] || { echo "--walk-ab needs GRAFT_AB=DIR (another commit's tree)"; exit 2; }
+  cmake -S "$GRAFT_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
+    ninja -C build-ab graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  stamp "built ${GRAFT_AB_COMMIT:-the other tree} beside this one"
+  trees="build-ab build-device"
+  if [ -n "${GRAFT_AB_VARIANT:-}" ]; then
+    # This tree again with extra CUDA flags (e.g. -DGRAFT_WALK_MIN_BLOCKS=5), as a third walk.
+    cmake -S . -B build-variant "${cfg[@]}" -DCMAKE_CUDA_FLAGS="$GRAFT_AB_VARIANT" >>"$OUT/build.log" 2>&1 &&
+      ninja -C build-variant graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+    trees="$trees build-variant"
+  fi
   wait_dense_sift
+  while pgrep -f make_patches.py >/dev/null; do sleep 2; done
+  setup_log "KDE-patches generation" $patches_log 2
   fm=$root/.deps/data/fashion-mnist
-  for set in "dense-sift1m --base $dense/base.u8bin --query $dense/query.u8bin" \
-             "fashion-mnist --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
-    stamp "search profile: ${set%% *}"
-    GRAFT_SEARCH_PROFILE=10000 OMP_NUM_THREADS=16 timeout 120 ./build-device/bench/graft-bench \
-      --name $set --k 10 --batch 10000 --latency-queries 0 --out /tmp/graft-profile \
-      --gt-cache /tmp/graft-bench-gt --sweep "L=32,64,128" --index GraftGraph --index GraftGraph,FP16 \
-      --index GraftGraph,SQ8 2>&1 | tee -a "$OUT/search-profile.log"
+  log=$OUT/walk-ab.log
+  for set in "dense-sift1m 48 16,24,32,40,48,56,64,96,128 $dense/base.u8bin $dense/query.u8bin" \
+             "fashion-mnist 16 8,12,16,20,24,32,48 $fm/train-images-idx3-ubyte.gz $fm/t10k-images-idx3-ubyte.gz" \
+             "kde-patches1m 48 16,24,32,48,64,96,128,192 $patches/base.u8bin $patches/query.u8bin"; do
+    read -r name L sweep base query <<<"$set"
+    args="--base $base --query $query"
+    for tree in $trees; do
+      commit=$(case $tree in build-ab) echo "${GRAFT_AB_COMMIT:-other}" ;; build-variant) echo "${GRAFT_COMMIT:-this} $GRAFT_AB_VARIANT" ;; *) echo "${GRAFT_COMMIT:-this}" ;; esac)
+      stamp "$name: graft-bench of $commit" | tee -a "$log"
+      ./$tree/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
+        --out /tmp/walk-ab-$tree --gt-cache /tmp/graft-bench-gt --commit "$commit" \
+        --sweep "L=$sweep" --index GraftGraph $args 2>&1 | grep -E "^graft|^GraftGraph|built in" | tee -a "$log"
+      for omp in unset 1; do
+        ( [ $omp = 1 ] && export OMP_NUM_THREADS=1; ./$tree/examples/search_loop $base $query GraftGraph $L 10 6 ) \
+          2>&1 | grep -E "median|^search_loop" | sed "s/^/$commit: /" | tee -a "$log"
+      done
+    done
+    for g in ${GRAFT_AB_LANES:-4 8 16 32}; do
+      GRAFT_SEARCH_LANES=$g ./build-device/bench/graft-bench --name $name-lanes$g --k 10 --batch 10000 \
+        --latency-queries 0 --out /tmp/walk-ab-lanes --gt-cache /tmp/graft-bench-gt \
+        --sweep "L=$L" --index GraftGraph $args 2>&1 | grep -E "^graft" | sed "s/^/lanes $g: /" | tee -a "$log"
+    done
   done
+  cat /tmp/walk-ab-build-ab/graft-bench.jsonl /tmp/walk-ab-build-device/graft-bench.jsonl >"$OUT/walk-ab.jsonl" 2>/dev/null
+  # Warp instructions a query (ncu's inst_executed over the chunk's 2.5k queries), both walks.
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+  for tree in $trees; do
+    "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
+      --metrics smsp__inst_executed.sum,gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      ./$tree/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
+      --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" --index GraftGraph \
+      --base $dense/base.u8bin --query $dense/query.u8bin 2>&1 | grep -E "smsp__inst|gpu__time|registers|warps_active|dram__" | sed "s/^/ncu $tree: /" | tee -a "$log"
+  done
+  # This walk's instructions and stall samples by SASS line (ncu's source page), for the notes.
+  "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats -o /tmp/walk-ab-src -f \
+    ./build-device/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
+    --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" --index GraftGraph \
+    --base $dense/base.u8bin --query $dense/query.u8bin >/dev/null 2>&1
+  "$ncu" -i /tmp/walk-ab-src.ncu-rep --page source --csv --print-source sass 2>&1 | gzip >"$OUT/walk-sass.csv.gz"
+  "$ncu" -i /tmp/walk-ab-src.ncu-rep --page details --section WarpStateStats 2>&1 | grep -E "Stall|Warp Cycles" >>"$log"
 fi
 
 if [ $search_ncu = 1 ]; then

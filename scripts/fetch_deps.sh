@@ -5,6 +5,7 @@
 #   .deps/faiss-src/                the FAISS source package (C API sources; GPU build for benchmarks)
 #   .deps/data/sift5k/              the real test data (../shared/data does not travel)
 #   .deps/data/fashion-mnist/       Fashion-MNIST images (graph-build benchmark)
+#   .deps/data/kde-images/          7 photographs for scripts/make_patches.py (the d = 192 set)
 #   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
 #                                   (graft-bench's GGNN peer; /work/shared/peers/README.md)
 # The GPU machine then gets it with the device tool's carry: [".deps"].
@@ -41,6 +42,22 @@ for rel in m["BASE_IMAGES"] + m["QUERY_IMAGES"] + m["SMOOTH_BASE_IMAGES"] + m["S
     if not (cv2.imread(dst, cv2.IMREAD_GRAYSCALE) == gray).all():
         raise SystemExit(f"fetch_deps: grayscale copy of {rel} reads back different")
 PY
+fi
+# The 7 KDE Plasma photographs that scripts/make_patches.py uses (5 MB; Debian's
+# plasma-workspace-wallpapers, 94 MB, is fetched as a .deb and unpacked here, not installed): the
+# GPU machine makes the third benchmark set (8 x 8 colour patches, d = 192) itself.
+if [ ! -d .deps/data/kde-images ]; then
+  t=$(mktemp -d)
+  (cd "$t" && apt-get download -qq plasma-workspace-wallpapers && dpkg -x plasma-workspace-wallpapers_*.deb x)
+  /usr/bin/python3 - "$t/x/usr/share/wallpapers" <<'PY'
+import os, runpy, shutil, sys
+m = runpy.run_path("scripts/make_patches.py")
+for name in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
+    dst = os.path.join(".deps/data/kde-images", name, m["IMAGE_FILE"])
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy(os.path.join(sys.argv[1], name, m["IMAGE_FILE"]), dst)
+PY
+  rm -rf "$t"
 fi
 # GGNN (a graft-bench peer, built on the GPU machine by device_run.sh --graft-bench) and the
 # Debian .debs of glog/gflags it needs there.

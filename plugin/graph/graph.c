@@ -185,7 +185,7 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
     GRAFT_TRY(graft_check_search_params(p, k, gpu, fn));
     if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)metric);
-    return graft_check_finite(xq, nq, d, fn);
+    return GRAFT_OK;
 }
 
 int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
@@ -205,6 +205,7 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
         graft_search_params_defaults(&p);
     GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0,
                                       "graft_graph_search_cpu"));
+    GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu"));
     if (st && st->kind == GRAFT_STORAGE_FP32) codes = NULL;
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L;
     int failed = 0;

@@ -15,8 +15,10 @@ typedef struct graft_graph_dev {
     int64_t n, d, entry;
     int R;
     void* io;           /* grow-only batch buffer: queries, results */
-    graft_gpu_stream streams[2]; /* the pipeline of large searches (created on first use) */
+    graft_gpu_stream streams[2]; /* the pipeline's streams (created on first use) */
     size_t io_bytes;
+    void* host_io;      /* grow-only page-locked staging of io's queries and results */
+    size_t host_io_bytes;
     uint32_t* allowed;  /* filter bitmap of the current search */
     size_t allowed_bytes;
     int storage;        /* graft_storage_kind the walk reads */
@@ -27,8 +29,10 @@ typedef struct graft_graph_dev {
 
 /* Validates search parameters for k (gpu: also the GPU-only fields). */
 int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn);
-/* Every check of a graph search's arguments (graph, pointers, sizes, parameters, metric, finite
- * queries); the message names fn. */
+/* Every check of a graph search's arguments but the queries' values (graph, pointers, sizes,
+ * parameters, metric); the message names fn. Each search checks that its queries are finite
+ * where it reads them: the CPU walk before it starts, the GPU's as it copies them into pinned
+ * memory (graft_copy_finite), so that a GPU search makes one pass over its queries on the host. */
 int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                             const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
                             const float* D, const int64_t* I, int gpu, const char* fn);
