@@ -202,8 +202,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         rc = grow_pinned(ctx, &dev->host_io, &dev->host_io_bytes, sets * (set.bytes - set.q));
     for (int l = 0; rc == GRAFT_OK && l < sets; l++)
         if (!dev->streams[l]) rc = graft_gpu_stream_create(ctx, &dev->streams[l]);
-    if (rc != GRAFT_OK) return rc == GRAFT_ENOMEM ? graft_fail(rc, "%s: out of pinned host memory", fn)
-                                                  : gpu_status(rc, fn);
+    if (rc != GRAFT_OK) return gpu_status(rc, fn); /* names the allocation ("cudaHostAlloc ...") */
     /* Distance and iteration counters only when a report asks for them: zeroing them is a
      * synchronous copy, which a batch-1 search would pay on every call. */
     int64_t* counters = report ? (int64_t*)((char*)dev->io + sets * set.bytes) : NULL;
