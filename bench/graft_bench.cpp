@@ -968,6 +968,9 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
                 r.build_s = res.build_s;
                 if (cpu_system) r.threads = threads;
+                // Every record says the OpenMP setting it ran under (a GPU index's search call
+                // should cost the same at any: examples/search_loop checks it from a user's side).
+                r.json_tail = ",\"omp_threads\":" + std::to_string(threads);
                 if (!filters.empty()) r.params.add("selectivity", 1.0);
                 // The GPU count of sharded indexes (graft's distinct shard devices, FAISS's @gpus=N).
                 if (shards.first > 1) r.params.add("gpus", shards.second, false).add("shards", shards.first, false);
