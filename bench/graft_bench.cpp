@@ -1043,6 +1043,9 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
                 r.build_s = res.build_s;
                 if (cpu_system) r.threads = threads;
+                // Every record says the OpenMP setting it ran under (a GPU index's search call
+                // should cost the same at any: examples/search_loop checks it from a user's side).
+                r.json_tail = ",\"omp_threads\":" + std::to_string(threads);
                 if (!filters.empty()) r.params.add("selectivity", 1.0);
                 common_params(r.params, s, shards, replicas, train_reused, o, D);
                 return r;
@@ -1057,12 +1060,21 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 r.latency_ms = t * 1e3 / (double)((D.nq + batch - 1) / batch);
                 // GraftFlat's exact path that ran (as bench_exact names them).
                 double path = 0;
-                if (s.graft && !strcmp(s.family, "flat") &&
-                    faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "last_path", &path) == 0 && path > 0)
+                FaissIndex* fi = reinterpret_cast<FaissIndex*>(index);
+                if (s.graft && !strcmp(s.family, "flat") && faiss_graft_get_param(fi, "last_path", &path) == 0 && path > 0) {
                     r.params.add("path", path == GRAFT_EXACT_INT8 ? "int8"
                                          : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified"
                                          : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16-certified"
                                          : path == GRAFT_EXACT_FP16_FUSED ? "fp16-fused" : "fp32");
+                    // The share of a search's queries searched in FP32 (certificate failed and
+                    // band too wide to re-rank): one more search between two readings.
+                    double fb0 = 0, fb1 = 0;
+                    if (faiss_graft_get_param(fi, "fp32_fallbacks", &fb0) == 0) {
+                        bench::search_all(index, D, batch, dist.data(), I.data());
+                        if (faiss_graft_get_param(fi, "fp32_fallbacks", &fb1) == 0)
+                            r.params.add("fp32_fallback_frac", (fb1 - fb0) / (double)D.nq);
+                    }
+                }
                 if (batch == summary_batch)
                     res.swept.push_back({r.recall, r.qps, v, s.knob.empty() ? "" : s.knob + "=" + number(v)});
                 recs.push_back(std::move(r));

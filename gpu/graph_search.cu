@@ -72,7 +72,7 @@ enum { kFP32 = 0, kFP16 = 1, kSQ8 = 2 };  // graft_storage_kind
 
 // Per-warp shared-memory layout, in bytes from the warp's base (16-byte aligned).
 struct Layout {
-    int scale, list, cand, res, sv, hash, expand, stride;
+    int scale, list, cand, res, sv, hash, expand, ctl, stride;
     int C;          // candidates per iteration at most: probes x R
     int hash_bits;  // hash table of 2^hash_bits slots (0 with the Bloom filter)
 };
@@ -81,7 +81,8 @@ struct Params {
     graft_gpu_search_args a;
     Layout lay;
     int64_t bloom_words;  // per query
-    int wpb;
+    int wpb;  // warps a block
+    int qw;   // warps a query: 1, or kWarpsPerBlock (the Shared kernels: small batches, search_on)
     int dw, dw_fp32;  // 16-byte chunks of a row of the walk's storage / of a vector (0: d % W != 0)
 };
 
@@ -335,16 +336,24 @@ __device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool ha
     return (int)__reduce_min_sync(kFullMask, has && rank < cap ? (unsigned)rank : (unsigned)cap);
 }
 
-template <int G, bool L2, int S>
+// The barrier of a query's warps when a block walks one query (Params::qw > 1): bar.sync by
+// thread count, which the lead and its helpers reach from different places in the code.
+__device__ inline void query_sync() { asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory"); }
+
+template <int G, bool L2, int S, bool Shared>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kBlocksPerSM)
 graph_search_kernel(Params P) {
     extern __shared__ __align__(16) unsigned char smem[];
     const graft_gpu_search_args& a = P.a;
     const Layout& lay = P.lay;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t qi = (int64_t)blockIdx.x * P.wpb + warp;
-    if (qi >= a.nq) return;  // whole warps only; no block-wide barrier below
-    unsigned char* base = smem + (size_t)warp * lay.stride;
+    // A query's warps: the lead walks; Shared (a block a query, small batches) the others only
+    // share each iteration's distances, between two block barriers.
+    const int qw = Shared ? kWarpsPerBlock : 1, slot = warp / qw;
+    const bool lead = warp % qw == 0;
+    const int64_t qi = (int64_t)blockIdx.x * (P.wpb / qw) + slot;
+    if (qi >= a.nq) return;  // whole warps only (!Shared); Shared: a query a block, never past nq
+    unsigned char* base = smem + (size_t)slot * lay.stride;
     float* q = reinterpret_cast<float*>(base);
     float* sc = reinterpret_cast<float*>(base + lay.scale);  // SQ8 L2 only
     uint64_t* list = reinterpret_cast<uint64_t*>(base + lay.list);
@@ -353,12 +362,28 @@ graph_search_kernel(Params P) {
     uint64_t* sv = reinterpret_cast<uint64_t*>(base + lay.sv);
     int32_t* table = reinterpret_cast<int32_t*>(base + lay.hash);
     int32_t* expand = reinterpret_cast<int32_t*>(base + lay.expand);
+    int* ctl = reinterpret_cast<int*>(base + lay.ctl);  // Shared: the iteration's candidates, qc
     const bool use_hash = a.visited == 0;
     const int repeats = use_hash ? 0 : kRepeatsInSurvivors;
     const int res_repeats = use_hash ? kRepeatsOfEntries : kRepeatsInSurvivors;
     const int L = a.L, R = a.R, k = (int)a.k;
 
     const float* gq = a.xq + qi * a.d;
+    if (Shared && !lead) {
+        // A helper warp: each iteration, its share of the lead's candidates (the lead staged the
+        // query before the first barrier).
+        const int part = warp % qw;
+        query_sync();
+        for (;;) {
+            query_sync();  // the lead published the iteration's candidates, or -1: done
+            const int m = *ctl;
+            if (m < 0) return;
+            const int per = (m + qw - 1) / qw, lo = part * per;
+            warp_distances<G, L2, S>(P, Query{q, sc, *reinterpret_cast<float*>(ctl + 1)},
+                                     cand + lo, m - lo < per ? m - lo : per, lane);
+            query_sync();  // the distances are in cand[]
+        }
+    }
     const int dpad = (int)((a.d + 3) & ~3ll);
     float qc = 0.f;  // SQ8 inner product: q . offset
     for (int j = lane; j < dpad; j += 32) {
@@ -378,6 +403,7 @@ graph_search_kernel(Params P) {
     if (S == kSQ8 && !L2)
         for (int o = 16; o > 0; o >>= 1) qc += __shfl_xor_sync(kFullMask, qc, o);
     const Query query{q, sc, qc};
+    if (Shared && lane == 0) *reinterpret_cast<float*>(ctl + 1) = qc;
     uint32_t* bf = nullptr;
     const uint32_t bloom_mask = (1u << a.bloom_log2) - 1;
     if (use_hash) {
@@ -412,6 +438,7 @@ graph_search_kernel(Params P) {
     int scan = 0;    // every worklist entry before `scan` is expanded
     int hashed = 1;  // entries in the visited hash (the entry vertex)
     int ndist = 1, niter = 0;  // a query's, for the counters
+    if (Shared) query_sync();  // the staged query, for the helpers
     for (;;) {
         // 1. candidate locating
         int nsel = 0, first = -1;
@@ -430,7 +457,13 @@ graph_search_kernel(Params P) {
             }
         }
         __syncwarp();
-        if (nsel == 0) break;
+        if (nsel == 0) {
+            if (Shared) {
+                if (lane == 0) *ctl = -1;
+                query_sync();
+            }
+            break;
+        }
         scan = first;
         niter++;
         // The expanded rows, 64 entries a round (two words a lane loaded before either is
@@ -459,8 +492,15 @@ graph_search_kernel(Params P) {
         }
         hashed += m;
         __syncwarp();
-        // 2. bulk distances
-        warp_distances<G, L2, S>(P, query, cand, m, lane);
+        // 2. bulk distances (with helpers: the first of qw shares, the helpers the others)
+        if (Shared) {
+            if (lane == 0) *ctl = m;
+            query_sync();
+            warp_distances<G, L2, S>(P, query, cand, m < (m + qw - 1) / qw ? m : (m + qw - 1) / qw, lane);
+            query_sync();
+        } else {
+            warp_distances<G, L2, S>(P, query, cand, m, lane);
+        }
         __syncwarp();
         ndist += m;
         // 3. maintenance, 32 candidates at a time: the allowed ones into the filtered results,
@@ -557,7 +597,7 @@ int lanes_for(int64_t d, int W, int C) {
 
 template <int G, bool L2, int S>
 int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
-    auto kern = graph_search_kernel<G, L2, S>;
+    auto kern = P.qw > 1 ? graph_search_kernel<G, L2, S, true> : graph_search_kernel<G, L2, S, false>;
     if (smem > 48 * 1024)
         GRAFT_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)smem));
@@ -612,6 +652,7 @@ Layout make_layout(const graft_gpu_search_args* a) {
     }
     l.hash = take(&off, a->visited == 0 ? (4 << l.hash_bits) : 0);
     l.expand = take(&off, kMaxProbes * 4);
+    l.ctl = take(&off, 8);  // Shared: m, then qc
     l.stride = off;
     return l;
 }
@@ -667,11 +708,16 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
                             "16-byte aligned scratch buffer");
         P.bloom_words = ((int64_t)1 << a->bloom_log2) / 32;
     }
-    const int64_t blocks = ceil_div(a->nq, P.wpb);
+    // Small batches (every query can have a block of its own resident at once): a block a
+    // query, the lead warp walking and all four computing each iteration's distances, which
+    // shortens a query's latency (batch 1); larger ones, a warp a query (throughput).
+    P.qw = 1;
+    if (P.wpb == kWarpsPerBlock && a->nq <= (int64_t)ctx->sm_count * kBlocksPerSM) P.qw = P.wpb;
+    const int64_t blocks = ceil_div(a->nq, P.wpb / P.qw);
     if (blocks > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: nq=%lld is too many for one launch",
                         (long long)a->nq);
-    size_t smem = (size_t)P.wpb * P.lay.stride;
+    size_t smem = (size_t)(P.wpb / P.qw) * P.lay.stride;
     // GRAFT_SEARCH_BLOCKS_PER_SM=B (benchmarks only): pads each block's shared memory so that at
     // most B blocks share a multiprocessor, to measure how the walk's speed follows the number of
     // resident warps (latency-bound: in proportion; issue- or bandwidth-bound: less).

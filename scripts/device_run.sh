@@ -10,7 +10,12 @@
 #                                              #     1M x 960; every GraftFlat path (FP32, certified TF32,
 #                                              #     INT8 on integer data) with its floor, FAISS GpuIndexFlatL2
 #                                              #     and torch in the same run (bench/studies/bench_exact --focus; into
-#                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log)
+#                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log);
+#                                              #     also k = 10 on two sets with many equal or near-duplicate
+#                                              #     vectors: dup-sift1m (grown from dense-SIFT) and
+#                                              #     smooth-sift1m (make_dense_sift.py --smooth, made here in
+#                                              #     the background from the carried PNGs); GRAFT_EXACT_SETS
+#                                              #     (e.g. dense-sift1m,dup-sift1m,smooth-sift1m) keeps those sets only
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
 #                                              #     (vs the whole GRNND and CPU builds; ~2 min)
@@ -182,6 +187,15 @@ if [ $want_dense = 1 ] && [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u
   stamp "dense-SIFT 1M generation started in the background"
 fi
 
+# The exact benchmark's smooth-image set (duplicates kept), made the same way beside it.
+smooth=/tmp/smooth-sift1m smooth_log=/tmp/graft-smooth-sift.log
+if [ $bench = 1 ] && [ $quick = 0 ] && [ -f .deps/data/mate-images/desktop/Ubuntu-Mate-Warm-no-logo.png ] && \
+   [ ! -f $smooth/query.u8bin ]; then
+  setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $smooth --smooth \
+    --images .deps/data/mate-images --no-gt >$smooth_log 2>&1 </dev/null &
+  stamp "smooth-SIFT 1M generation started in the background"
+fi
+
 patches=/tmp/kde-patches1m patches_log=/tmp/graft-patches.log
 if [ $walk_ab = 1 ] && [ -d .deps/data/kde-images ] && [ ! -f $patches/query.u8bin ]; then
   # The third set (d = 192), made here like dense-SIFT.
@@ -213,9 +227,9 @@ setup_log() {  # TITLE LOG LINES
 
 # Waits for the dense-SIFT set when it is being made.
 wait_dense_sift() {
-  if pgrep -f make_dense_sift.py >/dev/null; then
+  if pgrep -f "make_dense_sift.py $dense" >/dev/null; then
     stamp "waiting for the dense-SIFT set"
-    while pgrep -f make_dense_sift.py >/dev/null; do sleep 2; done
+    while pgrep -f "make_dense_sift.py $dense" >/dev/null; do sleep 2; done
   fi
   [ $dense_logged = 1 ] || setup_log "dense-SIFT generation" $dense_log 2
   dense_logged=1
@@ -783,6 +797,12 @@ if [ $bench = 1 ]; then
   if [ $quick = 0 ]; then
     wait_dense_sift
     [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
+    if pgrep -f "make_dense_sift.py $smooth" >/dev/null; then
+      stamp "waiting for the smooth-SIFT set"
+      while pgrep -f "make_dense_sift.py $smooth" >/dev/null; do sleep 2; done
+    fi
+    setup_log "smooth-SIFT generation" $smooth_log 2
+    [ -f $smooth/query.u8bin ] && args+=(--smooth-sift $smooth)
   fi
   OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/studies/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
