@@ -703,8 +703,9 @@ if [ $bench_shards = 1 ]; then
   [ $ngpu -ge 2 ] || stamp "one GPU: its rows and two shards / replicas on it (the ratios need nvidia-h100-x2 or larger)"
   gidx=${GRAFT_SHARDS_INDEX:-GraftGraph}
   rid=shards-$(date -u +%Y%m%dT%H%M%SZ)
-  sdir=/tmp/graft-shards-out
-  rm -rf $sdir && mkdir -p $sdir
+  # Records straight into $OUT (a call cut short by the tool keeps what it measured).
+  sdir="$OUT/shards"
+  rm -rf "$sdir" && mkdir -p "$sdir"
   gbin=/tmp/graft-bench-graft
   cp build-device/bench/graft-bench $gbin
   faiss_ready=/tmp/graft-shards-faiss
@@ -726,7 +727,7 @@ if [ $bench_shards = 1 ]; then
     stamp "$what (${secs}s at most)" | tee -a "$OUT/shards.log"
     GRAFT_DEVICE_NAME="$gpu_name x$ngpu" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
       timeout $secs $bin --base $dense/base.u8bin --query $dense/query.u8bin --name dense-sift1m --k 10 \
-      --batch ${GRAFT_SHARDS_BATCHES:-10000} --latency-queries 0 --min-time 0.3 --out $sdir \
+      --batch ${GRAFT_SHARDS_BATCHES:-10000} --latency-queries 0 --min-time 0.3 --out "$sdir" \
       --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" --run-id $rid \
       --deadline $(( secs - 30 )) "$@" 2>&1 | tee -a "$OUT/shards.log"
     nvidia-smi --query-gpu=index,memory.used --format=csv,noheader >>"$OUT/shards.log" 2>&1
@@ -781,8 +782,8 @@ if [ $bench_shards = 1 ]; then
   faiss_step
   [ $scales_done = 1 ] || scale_steps
   big_step
-  cp $sdir/graft-bench.jsonl "$OUT/shards.jsonl" 2>/dev/null
-  python3 scripts/shards_summary.py $sdir/graft-bench.jsonl --run-id $rid --charts "$OUT" ${gpu_mib:+--gpu-mib $gpu_mib} \
+  mv "$sdir/graft-bench.jsonl" "$OUT/shards.jsonl" 2>/dev/null && rmdir "$sdir"
+  python3 scripts/shards_summary.py "$OUT/shards.jsonl" --run-id $rid --charts "$OUT" ${gpu_mib:+--gpu-mib $gpu_mib} \
     2>&1 | tee -a "$OUT/shards.log"
   stamp "sharded benchmark done"
 fi
