@@ -13,7 +13,7 @@
  *    same recall within 0.01.
  *  - Replicas of GraftGraph and GraftGraph32,PQ16: the first search builds once (replica 0 by
  *    GRNND) and every other replica holds a copy of that graph on its own device; a search of
- *    2,000 queries (split over the replicas by their measured pace) equals each replica's own
+ *    5,000 queries (split over the replicas by their measured pace) equals each replica's own
  *    search, pass after pass, and a batch of 100 (one replica) too.
  *  - FAISS's own threaded IndexShards built by hand over graft indexes on the list's first two
  *    devices, and "GraftGraph,PQ16,gpus=all": one shard per visible GPU. */
@@ -202,7 +202,7 @@ static void shards_case(const char* kind, int train, const placement* P) {
     faiss_Index_free(one);
 }
 
-/* nt queries: sift5k's 500 repeated, so that a batch splits over every replica (>= 256 each). */
+/* nt queries of xt (sift5k's 500 repeated, so that a batch splits over every replica). */
 static results search_n(const FaissIndex* index, int64_t nt, const float* xt) {
     results r = {malloc(sizeof(float) * nt * K), malloc(sizeof(idx_t) * nt * K)};
     FAISS_OK(faiss_Index_search(index, nt, xt, K, r.D, r.I));
@@ -221,7 +221,10 @@ static void replicas_case(const char* kind, int train, const placement* P) {
     FaissIndex* one = built(one_desc, train, &t_one);
     printf("  %-28s train + add + first search %.3f s (one GPU %.3f s)\n", desc, t_rep, t_one);
     per_shard(rep, desc, P, 1, 1);
-    const int64_t nt = 4 * s.nq;
+    /* 5,000 queries: every replica's part (1,250 or more) and each replica's own search walk in
+     * the same kernel mode (a warp a query; batches under one block a query per resident block
+     * walk a query with a whole block, gpu/graph_search.cu), so only the split differs. */
+    const int64_t nt = 10 * s.nq;
     float* xt = malloc(sizeof(float) * nt * s.d);
     for (int64_t i = 0; i < nt; i++) memcpy(xt + i * s.d, s.xq + (i % s.nq) * s.d, sizeof(float) * s.d);
     FaissIndexReplicas* r = (FaissIndexReplicas*)rep;
