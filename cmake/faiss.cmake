@@ -36,6 +36,14 @@ else()
   set(GRAFT_FAISS_VERSION ${faiss_VERSION})
 endif()
 set(GRAFT_BUNDLED_FAISS_C OFF)
+# A FAISS built with its GPU part (its headers say so): the benchmarks take their FAISS GPU peers
+# from it (bench/CMakeLists.txt).
+set(GRAFT_FAISS_HAS_GPU OFF)
+foreach(_inc IN LISTS _faiss_inc)
+  if(EXISTS "${_inc}/faiss/gpu/GpuIndexFlat.h")
+    set(GRAFT_FAISS_HAS_GPU ON)
+  endif()
+endforeach()
 string(REGEX MATCH "^[0-9]+\\.[0-9]+\\.[0-9]+" GRAFT_FAISS_VERSION "${GRAFT_FAISS_VERSION}")
 if(NOT GRAFT_FAISS_VERSION)
   message(FATAL_ERROR "graft: the FAISS package found states no version (faiss_VERSION)")
@@ -46,7 +54,7 @@ list(GET _v 0 _major)
 list(GET _v 1 _minor)
 list(GET _v 2 _patch)
 math(EXPR GRAFT_FAISS_VERSION_NUMBER "${_major} * 10000 + ${_minor} * 100 + ${_patch}")
-# Does this FAISS say its version at run time (faiss::get_version(), FAISS >= 1.9)? graft's load
+# Does this FAISS say its version at run time (faiss::get_version(): 1.15 does, 1.7.3 not)? graft's load
 # check (graft::require_faiss_runtime) then compares it with the version built against.
 include(CheckCXXSourceCompiles)
 set(CMAKE_REQUIRED_INCLUDES ${_faiss_inc})
@@ -74,6 +82,17 @@ endif()
 # its own definitions interpose on the library's (ELF default visibility). A static graft build
 # leaves FAISS to the program's link; a shared libfaiss (conda, a source build) is linked as is.
 get_target_property(_faiss_type faiss TYPE)
+# A shared libfaiss outside the system's folders (a source build in a prefix): graft's installed
+# libraries and programs find it where graft found it.
+set(GRAFT_FAISS_LIBDIR "")
+if(_faiss_type STREQUAL "SHARED_LIBRARY")
+  get_target_property(_loc faiss LOCATION)
+  get_filename_component(_dir "${_loc}" DIRECTORY)
+  if(NOT _dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+    set(GRAFT_FAISS_LIBDIR "${_dir}")
+    list(APPEND CMAKE_INSTALL_RPATH "${_dir}")
+  endif()
+endif()
 set(GRAFT_FAISS_EMBED OFF)
 if(BUILD_SHARED_LIBS AND _faiss_type STREQUAL "STATIC_LIBRARY")
   set(GRAFT_FAISS_EMBED ON)

@@ -9,7 +9,7 @@
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/IDSelector.h>
 
-// Weak: absent from a FAISS before 1.9, and then NULL.
+// Weak: absent from older FAISS (1.7.3), and then NULL.
 namespace faiss {
 std::string get_version() __attribute__((weak));
 }

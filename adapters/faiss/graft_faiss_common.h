@@ -25,8 +25,8 @@ namespace graft {
 // Throws a faiss::FaissException saying so when the FAISS this process runs is not the one graft
 // was built against (a libfaiss of another version found at load time): graft's classes and FAISS's
 // would disagree on FAISS's object layouts. Checked once; every graft index constructor calls it.
-// FAISS >= 1.9 says its version (faiss::get_version); a FAISS that does not is taken for the one
-// built against when that one does not say it either (FAISS 1.7.3).
+// A FAISS that says its version (faiss::get_version: 1.15 does) must say the one built against; one
+// that does not is taken for it when that one does not say it either (FAISS 1.7.3).
 void require_faiss_runtime();
 
 // Throws faiss::FaissException carrying graft's status name and message when rc != GRAFT_OK,

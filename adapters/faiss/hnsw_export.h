@@ -77,10 +77,10 @@ inline faiss::IndexHNSWFlat* export_hnsw(const graft_gindex* g, faiss::MetricTyp
 // See GraftIndexGraph.h. A new object owned by the caller; throws where FAISS has no
 // IndexHNSWCagra.
 inline faiss_compat::IndexHNSWCagra* export_hnsw_cagra(const graft_gindex* g, faiss::MetricType metric) {
-    FAISS_THROW_IF_NOT_FMT(faiss_compat::kHasHNSWCagra,
-                           "export_hnsw_cagra: FAISS %s has no IndexHNSWCagra (FAISS >= 1.9 has); "
-                           "export_hnsw gives an IndexHNSWFlat of the same graph",
-                           kFaissVersion);
+    if (!faiss_compat::kHasHNSWCagra)
+        FAISS_THROW_FMT("export_hnsw_cagra: FAISS %s has no IndexHNSWCagra (FAISS >= 1.9 has); "
+                        "export_hnsw gives an IndexHNSWFlat of the same graph",
+                        kFaissVersion);
     const graft_graph* graph = hnsw_export_detail::built_graph(g, "export_hnsw_cagra");
     const int M = hnsw_export_detail::export_M(g, graph);
     std::unique_ptr<faiss_compat::IndexHNSWCagra> h(
