@@ -280,6 +280,21 @@ def test_export_hnsw(sift, graph):
         graft.export_hnsw(faiss.IndexFlatL2(sift.d))
 
 
+def test_export_hnsw_cagra(sift, graph):
+    """FAISS's IndexHNSWCagra where the FAISS module has it (1.15; not 1.7.3: an error naming it)."""
+    if not hasattr(faiss, "IndexHNSWCagra"):
+        with pytest.raises(RuntimeError, match="IndexHNSWCagra"):
+            graft.export_hnsw_cagra(graph)
+        return
+    hnsw = graft.export_hnsw_cagra(graph)
+    assert type(hnsw) is faiss.IndexHNSWCagra and hnsw.ntotal == graph.ntotal and hnsw.base_level_only
+    hnsw.hnsw.efSearch = 64
+    _, I = hnsw.search(sift.xq, K)
+    assert sift.recall(I) >= 0.98  # FAISS's own base-level search on graft's graph
+    with pytest.raises(RuntimeError):
+        hnsw.add(sift.xq[:1])  # base_level_only: FAISS refuses adds
+
+
 def test_bad_input_raises_and_leaves_the_index_usable(sift, flat, graph, tmp_path):
     D0, I0 = flat.search(sift.xq[:20], K)
     for idx in (flat, graph):
