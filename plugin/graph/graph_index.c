@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/index_common.h"
+#include "graph/build.h"
 #include "core/validate.h"
 #include "graph/bang_gpu.h"
 #include "graph/filtered_search.h"
@@ -71,7 +72,8 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     tie_params(p);
 }
 
-/* A search's parameters for k on this storage (gpu: also the GPU-only fields). */
+/* A search's parameters for k on this storage (gpu: also the GPU-only fields); k itself was
+ * checked where the search entered (graft_check_search_call). */
 static int check_search(int storage, const graft_search_params* s, int64_t k, int gpu, const char* fn) {
     if (storage == GRAFT_STORAGE_PQ) return graft_bang_check_params(s, k, gpu, fn);
     return graft_check_search_params(s, k, gpu, fn);
@@ -405,7 +407,9 @@ static int train_locked(graft_gindex* g, int64_t n, const float* x, const char* 
 
 int graft_gindex_train(graft_gindex* g, int64_t n, const float* x) {
     const char* fn = "graft_gindex_train";
-    if (!g || !x || n < 1) return graft_fail(GRAFT_EINVAL, "%s: NULL argument or n < 1", fn);
+    /* x and n are checked once, by the trainer that takes them (graft_pq_train,
+     * graft_storage_train). */
+    if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
     pthread_mutex_lock(&g->lock);
     const int rc = train_locked(g, n, x, fn);
     pthread_mutex_unlock(&g->lock);
@@ -465,8 +469,8 @@ static int walk(void* arg, int L, float* D, int64_t* I) {
         if (g->ctx)
             return graft_bang_dev_search(&g->bdev, g->graph.nbrs, g->xb, w->xq, w->nq, w->k, &p, D, I,
                                          w->report);
-        return graft_bang_search_cpu(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric, w->xq,
-                                     w->nq, w->k, &p, D, I);
+        return graft_bang_search_cpu_unchecked(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric,
+                                               w->xq, w->nq, w->k, &p, D, I);
     }
     if (g->ctx) return graft_graph_dev_search(&g->gdev, g->p.metric, w->xq, w->nq, w->k, &p, D, I, w->report);
     return graft_graph_search_cpu_store(&g->graph, g->xb, &g->st, g->codes, g->d, g->p.metric, w->xq,
@@ -489,8 +493,9 @@ static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k
     GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
-    /* The searches check the queries for NaN/Inf themselves (once: a second pass over a batch
-     * costs an OpenMP region and a read of every query); an empty index checks them here. */
+    /* The queries' values are checked once, where they are read: by the walks (the GPU's as it
+     * copies them into pinned memory), by the filtered search's exact path, or here when the index
+     * is empty. */
     if (g->ntotal == 0) {
         int rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
@@ -517,6 +522,8 @@ int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int
     const char* fn = "graft_gindex_search";
     graft_gindex* g = (graft_gindex*)cg; /* the lock, the pending build and the device buffers are
                                             the mutable part */
+    /* The boundary: the call's arguments are checked here, once, and the parameters in
+     * search_locked; the walks below trust them. */
     GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
     /* Everything under the lock, the default parameters included: set_search_params and add may
      * run in other threads (the contract in graft/graph_index.h). */
