@@ -1,6 +1,7 @@
 // What the GPU search benchmarks (bench_search, bench_bang) share: their command line, the
 // datasets and their exact ground truth, the records (DESIGN.md, "Benchmark records") with the
-// console table and end-of-run summary, the deadline, and device-memory readings; graft-bench
+// console table and end-of-run summary, the deadline, and device-memory readings (every record
+// names the FAISS the program was built with: faiss_version, the FAISS peers' version); graft-bench
 // shares the datasets, records and summary. Header-only, C++17; needs graft's flat index and
 // FAISS's IndexFlat (whichever FAISS the program links: the CPU libfaiss or the GPU build,
 // bench/CMakeLists.txt), and the CUDA runtime where GRAFT_BENCH_CUDA is defined (without it there
@@ -434,9 +435,9 @@ class Recorder {
         r.params.add("batch", r.batch);
         fprintf(f_,
                 "{\"run_id\":\"%s\",\"date\":\"%s\",\"commit\":\"%s\",\"device\":\"%s\",\"bench\":\"%s\","
-                "\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\"",
-                run_id_.c_str(), date_.c_str(), commit_.c_str(), device_.c_str(), bench_.c_str(), r.system,
-                r.family, r.index);
+                "\"faiss_version\":\"%d.%d.%d\",\"system\":\"%s\",\"family\":\"%s\",\"index\":\"%s\"",
+                run_id_.c_str(), date_.c_str(), commit_.c_str(), device_.c_str(), bench_.c_str(),
+                FAISS_VERSION_MAJOR, FAISS_VERSION_MINOR, FAISS_VERSION_PATCH, r.system, r.family, r.index);
         if (r.mode) fprintf(f_, ",\"mode\":\"%s\"", r.mode);
         fprintf(f_, ",\"dataset\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":%lld,\"metric\":\"%s\",\"params\":%s",
                 D.name.c_str(), (long long)D.nb, (long long)D.d, (long long)r.nq, (long long)D.k,

@@ -788,17 +788,17 @@ void set_knob(const IndexSpec& s, faiss::Index* index, double v) {
 // fewer than k ids pass).
 struct Filter {
     double frac;
-    std::vector<faiss::Index::idx_t> ids;
+    std::vector<int64_t> ids;
     std::unique_ptr<faiss::IDSelectorBatch> sel;
     std::vector<int64_t> gt;
 };
 
 // round(frac n) random ids (at least one), ascending; the same for a seed on every run.
-std::vector<faiss::Index::idx_t> random_ids(int64_t n, double frac, uint64_t seed) {
+std::vector<int64_t> random_ids(int64_t n, double frac, uint64_t seed) {
     const int64_t m = std::max<int64_t>(1, std::llround(frac * (double)n));
-    std::vector<faiss::Index::idx_t> ids;
+    std::vector<int64_t> ids;
     if (2 * m > n) {  // a partial Fisher-Yates over all ids
-        std::vector<faiss::Index::idx_t> all(n);
+        std::vector<int64_t> all(n);
         for (int64_t i = 0; i < n; i++) all[i] = i;
         for (int64_t i = 0; i < m; i++) {
             seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
@@ -984,7 +984,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             // a one-query search puts that build in build_s.
             if (s.graft && contains(s.factory, "GraftGraph")) {
                 std::vector<float> d1(D.k);
-                std::vector<faiss::Index::idx_t> i1(D.k);
+                std::vector<int64_t> i1(D.k);
                 index->search(1, D.xq.data(), D.k, d1.data(), i1.data());
             }
             res.build_s = now_s() - t0;

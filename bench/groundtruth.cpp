@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
         const double t1 = now_s();
         const int64_t bs = batch < nq ? (int64_t)batch : nq;
         std::vector<float> D((size_t)bs * (size_t)k);
-        std::vector<faiss::Index::idx_t> I((size_t)bs * (size_t)k);
+        std::vector<int64_t> I((size_t)bs * (size_t)k);
         for (int64_t q0 = 0; q0 < nq; q0 += bs) {
             const int64_t m = (nq - q0 < bs) ? nq - q0 : bs;
             index->search(m, query.get() + (size_t)q0 * (size_t)d, k, D.data(), I.data());

@@ -38,13 +38,16 @@ set(GRAFT_PC_LIBS "-lgraft_faiss")
 if(GRAFT_BUNDLED_FAISS_C)
   string(APPEND GRAFT_PC_LIBS " -lgraft_faiss_capi")
 else()
-  string(APPEND GRAFT_PC_LIBS " -lfaiss_c")
+  string(APPEND GRAFT_PC_LIBS " $<TARGET_FILE:faiss_c>")  # FAISS's own, wherever it is installed
 endif()
 string(APPEND GRAFT_PC_LIBS " -lgraft_core")
 set(_pc_deps "")
 if(NOT GRAFT_FAISS_EMBED)
   list(APPEND _pc_deps "$<TARGET_FILE:faiss>")
   get_target_property(_faiss_deps faiss INTERFACE_LINK_LIBRARIES)
+  if(NOT _faiss_deps)
+    set(_faiss_deps "")  # a shared libfaiss states none
+  endif()
   foreach(_dep IN LISTS _faiss_deps)
     if(NOT _dep MATCHES "^\\$<|::" AND NOT _dep IN_LIST _pc_deps)
       list(APPEND _pc_deps ${_dep})
@@ -59,6 +62,10 @@ if(NOT BUILD_SHARED_LIBS)
   endif()
 endif()
 list(APPEND _pc_deps -lm)
+if(GRAFT_FAISS_LIBDIR)
+  # A FAISS in its own prefix: programs find its shared libraries at run time where graft did.
+  list(APPEND _pc_deps "-Wl,-rpath,${GRAFT_FAISS_LIBDIR}")
+endif()
 list(JOIN _pc_deps " " GRAFT_PC_DEPS)
 set(GRAFT_PC_CFLAGS "")
 foreach(_inc IN LISTS _faiss_inc)
@@ -71,16 +78,19 @@ file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/graft.pc INPUT ${CMAKE_BINARY_DIR}/graf
 install(FILES ${CMAKE_BINARY_DIR}/graft.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # ---- the .deb: cpack -G DEB (in the build folder) -----------------------------------------------
-# One package, graft_<version>_<arch>.deb, installing into /usr. Its dependencies are stated here
-# rather than found by dpkg-shlibdeps, because NVIDIA's runfile installs of CUDA (as on our build
-# machines) are unknown to dpkg: FAISS of the same upstream version (the adapter and the C API are
-# compiled against its headers), and NVIDIA's CUDA runtime and cuBLAS packages of the toolkit
-# built with. GRAFT_DEB_CUDA_DEPENDS=OFF leaves the CUDA ones out, for machines whose CUDA dpkg
-# does not know either.
+# One package, graft_<version>+faiss<FAISS version>_<arch>.deb (e.g. graft_0.2.0+faiss1.7.3_amd64.deb),
+# installing into /usr. Its dependencies are stated here rather than found by dpkg-shlibdeps,
+# because NVIDIA's runfile installs of CUDA (as on our build machines) are unknown to dpkg: FAISS
+# of the same upstream version (the adapter and the C API are compiled against its headers;
+# Debian's libfaiss-dev when graft was built against it, none for a FAISS of its own prefix, which
+# the package then names in its description), and NVIDIA's CUDA runtime and cuBLAS packages of the
+# toolkit built with. GRAFT_DEB_CUDA_DEPENDS=OFF leaves the CUDA ones out, for machines whose CUDA
+# dpkg does not know either.
 option(GRAFT_DEB_CUDA_DEPENDS "State NVIDIA's CUDA packages as dependencies of the .deb" ON)
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME graft)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_DEBIAN_PACKAGE_VERSION "${PROJECT_VERSION}+faiss${GRAFT_FAISS_VERSION}")
 set(CPACK_PACKAGE_CONTACT "graft maintainers <maintainers@users.noreply.a-seed-2c153117.example>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU graph indexes for FAISS (GraftFlat, GraftGraph, GraftGraph,PQ)")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
@@ -91,7 +101,13 @@ string(REGEX MATCH "^[0-9]+\\.[0-9]+\\.[0-9]+" _fv "${GRAFT_FAISS_VERSION}")
 string(REGEX REPLACE "^([0-9]+\\.[0-9]+)\\.([0-9]+)$" "\\1" _fv_mm "${_fv}")
 string(REGEX REPLACE "^[0-9]+\\.[0-9]+\\.([0-9]+)$" "\\1" _fv_patch "${_fv}")
 math(EXPR _fv_next "${_fv_patch} + 1")
-set(_deb_deps "libc6, libstdc++6, libgomp1, zlib1g, libfaiss-dev (>= ${_fv}), libfaiss-dev (<< ${_fv_mm}.${_fv_next})")
+set(_deb_deps "libc6, libstdc++6, libgomp1, zlib1g")
+if(GRAFT_FAISS_LIBDIR)
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+      "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}; built against FAISS ${_fv} in ${GRAFT_FAISS_LIBDIR} (not a Debian package)")
+else()
+  string(APPEND _deb_deps ", libfaiss-dev (>= ${_fv}), libfaiss-dev (<< ${_fv_mm}.${_fv_next})")
+endif()
 if(GRAFT_HAVE_CUDA)
   set(_cuda_pkg "${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
   string(REPLACE ";" " " _archs_summary "${CMAKE_CUDA_ARCHITECTURES}")
@@ -102,7 +118,7 @@ if(GRAFT_HAVE_CUDA)
       "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}; CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}, architectures ${_archs_summary}")
 endif()
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${_deb_deps}")
-if(GRAFT_PYTHON_BUILT)
+if(GRAFT_PYTHON_BUILT AND NOT GRAFT_FAISS_LIBDIR)
   # The Python package (adapters/python) imports Debian's FAISS module of the same version.
   set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-faiss (>= ${_fv}), python3-faiss (<< ${_fv_mm}.${_fv_next}), python3-numpy")
 endif()

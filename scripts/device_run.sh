@@ -123,6 +123,10 @@
 # of the GPU machine, so a change is judged within one call.
 # GRAFT_BANG_ONLY=NAME: --bench-bang runs that dataset alone (bench_bang --only); GRAFT_BANG_REPEAT=N
 # (without GRAFT_BANG_AB): the benchmark N times in a row, to see the host's run-to-run noise.
+# --faiss115: graft, its tests and benchmarks against FAISS 1.15 built here with its GPU part from
+# the carried .deps/peers/faiss-1.15.0.tar.gz (scripts/device_faiss_gpu.sh, ~5 min before graft
+# builds) instead of Debian's FAISS 1.7.3 .deb: the FAISS GPU peers are then FAISS 1.15's
+# (graft-bench records say faiss_version), and --faiss-gpu's 1.7.3 build is not made.
 # GRAFT_TESTS=REGEX runs only the tests whose names match (ctest -R), e.g. a change's own tests.
 # GRAFT_COMMIT names the commit. GRAFT_DEADLINE=S stops the graph-build, graph-search and graph +
 # PQ benchmarks S seconds after the script started (records already written are kept), so that a
@@ -133,7 +137,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_ncu=0 walk_ab=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 faiss115=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_ncu=0 walk_ab=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -141,6 +145,7 @@ for a in "$@"; do
     --bench-exact-dense) bench=1 focus=1 faiss_gpu=1 ;;
     --faiss-gpu) faiss_gpu=1 ;;
     --no-faiss-gpu) faiss_gpu=0 ;;
+    --faiss115) faiss115=1 ;;
     --sanitize) sanitize=1 ;;
     --no-tests) tests=0 ;;
     --install-check) install_check=1 ;;
@@ -204,6 +209,17 @@ if [ $walk_ab = 1 ] && [ -d .deps/data/kde-images ] && [ ! -f $patches/query.u8b
   stamp "KDE-patches 1M generation started in the background"
 fi
 
+# --faiss115: FAISS 1.15 with its GPU part first (graft builds against it); it is the peers' FAISS.
+f115=/tmp/faiss115-gpu-build
+if [ $faiss115 = 1 ]; then
+  faiss_gpu=0
+  stamp "building FAISS 1.15 with its GPU part (scripts/device_faiss_gpu.sh)"
+  bash scripts/device_faiss_gpu.sh $f115 "$blas" .deps/peers/faiss-1.15.0.tar.gz >/tmp/graft-faiss115.log 2>&1 ||
+    { tail -30 /tmp/graft-faiss115.log; exit 1; }
+  { echo "=== FAISS 1.15 GPU build"; cat /tmp/graft-faiss115.log; } >>"$OUT/setup.log"
+  stamp "$(tail -n1 /tmp/graft-faiss115.log)"
+fi
+
 fgpu=/tmp/faiss-gpu-build
 if [ $faiss_gpu = 1 ] && [ ! -f $fgpu/faiss/libfaiss.a ] && ! pgrep -f device_faiss_gpu.sh >/dev/null; then
   # Its own session, so that it outlives this command if the command's time runs out.
@@ -253,9 +269,10 @@ link_faiss_gpu() {
 seconds_left() { echo $(( ${GRAFT_DEADLINE:-100000} - ($(date +%s) - t0) )); }
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 
+faiss_cfg=(-DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src")
+[ $faiss115 = 1 ] && faiss_cfg=(-DCMAKE_PREFIX_PATH=$f115-prefix -DGRAFT_FAISS_SOURCE_DIR=$f115-src -DGRAFT_PYTHON=OFF)
 cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-     -DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
-     -DGRAFT_DATA_DIR="$root/.deps/data")
+     "${faiss_cfg[@]}" -DGRAFT_DATA_DIR="$root/.deps/data")
 cmake -S . -B build-device "${cfg[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 # Beside the FAISS GPU build (background, all cores): a quarter of the cores, at least 6.
 jobs=$([ $faiss_gpu = 1 ] && echo $(( $(nproc) / 4 > 6 ? $(nproc) / 4 : 6 )) || nproc)
@@ -466,7 +483,7 @@ if [ $graft_bench = 1 ]; then
     # The Fashion-MNIST run below gets 90 s of what is left when more than 4 min are.
     # The first index is the one the summary's ratios are to.
     gpu_index=(--index IVF4096,Flat@gpu --index IVF4096,PQ32@gpu)
-    [ -f $fgpu/faiss/libfaiss.a ] && [ $gb_faiss_gpu = 1 ] ||
+    { [ -f $fgpu/faiss/libfaiss.a ] || [ $faiss115 = 1 ]; } && [ $gb_faiss_gpu = 1 ] ||
       { gpu_index=(); stamp "no FAISS GPU in graft-bench (setup.log, build.log): it runs without the @gpu indexes"; }
     gb dense-sift1m $(( left > 240 ? left - 90 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
       --index GraftGraph --index GraftFlat --index GraftGraph,PQ32 --index HNSW32 "${gpu_index[@]}" "${ggnn_index[@]}"
@@ -710,7 +727,9 @@ if [ $bench_shards = 1 ]; then
   cp build-device/bench/graft-bench $gbin
   faiss_ready=/tmp/graft-shards-faiss
   rm -f $faiss_ready.ok $faiss_ready.failed
-  if [ "${GRAFT_SHARDS_FAISS:-1}" = 1 ]; then
+  if [ "${GRAFT_SHARDS_FAISS:-1}" = 1 ] && [ $faiss115 = 1 ]; then
+    touch $faiss_ready.ok  # graft-bench already links FAISS 1.15 with its GPU part
+  elif [ "${GRAFT_SHARDS_FAISS:-1}" = 1 ]; then
     ( while pgrep -f device_faiss_gpu.sh >/dev/null; do sleep 3; done
       if [ -f $fgpu/faiss/libfaiss.a ] &&
          cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/build.log" 2>&1 &&

@@ -7,7 +7,8 @@
 #   .deps/data/fashion-mnist/       Fashion-MNIST images (graph-build benchmark)
 #   .deps/data/kde-images/          7 photographs for scripts/make_patches.py (the d = 192 set)
 #   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
-#                                   (graft-bench's GGNN peer; /work/shared/peers/README.md)
+#                                   (graft-bench's GGNN peer; /work/shared/peers/README.md), and
+#                                   FAISS 1.15's source tarball (device_run.sh --faiss115)
 # The GPU machine then gets it with the device tool's carry: [".deps"].
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,5 +68,9 @@ if [ -f "$peers"/ggnn-0.9.1-4f8088f.tar.gz ]; then
   cp "$peers"/ggnn-0.9.1-4f8088f.tar.gz .deps/peers/
   (cd .deps/peers && for p in libgoogle-glog-dev libgoogle-glog0v6 libgflags-dev libgflags2.2 libunwind-dev libunwind8; do
      ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -qq $p; done)
+fi
+if [ -f "$peers"/faiss-1.15.0.tar.gz ]; then
+  mkdir -p .deps/peers
+  cp "$peers"/faiss-1.15.0.tar.gz .deps/peers/
 fi
 du -sh .deps

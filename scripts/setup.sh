@@ -2,6 +2,10 @@
 # graft setup: installs what the build needs on Debian bookworm (as root), fetches the FAISS
 # source package (for its C API) into .deps/, then configures and builds into build/.
 # Idempotent: a second run only rebuilds what changed.
+# FAISS: Debian's libfaiss-dev (1.7.3) by default. GRAFT_FAISS=1.15 builds FAISS 1.15 from
+# ../shared/peers/faiss-1.15*.tar.gz (or GRAFT_FAISS_SRC: a FAISS source tarball or folder) into a
+# cache outside the clone (scripts/build_faiss.sh; ~15 min on 2 cores the first time) and graft
+# against it, into build-faiss1.15/ (docs/faiss-versions.md).
 #   bash scripts/setup.sh            # deps + build (CUDA arch: native if a GPU is visible, else
 #                                    # the package list 80, 86, 89, 90 + PTX: CMakeLists.txt)
 #   GRAFT_SKIP_APT=1 bash scripts/setup.sh   # build only
@@ -10,6 +14,10 @@
 #   GRAFT_SKIP_BUILD=1 bash scripts/setup.sh # dependencies only
 #   GRAFT_BENCH_DATA=1 bash scripts/setup.sh # also what scripts/make_dense_sift.py needs
 #   GRAFT_SANITIZE=0 bash scripts/setup.sh   # skip the ASan/UBSan + fuzz tree (build-sanitize/)
+#   GRAFT_FAISS=1.15 bash scripts/setup.sh   # against FAISS 1.15 (built once into GRAFT_CACHE,
+#                                            # default ~/.cache/graft), in build-faiss1.15/
+#   GRAFT_FAISS=1.15 GRAFT_FAISS_SRC=~/faiss-1.15.0.tar.gz bash scripts/setup.sh
+#   GRAFT_BUILD_DIR=b bash scripts/setup.sh  # another build folder
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -66,17 +74,33 @@ if [ ! -d .deps/faiss-src/c_api ]; then
   rm -rf .deps/faiss-src && mv ".deps/$d" .deps/faiss-src
 fi
 
+# A FAISS other than Debian's: built from its source into the cache (once), then found through
+# CMAKE_PREFIX_PATH; its source serves the Python package's SWIG interface.
+faiss=${GRAFT_FAISS:-system}
+build=${GRAFT_BUILD_DIR:-build}
+faiss_args=(-DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src")
+if [ "$faiss" != system ]; then
+  fsrc=${GRAFT_FAISS_SRC:-}
+  if [ -z "$fsrc" ]; then
+    fsrc=$(ls -d "$root"/../shared/peers/faiss-"$faiss"*.tar.gz 2>/dev/null | sort -V | tail -n1)
+    [ -n "$fsrc" ] || { echo "setup: no ../shared/peers/faiss-$faiss*.tar.gz: give its source in GRAFT_FAISS_SRC" >&2; exit 1; }
+  fi
+  prefix=$(bash scripts/build_faiss.sh "$fsrc" | tail -n1)
+  build=${GRAFT_BUILD_DIR:-build-faiss$faiss}
+  faiss_args=(-DCMAKE_PREFIX_PATH="$prefix" -DGRAFT_FAISS_SOURCE_DIR="$(cat "$prefix/.graft-source-dir")")
+fi
+
 [ "${GRAFT_SKIP_BUILD:-0}" = 1 ] && exit 0
 
 cuda=${GRAFT_CUDA:-AUTO}
 arch=${GRAFT_CUDA_ARCH:-}
 # A developer's machine with a GPU builds for that GPU alone (a quarter of the CUDA compile time).
 [ -z "$arch" ] && nvidia-smi -L >/dev/null 2>&1 && arch=native
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${GRAFT_BUILD_TYPE:-Release} \
-  -DGRAFT_CUDA=$cuda ${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} \
-  -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
-cmake --build build -j"$(nproc)"
-echo "graft: built in $root/build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${GRAFT_BUILD_TYPE:-Release} \
+  -DGRAFT_CUDA=$cuda ${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} "${faiss_args[@]}"
+cmake --build "$build" -j"$(nproc)"
+echo "graft: built in $root/$build"
+[ "$faiss" != system ] && exit 0  # the sanitizer tree below is Debian's FAISS's
 
 # build-sanitize/: the CPU paths (unit + faiss suites) and the fuzz targets under clang-14 with
 # ASan + UBSan, static libraries; the main tree's `asan` and `fuzz` tests run it (tests/sanitize/).

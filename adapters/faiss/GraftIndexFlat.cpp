@@ -15,6 +15,7 @@ namespace graft {
 
 GraftIndexFlat::GraftIndexFlat(idx_t d, faiss::MetricType metric, const graft_flat_params* params)
         : faiss::Index(d, metric) {
+    require_faiss_runtime();
     graft_flat_params p;
     graft_flat_params_defaults(&p);
     if (params) p = *params;
@@ -34,8 +35,8 @@ void GraftIndexFlat::add(idx_t n, const float* x) {
 }
 
 static bool is_cpu_reference(const faiss::SearchParameters* params);
-static void search_cpu(const GraftIndexFlat* index, faiss::Index::idx_t n, const float* x,
-                       faiss::Index::idx_t k, float* distances, faiss::Index::idx_t* labels,
+static void search_cpu(const GraftIndexFlat* index, idx_t n, const float* x,
+                       idx_t k, float* distances, idx_t* labels,
                        const faiss::IDSelector* sel);
 
 void GraftIndexFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
@@ -71,8 +72,8 @@ static bool is_cpu_reference(const faiss::SearchParameters* params) {
 // Exact search with the CPU reference over the host copy of the vectors; with a selector, over
 // the selected ids only (a contiguous IDSelectorRange is searched in place, any other selector
 // gathers the vectors it accepts), labels mapped back to the index's ids.
-static void search_cpu(const GraftIndexFlat* index, faiss::Index::idx_t n, const float* x,
-                       faiss::Index::idx_t k, float* distances, faiss::Index::idx_t* labels,
+static void search_cpu(const GraftIndexFlat* index, idx_t n, const float* x,
+                       idx_t k, float* distances, idx_t* labels,
                        const faiss::IDSelector* sel) {
     const char* where = "GraftIndexFlat::search (CPU reference / IDSelector)";
     GRAFT_REQUIRE(k >= 1, "%s: k must be >= 1, got %lld", where, (long long)k);

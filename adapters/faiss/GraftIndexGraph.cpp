@@ -18,6 +18,7 @@ namespace graft {
 
 GraftIndexGraph::GraftIndexGraph(idx_t d, faiss::MetricType metric, const graft_gindex_params* params)
         : faiss::Index(d, metric) {
+    require_faiss_runtime();
     graft_gindex_params p;
     graft_gindex_params_defaults(&p);
     if (params) p = *params;
@@ -34,6 +35,7 @@ GraftIndexGraph::GraftIndexGraph(graft_gindex* owned)
                                                                                : faiss::METRIC_INNER_PRODUCT),
           gindex(owned) {
     FAISS_THROW_IF_NOT_MSG(owned, "GraftIndexGraph: NULL plugin index");
+    require_faiss_runtime();
     ntotal = graft_gindex_ntotal(owned);
     is_trained = graft_gindex_is_trained(owned);
 }
@@ -228,6 +230,10 @@ double GraftIndexGraph::get_param(const char* name_) const {
 
 faiss::IndexHNSWFlat* export_hnsw(const GraftIndexGraph& index) {
     return export_hnsw(index.gindex, index.metric_type);
+}
+
+faiss_compat::IndexHNSWCagra* export_hnsw_cagra(const GraftIndexGraph& index) {
+    return export_hnsw_cagra(index.gindex, index.metric_type);
 }
 
 }  // namespace graft

@@ -99,4 +99,10 @@ struct SearchParametersGraftGraph : faiss::SearchParameters {
 // index go through FAISS's own HNSW insertion at level 0.
 faiss::IndexHNSWFlat* export_hnsw(const GraftIndexGraph& index);
 
+// The same graph as FAISS's IndexHNSWCagra (FAISS >= 1.9; throws on an older FAISS, saying so):
+// FAISS's type for a graph built on the GPU (GpuIndexCagra::copyTo), here base_level_only, so
+// that FAISS searches level 0 alone from the best of num_base_level_search_entrypoints (32) random
+// vertices instead of our entry point, and refuses adds. New object, owned by the caller.
+faiss_compat::IndexHNSWCagra* export_hnsw_cagra(const GraftIndexGraph& index);
+
 }  // namespace graft

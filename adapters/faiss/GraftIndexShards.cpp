@@ -19,7 +19,6 @@
 
 namespace graft {
 
-using idx_t = faiss::Index::idx_t;
 
 namespace {
 

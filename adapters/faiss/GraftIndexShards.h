@@ -26,7 +26,7 @@ namespace graft {
 // Local ids [local, the next run's local or the shard's ntotal) of a shard are the sharded
 // index's ids [global, ...).
 struct IdRun {
-    faiss::Index::idx_t local, global;
+    idx_t local, global;
 };
 
 // A sharded index whose ids are those a single index would give: every add numbers its vectors
@@ -115,7 +115,7 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
 };
 
 // Shards / replicas: trains as GraftIndexShards::train says.
-void train_shared(faiss::ThreadedIndex<faiss::Index>& t, faiss::Index::idx_t n, const float* x);
+void train_shared(faiss::ThreadedIndex<faiss::Index>& t, idx_t n, const float* x);
 
 // Distinct devices (>= 0) the shards or replicas of t live on; empty when all are on the CPU.
 std::vector<int> shard_devices(const faiss::ThreadedIndex<faiss::Index>& t);

@@ -149,7 +149,7 @@ struct GraftSpec {
             t.reset(new graft::GraftIndexReplicas(d, metric));
         else
             t.reset(new graft::GraftIndexShards(d, metric));
-        t->own_fields = true;
+        graft::faiss_compat::owns_indices(*t) = true;
         for (int dev : devs) {
             // Shards sharing a GPU share its memory: a graph + PQ shard's default resident budget
             // (half the device) is split between them, so that AUTO mode picks out-of-core where

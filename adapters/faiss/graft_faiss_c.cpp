@@ -139,8 +139,8 @@ int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* 
         cp.min_points_per_centroid = 1;
         if (ctx) cp = *static_cast<const faiss::ClusteringParameters*>(ctx);
         faiss::Clustering clus((int)d, (int)k, cp);
-        faiss::IndexFlatL2 assign((faiss::Index::idx_t)d);
-        clus.train((faiss::Index::idx_t)n, x, assign);
+        faiss::IndexFlatL2 assign((graft::idx_t)d);
+        clus.train((graft::idx_t)n, x, assign);
         FAISS_THROW_IF_NOT_MSG(clus.centroids.size() == (size_t)(d * k),
                                "k-means returned the wrong number of centroids");
         std::copy(clus.centroids.begin(), clus.centroids.end(), centroids);
@@ -155,14 +155,32 @@ int graft_faiss_kmeans(void* ctx, int64_t d, int64_t n, int64_t k, const float* 
     }
 }
 
+namespace {
+
+const graft::GraftIndexGraph* graph_to_export(FaissIndex** p_out, const FaissIndex* index,
+                                              const char* fn) {
+    FAISS_THROW_IF_NOT_FMT(p_out, "%s: p_out is NULL", fn);
+    auto* g = dynamic_cast<const graft::GraftIndexGraph*>(reinterpret_cast<const faiss::Index*>(index));
+    FAISS_THROW_IF_NOT_FMT(g, "%s: the index is NULL or not a graft graph index "
+                              "(faiss_GraftIndexGraph_new, \"GraftGraph\")", fn);
+    return g;
+}
+
+}  // namespace
+
 int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_index) {
     try {
-        FAISS_THROW_IF_NOT_MSG(p_out, "faiss_graft_export_hnsw: p_out is NULL");
-        auto* g = dynamic_cast<const graft::GraftIndexGraph*>(
-                reinterpret_cast<const faiss::Index*>(graft_graph_index));
-        FAISS_THROW_IF_NOT_MSG(g, "faiss_graft_export_hnsw: the index is NULL or not a graft graph "
-                                  "index (faiss_GraftIndexGraph_new, \"GraftGraph\")");
+        auto* g = graph_to_export(p_out, graft_graph_index, "faiss_graft_export_hnsw");
         *p_out = to_c(graft::export_hnsw(*g));
+        return 0;
+    }
+    CATCH_AND_HANDLE
+}
+
+int faiss_graft_export_hnsw_cagra(FaissIndex** p_out, const FaissIndex* graft_graph_index) {
+    try {
+        auto* g = graph_to_export(p_out, graft_graph_index, "faiss_graft_export_hnsw_cagra");
+        *p_out = to_c(graft::export_hnsw_cagra(*g));
         return 0;
     }
     CATCH_AND_HANDLE

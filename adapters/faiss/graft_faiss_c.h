@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "graft/graft.h"
+#include "graft_faiss_version.h" /* GRAFT_FAISS_BUILT_VERSION: the FAISS graft was built against */
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,6 +77,12 @@ int graft_faiss_knn(const float* xb, int64_t nb, const float* xq, int64_t nq, in
  * FAISS (faiss_Index_search, faiss_write_index) where graft is not installed. Fails when
  * graft_graph_index is not a graft graph index. */
 int faiss_graft_export_hnsw(FaissIndex** p_out, const FaissIndex* graft_graph_index);
+
+/* The same graph as FAISS's IndexHNSWCagra (FAISS >= 1.9; fails on an older FAISS, saying so):
+ * FAISS's type for a graph built on the GPU, here with base_level_only set: FAISS searches level 0
+ * alone, from the best of num_base_level_search_entrypoints (32) random vertices, and refuses
+ * adds. Serializable with faiss_write_index. */
+int faiss_graft_export_hnsw_cagra(FaissIndex** p_out, const FaissIndex* graft_graph_index);
 
 /* ---- composing with FAISS (adapters/faiss/graft_factory.cpp) ---------------------------------- */
 

@@ -9,7 +9,26 @@
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/IDSelector.h>
 
+// Weak: absent from older FAISS (1.7.3), and then NULL.
+namespace faiss {
+std::string get_version() __attribute__((weak));
+}
+
 namespace graft {
+
+void require_faiss_runtime() {
+    static const std::string problem = []() -> std::string {
+        const bool says = &faiss::get_version != nullptr;
+        const std::string running = says ? faiss::get_version() : "";
+        if (says ? running == GRAFT_FAISS_BUILT_VERSION : !GRAFT_FAISS_HAS_GET_VERSION) return "";
+        return std::string("graft was built against FAISS " GRAFT_FAISS_BUILT_VERSION
+                           ", but this process runs ") +
+               (says ? "FAISS " + running : "an older FAISS (one without faiss::get_version)") +
+               ": rebuild graft against the FAISS the program links (cmake "
+               "-DCMAKE_PREFIX_PATH=<its prefix>), or make the program load FAISS " GRAFT_FAISS_BUILT_VERSION;
+    }();
+    if (!problem.empty()) throw faiss::FaissException(problem);
+}
 
 void throw_if_error(int rc, const char* where) {
     if (rc == GRAFT_OK) return;
@@ -41,6 +60,16 @@ constexpr size_t kParallelIds = 1 << 14;
 
 }  // namespace
 
+// The bitmaps of lhs and rhs (each converted as selector_bitmap converts it) joined byte by byte.
+// Both bitmaps hold no bits at or past n, and op keeps it so (a ^ b, a | b, a & b of zeros is 0).
+template <class Op>
+static void combine(std::vector<uint8_t>& bits, const faiss::IDSelector& lhs,
+                    const faiss::IDSelector& rhs, int64_t n, Op op) {
+    bits = selector_bitmap(lhs, n);
+    std::vector<uint8_t> r = selector_bitmap(rhs, n);
+    for (size_t i = 0; i < bits.size(); i++) bits[i] = op(bits[i], r[i]);
+}
+
 std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
     std::vector<uint8_t> bits((size_t)(n + 7) / 8, 0);
     if (auto* r = dynamic_cast<const faiss::IDSelectorRange*>(&sel)) {
@@ -52,7 +81,7 @@ std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
     } else if (auto* bt = dynamic_cast<const faiss::IDSelectorBatch*>(&sel)) {
         const auto& set = bt->set;
         if (set.size() < kParallelIds) {
-            for (faiss::IDSelector::idx_t id : set) set_bit(bits, id, n);
+            for (idx_t id : set) set_bit(bits, id, n);
         } else {
             const int64_t buckets = (int64_t)set.bucket_count();
 #pragma omp parallel for schedule(dynamic, 4096)
@@ -69,6 +98,12 @@ std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n) {
     } else if (dynamic_cast<const faiss::IDSelectorAll*>(&sel)) {
         std::fill(bits.begin(), bits.end(), (uint8_t)0xff);
         if (n & 7) bits.back() &= (uint8_t)((1u << (n & 7)) - 1u);
+    } else if (auto* both = dynamic_cast<const faiss_compat::IDSelectorAnd*>(&sel)) {
+        combine(bits, *both->lhs, *both->rhs, n, [](uint8_t a, uint8_t b) { return a & b; });
+    } else if (auto* either = dynamic_cast<const faiss_compat::IDSelectorOr*>(&sel)) {
+        combine(bits, *either->lhs, *either->rhs, n, [](uint8_t a, uint8_t b) { return a | b; });
+    } else if (auto* one = dynamic_cast<const faiss_compat::IDSelectorXOr*>(&sel)) {
+        combine(bits, *one->lhs, *one->rhs, n, [](uint8_t a, uint8_t b) { return a ^ b; });
     } else {
         for (int64_t i = 0; i < n; i++)
             if (sel.is_member(i)) bits[i >> 3] |= (uint8_t)(1u << (i & 7));

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "faiss_compat.h"
 #include "graft/graft.h"
 #include "graft/graph.h"
 
@@ -20,6 +21,13 @@ struct IDSelector;
 }
 
 namespace graft {
+
+// Throws a faiss::FaissException saying so when the FAISS this process runs is not the one graft
+// was built against (a libfaiss of another version found at load time): graft's classes and FAISS's
+// would disagree on FAISS's object layouts. Checked once; every graft index constructor calls it.
+// A FAISS that says its version (faiss::get_version: 1.15 does) must say the one built against; one
+// that does not is taken for it when that one does not say it either (FAISS 1.7.3).
+void require_faiss_runtime();
 
 // Throws faiss::FaissException carrying graft's status name and message when rc != GRAFT_OK,
 // so faiss_c returns its usual error code and faiss_get_last_error() reads graft's message.
@@ -30,9 +38,10 @@ graft_metric to_graft_metric(faiss::MetricType metric);
 
 // The ids `sel` accepts among [0, n), as graft's search filter (graft_search_params.allowed,
 // graft_bang_params.allowed: FAISS's IDSelectorBitmap layout, bit i & 7 of byte i >> 3), built
-// once per search call. FAISS 1.7.3's IDSelectorRange, Bitmap, Batch, Array, Not and All are
-// converted without calling is_member per id (Batch and Array cost their own size, not n); any
-// other selector (a user's, IDSelectorTranslated of an IDMap) is asked id by id.
+// once per search call. FAISS's IDSelectorRange, Bitmap, Batch, Array, Not and All, and (FAISS
+// >= 1.7.4) And, Or and XOr of those, are converted without calling is_member per id (Batch and
+// Array cost their own size, not n); any other selector (a user's, IDSelectorTranslated of an
+// IDMap) is asked id by id.
 std::vector<uint8_t> selector_bitmap(const faiss::IDSelector& sel, int64_t n);
 
 // The filtered search's read-only parameters of the last search (graft_filter_report):

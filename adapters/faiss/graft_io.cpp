@@ -155,7 +155,7 @@ bool write_shards(const faiss::ThreadedIndex<faiss::Index>* t, FILE* f) {
     put_le(h + 24, gs ? (uint64_t)gs->next_id : fs ? (uint64_t)fs->ntotal : 0, 8);
     Record rec{f, "graft shards record"};
     rec.put(h, sizeof h);
-    faiss::Index::idx_t start = 0;
+    graft::idx_t start = 0;
     for (int i = 0; fs && i < t->count(); i++) {
         std::vector<graft::IdRun> runs;
         if (gs)
@@ -261,11 +261,11 @@ faiss::Index* read_idmap(FILE* f, int device) {
     REQUIRE(version == 1, "graft id map record: format version %u (this graft reads 1)", version);
     REQUIRE(kind == 1 || kind == 2, "graft id map record: unknown kind %u", kind);
     REQUIRE(n >= 0, "graft id map record: %lld ids", (long long)n);
-    std::vector<faiss::Index::idx_t> ids;  // grown as the bytes arrive: a corrupt n allocates nothing
+    std::vector<graft::idx_t> ids;  // grown as the bytes arrive: a corrupt n allocates nothing
     for (int64_t i = 0; i < n; i += sizeof buf / 8) {
         size_t c = (size_t)std::min<int64_t>(n - i, sizeof buf / 8);
         rec.get(buf, 8 * c, "ids");
-        for (size_t j = 0; j < c; j++) ids.push_back((faiss::Index::idx_t)get_le(buf + 8 * j, 8));
+        for (size_t j = 0; j < c; j++) ids.push_back((graft::idx_t)get_le(buf + 8 * j, 8));
     }
     rec.check_checksum();
     unsigned char magic[8];
@@ -329,7 +329,7 @@ faiss::Index* place(std::vector<std::unique_ptr<faiss::Index>> parts,
         t.reset(new graft::GraftIndexReplicas(first->d, first->metric_type));
     else
         t.reset(new graft::GraftIndexShards(first->d, first->metric_type));
-    t->own_fields = true;
+    graft::faiss_compat::owns_indices(*t) = true;
     if (!resharding) {
         for (auto& p : parts) {
             t->addIndex(p.get());

@@ -577,7 +577,7 @@ void faiss_gpu_ivfpq(Bench& B, const Dataset& D, const Bang* G, const cudaDevice
         std::vector<int> nprobes;
         for (int p : {8, 16, 32, 64, 128, 256})
             if (p <= nlist) nprobes.push_back(p);
-        bench::faiss_sweep(B.out, B.deadline, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.setNumProbes(p); });
+        bench::faiss_sweep(B.out, B.deadline, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.nprobe = p; });
     } catch (const std::exception& e) {
         printf("FAISS GPU %s failed: %.200s\n", name.c_str(), e.what());
     }

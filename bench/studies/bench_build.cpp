@@ -40,7 +40,7 @@ struct Data {
     std::string name;
     std::vector<float> xb, xq;
     int64_t nb = 0, nq = 0, d = 0;
-    std::vector<faiss::Index::idx_t> gt;  // nq x 10, from FAISS IndexFlatL2
+    std::vector<int64_t> gt;  // nq x 10, from FAISS IndexFlatL2
 };
 
 bool load(Data& D, const std::string& name, const std::string& base, const std::string& query,
@@ -126,7 +126,7 @@ void faiss_peer(Out& out, const Data& D, Index& idx, const char* family, const c
     idx.add(D.nb, D.xb.data());
     double t = now_s() - t0;
     std::vector<float> dist(D.nq * 10);
-    std::vector<faiss::Index::idx_t> I(D.nq * 10);
+    std::vector<int64_t> I(D.nq * 10);
     for (int v : values) {
         set(v);
         double s0 = now_s();

@@ -535,7 +535,7 @@ int main(int argc, char** argv) {
             for (int64_t k : {(int64_t)10, (int64_t)100}) {
                 if (std::find(s.ks.begin(), s.ks.end(), k) == s.ks.end()) continue;
                 std::vector<float> D((size_t)nq_cpu * k), Dg((size_t)nq_cpu * k);
-                std::vector<faiss::Index::idx_t> I((size_t)nq_cpu * k);
+                std::vector<int64_t> I((size_t)nq_cpu * k);
                 std::vector<int64_t> Ig((size_t)nq_cpu * k);
                 double t = median_time(2, [&] { cpu.search(nq_cpu, xq.data(), k, D.data(), I.data()); });
                 graft_flat* g;
@@ -577,7 +577,7 @@ int main(int argc, char** argv) {
             gidx.add(s.nb, xb.data());
             for (int64_t k : s.ks) {
                 std::vector<float> D((size_t)s.nq * k);
-                std::vector<faiss::Index::idx_t> I((size_t)s.nq * k);
+                std::vector<int64_t> I((size_t)s.nq * k);
                 try {
                     double t = median_time(5, [&] { gidx.search(s.nq, xq.data(), k, D.data(), I.data()); });
                     out.record("faiss-gpu", "flat", "GpuIndexFlatL2", s.nb, s.d, s.nq, k, "{}", s.nq / t,

@@ -342,7 +342,7 @@ void faiss_gpu_ivf(Bench& B, const Dataset& D) {
         for (int p : {1, 2, 4, 8, 16, 32, 64, 128})
             if (p <= nlist) nprobes.push_back(p);
         base.gpu_bytes = gpu_bytes_since(gpu_base);  // lists, centroids and FAISS's temporary memory
-        bench::faiss_sweep(B.out, B.deadline, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.setNumProbes(p); });
+        bench::faiss_sweep(B.out, B.deadline, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.nprobe = p; });
     } catch (const std::exception& e) {
         printf("FAISS GPU %s failed: %.200s\n", name.c_str(), e.what());
     }

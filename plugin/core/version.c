@@ -9,9 +9,9 @@ const char* graft_version_string(void) {
 #ifdef GRAFT_HAVE_CUDA
     /* The CUDA architectures the kernels were built for (CMake's list: NN-real is machine code
      * only, a plain NN adds PTX that newer GPUs compile at load time). */
-    return GRAFT_VERSION_NUMBERS " (cuda " GRAFT_CUDA_ARCHS ")";
+    return GRAFT_VERSION_NUMBERS " (cuda " GRAFT_CUDA_ARCHS ", faiss " GRAFT_FAISS_VERSION_STRING ")";
 #else
-    return GRAFT_VERSION_NUMBERS " (cpu-only)";
+    return GRAFT_VERSION_NUMBERS " (cpu-only, faiss " GRAFT_FAISS_VERSION_STRING ")";
 #endif
 }
 

@@ -41,8 +41,8 @@ check("\r" not in run.stderr and "\r" not in run.stdout, "no progress output int
 allrecs = [json.loads(line) for line in open(os.path.join(out, "graft-bench.jsonl"))]
 recs = [r for r in allrecs if not r.get("summary")]
 summ = [r for r in allrecs if r.get("summary")]
-schema = {"run_id", "date", "commit", "device", "bench", "system", "family", "index", "dataset", "n", "d",
-          "nq", "k", "metric", "params", "qps", "recall", "build_s"}
+schema = {"run_id", "date", "commit", "device", "bench", "faiss_version", "system", "family", "index", "dataset",
+          "n", "d", "nq", "k", "metric", "params", "qps", "recall", "build_s"}
 check(all(schema <= r.keys() for r in recs), "every record has the schema's fields")
 check(len({r["run_id"] for r in recs}) == 1, "one run_id")
 check({r["index"] for r in recs} == set(indexes), "records for all five indexes")

@@ -6,30 +6,13 @@
  * Exit 0 when recall@10 >= 0.90 and the round trip agrees, 1 otherwise. */
 #include <faiss/c_api/MetaIndexes_c.h>
 #include <faiss/c_api/error_c.h>
-#include <graft/dataset.h>
 #include <graft/graft_faiss_c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        if ((call) != 0) {                                                                    \
-            fprintf(stderr, "consumer: %s failed: %s\n", #call, faiss_get_last_error());      \
-            return 1;                                                                         \
-        }                                                                                     \
-    } while (0)
-
-static float* read_f32(const char* dir, const char* name, int64_t* n, int64_t* d) {
-    char path[4096];
-    float* x = NULL;
-    snprintf(path, sizeof path, "%s/sift5k/%s", dir, name);
-    if (graft_dataset_read_f32(path, 0, -1, &x, n, d) != 0) {
-        fprintf(stderr, "consumer: cannot read %s: %s\n", path, graft_last_error());
-        return NULL;
-    }
-    return x;
-}
+#define PROGRAM "consumer"
+#include "consumer_common.h"
 
 int main(int argc, char** argv) {
     if (argc < 2) {

@@ -20,7 +20,7 @@ extern "C" {
 #include "testutil.h"
 }
 
-using idx_t = faiss::Index::idx_t;
+using idx_t = graft::idx_t;
 
 static const int K = 10;
 

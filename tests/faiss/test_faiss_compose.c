@@ -210,9 +210,20 @@ static void test_idmap(void) {
         CHECK(faiss_Index_ntotal(m) == s.nb && (!gi || faiss_Index_ntotal(gi) == s.nb),
               "%s: ntotal after refused remove", how[v]);
         FAISS_OK(faiss_Index_search(m, 1, s.xq, K, D, I));
-        /* FAISS 1.7.3's IndexIDMap takes no search parameters: a clean error. */
-        FAISS_FAILS(faiss_graft_search_with_selector(m, 1, s.xq, K, (FaissIDSelector*)sel, D, I),
-                    "not supported");
+        /* A selector on the user ids: FAISS 1.7.3's IndexIDMap takes no search parameters (a clean
+         * error); a later one translates it to graft's ids (test_faiss_wrappers says which FAISS
+         * must): then the 8 user ids in the range (5000000 + 13 i, i < 8) come back, and no other. */
+        if (faiss_graft_search_with_selector(m, 1, s.xq, K, (FaissIDSelector*)sel, D, I) != 0) {
+            const char* e = faiss_get_last_error();
+            CHECK(e && strstr(e, "not supported"), "%s: selector refused with '%s'", how[v], e ? e : "");
+        } else {
+            int in = 0, out = 0;
+            for (int j = 0; j < K; j++) {
+                if (I[j] >= 5000000 && I[j] < 5000100 && (I[j] - 5000000) % 13 == 0) in++;
+                else if (I[j] != -1) out++;
+            }
+            CHECK(in == 8 && out == 0, "%s: selector on user ids: %d in range, %d outside", how[v], in, out);
+        }
         printf("  %-26s over graft: user ids%s, remove_ids refused\n", how[v], two ? ", reconstruct" : "");
         faiss_IDSelector_free((FaissIDSelector*)sel);
         faiss_Index_free(m);

@@ -19,7 +19,7 @@ extern "C" {
 #include "testutil.h"
 }
 
-using idx_t = faiss::Index::idx_t;
+using idx_t = graft::idx_t;
 
 static const int K = 10;
 static const double TOL = 1e-5 * 2 * 512.0 * 512.0;

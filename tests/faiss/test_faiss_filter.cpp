@@ -29,7 +29,7 @@ extern "C" {
 #include "testutil.h"
 }
 
-using idx_t = faiss::Index::idx_t;
+using idx_t = graft::idx_t;
 
 static const int K = 10;
 static const double kSelectivities[] = {0.5, 0.1, 0.01, 0.001, 0.0001};

@@ -280,6 +280,21 @@ def test_export_hnsw(sift, graph):
         graft.export_hnsw(faiss.IndexFlatL2(sift.d))
 
 
+def test_export_hnsw_cagra(sift, graph):
+    """FAISS's IndexHNSWCagra where the FAISS module has it (1.15; not 1.7.3: an error naming it)."""
+    if not hasattr(faiss, "IndexHNSWCagra"):
+        with pytest.raises(RuntimeError, match="IndexHNSWCagra"):
+            graft.export_hnsw_cagra(graph)
+        return
+    hnsw = graft.export_hnsw_cagra(graph)
+    assert type(hnsw) is faiss.IndexHNSWCagra and hnsw.ntotal == graph.ntotal and hnsw.base_level_only
+    hnsw.hnsw.efSearch = 64
+    _, I = hnsw.search(sift.xq, K)
+    assert sift.recall(I) >= 0.98  # FAISS's own base-level search on graft's graph
+    with pytest.raises(RuntimeError):
+        hnsw.add(sift.xq[:1])  # base_level_only: FAISS refuses adds
+
+
 def test_bad_input_raises_and_leaves_the_index_usable(sift, flat, graph, tmp_path):
     D0, I0 = flat.search(sift.xq[:20], K)
     for idx in (flat, graph):
@@ -341,11 +356,12 @@ def test_bad_input_raises_and_leaves_the_index_usable(sift, flat, graph, tmp_pat
 
 def test_one_faiss_in_the_process():
     """Every FAISS symbol that graft's module and graft's libraries use at run time is bound to the
-    _swigfaiss module `import faiss` loaded (adapters/python/CMakeLists.txt), whatever the link
-    layout: the loader's own record of its bindings (LD_DEBUG=bindings) says where each went. The
-    only other targets allowed are weak definitions (header-inline code, type info), which every
-    C++ module carries. The process must also exit cleanly: a second FAISS in it destroys FAISS's
-    static objects twice at exit."""
+    FAISS `import faiss` loaded (adapters/python/CMakeLists.txt): its _swigfaiss module where that
+    holds FAISS (Debian's static build), else the one libfaiss.so it links (a shared FAISS: a source
+    build), whatever the link layout: the loader's own record of its bindings (LD_DEBUG=bindings)
+    says where each went. The only other targets allowed are weak definitions (header-inline code,
+    type info), which every C++ module carries. The process must also exit cleanly: a second FAISS
+    in it destroys FAISS's static objects twice at exit."""
     script = ("import faiss, graft, numpy as np; i = graft.index_factory(8, 'IDMap,GraftFlat'); "
               "i.add_with_ids(np.zeros((2, 8), 'float32'), np.arange(2)); i.search(np.ones((1, 8), 'float32'), 1)")
     env = dict(os.environ, LD_DEBUG="bindings")
@@ -353,15 +369,18 @@ def test_one_faiss_in_the_process():
                          capture_output=True, text=True).stderr
     binding = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: normal symbol `([^']+)'")
     faiss_entity = re.compile(r"_Z(T[VIS]|Th\w+_|Tv\w+_)?NK?5faiss")  # faiss:: functions, vtables, type info
-    to_swigfaiss, elsewhere = 0, {}
+    to_faiss, libfaiss, elsewhere = 0, set(), {}
     for src, dst, sym in binding.findall(log):
         if "graft" not in os.path.basename(src) or not faiss_entity.match(sym):
             continue
-        if os.path.basename(dst).startswith("_swigfaiss"):
-            to_swigfaiss += 1
+        if os.path.basename(dst).startswith(("_swigfaiss", "libfaiss.so")):
+            to_faiss += 1
+            if os.path.basename(dst).startswith("libfaiss.so"):
+                libfaiss.add(os.path.realpath(dst))
         else:
             elsewhere.setdefault(dst, set()).add(sym)
-    assert to_swigfaiss > 50, to_swigfaiss
+    assert to_faiss > 50, to_faiss
+    assert len(libfaiss) <= 1, libfaiss
     for dst, syms in elsewhere.items():
         kinds = {}
         for line in subprocess.run(["nm", "-D", "--defined-only", dst], check=True,

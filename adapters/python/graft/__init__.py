@@ -28,7 +28,7 @@ __all__ = [
     "GraftIndexFlat", "GraftIndexGraph", "GraftIndexGraphPQ",
     "SearchParametersGraftFlat", "SearchParametersGraftGraph", "SearchParametersGraftGraphPQ",
     "index_factory", "set_param", "get_param", "write_index", "read_index", "export_hnsw",
-    "shard_count", "get_shard_param",
+    "export_hnsw_cagra", "shard_count", "get_shard_param",
 ]
 
 
@@ -114,3 +114,10 @@ def get_shard_param(index, shard, name):
 def export_hnsw(index):
     """A new stock faiss.IndexHNSWFlat holding the graft graph index's vectors and graph."""
     return _swig.export_hnsw(index)
+
+
+def export_hnsw_cagra(index):
+    """A new stock faiss.IndexHNSWCagra (FAISS >= 1.9) holding the graft graph index's vectors and
+    graph, base_level_only: searched on that level from random entry points, no adds. RuntimeError
+    on an older FAISS."""
+    return _swig.export_hnsw_cagra(index)

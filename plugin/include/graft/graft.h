@@ -63,8 +63,8 @@ const char* graft_status_name(int status);
 /* Clears this thread's last error. */
 void graft_clear_error(void);
 
-/* "0.1.0 (cuda 80-real,86-real,89-real,90)" (the CUDA architectures built) or "0.1.0 (cpu-only)".
- * Static storage. */
+/* "0.2.0 (cuda 80-real,86-real,89-real,90, faiss 1.7.3)" (the CUDA architectures built and the
+ * FAISS the adapter was built against) or "0.2.0 (cpu-only, faiss 1.15.0)". Static storage. */
 const char* graft_version_string(void);
 
 /* 1 when graft was built with CUDA and a device is visible, 0 otherwise (never an error). */
