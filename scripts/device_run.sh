@@ -543,7 +543,12 @@ fi
 if [ $walk_ab = 1 ]; then
   # Old walk against new, in one call: instance-to-instance noise is ~7% (bench/RESULTS.md).
   [ -n "${GRAFT_AB:-}" ] || { echo "--walk-ab needs GRAFT_AB=DIR (another commit's tree)"; exit 2; }
-  cmake -S "$GRAFT_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
+  # The other tree against Debian's FAISS 1.7.3 whatever this one uses (an older commit may not
+  # build against 1.15): the walk does not depend on FAISS.
+  cfg117=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+          -DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
+          -DGRAFT_DATA_DIR="$root/.deps/data")
+  cmake -S "$GRAFT_AB" -B build-ab "${cfg117[@]}" >>"$OUT/build.log" 2>&1 &&
     ninja -C build-ab graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   stamp "built ${GRAFT_AB_COMMIT:-the other tree} beside this one"
   trees="build-ab build-device"
