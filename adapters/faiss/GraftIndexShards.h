@@ -47,6 +47,10 @@ struct GraftIndexShards : faiss::IndexShards {
     // Empties every shard; trained shards stay trained.
     void reset() override;
     void reconstruct(idx_t key, float* recons) const override;
+    // FAISS's remove_ids over the sharded index's ids: each shard removes its members (they are
+    // renumbered in it), and the remaining ids are renumbered in order as a single index's are
+    // (a shard's runs stay runs, shifted down). Returns the number removed.
+    size_t remove_ids(const faiss::IDSelector& sel) override;
 
     // The sharded index's id of shard s's local id (-1 stays -1).
     idx_t global_id(int s, idx_t local) const;
@@ -74,6 +78,8 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;
+    // Every replica removes the same ids (ids are the same in all); returns the number removed.
+    size_t remove_ids(const faiss::IDSelector& sel) override;
 };
 
 // Shards / replicas: trains as GraftIndexShards::train says.
