@@ -662,6 +662,8 @@ static int search_snapshot(graft_gindex* g, const gsnap* s, int64_t nq, const fl
                                            : s->dx->p;
     graft_filter_data dt = {s->p.metric, s->n, g->d, s->graph.R, s->xb->p, dev_x, g->ctx,
                             &g->fdev, s->p.cpu_knn};
+    p.allowed = allowed; /* the walks read the filter in slots */
+    p.allowed_n = s->n;
     walk_arg w = {g, s, xq, nq, k, &p, report};
     graft_filter_report fr;
     if (g->ctx) pthread_mutex_lock(&g->glock);

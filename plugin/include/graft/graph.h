@@ -383,7 +383,8 @@ int graft_graph_insert_round_gpu(graft_graph* graph, const float* x, int64_t d, 
 
 /* Consolidation (FreshDiskANN's delete consolidation): every live vertex whose row holds removed
  * vertices (dead, bitmap of graph->n bits) takes as candidates its live neighbours (old) and its
- * removed neighbours' live neighbours (new), pruned by the insert's rule to R; then the removed
+ * removed neighbours' live neighbours (new), pruned to R as graft_graph_build_pieces merges rows
+ * (L2: the relaxed RNG test, alpha 1.2; inner product: the closest R); then the removed
  * rows go and ids are renumbered in order (an id minus the removed ids before it), graph->n
  * becoming the live count; a removed entry point is replaced by graft_graph_entry_point's choice
  * among the live vertices. x: the graph->n vectors (not moved: the caller compacts its own).
