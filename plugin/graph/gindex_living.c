@@ -434,14 +434,14 @@ static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn
     if (s->n + m > INT32_MAX)
         return graft_fail(GRAFT_EUNSUPPORTED, "%s%lld vectors; a graph index holds at most 2^31 - 1 "
                           "(int32 neighbour ids)", fn, (long long)(s->n + m));
-    const graft_living_params* lp = &s->p.living;
+    const graft_living_params lp = s->p.living; /* a copy: publishing t releases s */
     const int64_t held = s->n - s->ndead;
     const double share = rebuild_share(g, s);
     /* Inserting m into a graph of `held` is the cheaper choice while m / (held + m) stays under the
      * share (graft_gindex_rebuild_share); INSERT inserts whatever the batch. */
     const int built = s->graph.nbrs != NULL || s->host_stale;
-    const int do_insert = built && held > 0 && lp->policy != GRAFT_ADD_REBUILD &&
-                          (lp->policy == GRAFT_ADD_INSERT || (double)m / (double)(held + m) <= share);
+    const int do_insert = built && held > 0 && lp.policy != GRAFT_ADD_REBUILD &&
+                          (lp.policy == GRAFT_ADD_INSERT || (double)m / (double)(held + m) <= share);
     gsnap* t = snap_clone(s);
     if (!t) return graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
     int rc = append(g, t, m, x, fn);
@@ -457,9 +457,9 @@ static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn
         snap_release(t);
         return rc;
     }
-    const int grown = do_insert && lp->policy == GRAFT_ADD_AUTO &&
+    const int grown = do_insert && lp.policy == GRAFT_ADD_AUTO &&
                       (double)t->since_build > share * (double)(t->n - t->ndead);
-    if (grown && !lp->background) snap_drop_graph(t);
+    if (grown && !lp.background) snap_drop_graph(t);
     gindex_publish(g, t);
     pthread_mutex_lock(&g->slock);
     g->rep.last_add = do_insert ? GRAFT_ADD_INSERT : GRAFT_ADD_REBUILD;
@@ -470,7 +470,7 @@ static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn
         g->rep.on_gpu_inserts = on_gpu;
     }
     pthread_mutex_unlock(&g->slock);
-    if (grown && lp->background) start_background(g);
+    if (grown && lp.background) start_background(g);
     return GRAFT_OK;
 }
 

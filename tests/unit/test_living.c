@@ -481,6 +481,7 @@ static void test_algorithms(const data* t) {
         done += r;
     }
     CHECK(!memcmp(h.nbrs, g.nbrs, sizeof(int32_t) * (n0 + m) * p.R), "rounds by hand = graft_graph_insert_cpu");
+    graft_graph_free(&h);
     /* Threads do not change it. */
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
