@@ -16,14 +16,14 @@
 /* ---- the cost model ---------------------------------------------------------------------------- */
 
 /* Insertion's cost per vector over a build's per vector (both wall time, the index's defaults:
- * insert_L = max(64, R), R = 64). CPU: RNN-Descent against graft_graph_insert_cpu on 2 cores,
- * sift5k (build on 90%, ten 1% adds): 150-520 us a vector inserted against 90-520 us a vector
- * built, over repeated runs on a shared machine; Fashion-MNIST 10k: 0.8-1.2 ms against 0.5 ms:
- * about 1.6. GPU: the walk of the inserted vectors is a search at beam 64, which on the H100
- * runs at ~1-2 us a query over 1M dense SIFT (bench/RESULTS.md) against GRNND's 0.64 us a vector
- * built; with the prune and the reverse edges about 3 (bench/bench_living.cpp measures it: the
- * lead's H100 run replaces this estimate). */
-#define CPU_INSERT_PER_BUILD 1.6
+ * insert_L = max(64, R), R = 64). CPU: graft_graph_insert_cpu against RNN-Descent on one thread
+ * (the shared 2-core machine's OpenMP timings were dominated by other processes), ten 1% adds
+ * into a graph of 90%: sift5k 450-565 us a vector inserted against 375-445 us built, Fashion-MNIST
+ * 10k 2.1 ms against 1.6 ms: about 1.3. GPU: the walk of the inserted vectors is a search at beam
+ * 64, which on the H100 runs at ~1-2 us a query over 1M dense SIFT (bench/RESULTS.md) against
+ * GRNND's 0.64 us a vector built; with the prune and the reverse edges about 3 (an estimate:
+ * bench/bench_living.cpp measures both, and its H100 run replaces it). */
+#define CPU_INSERT_PER_BUILD 1.3
 #define GPU_INSERT_PER_BUILD 3.0
 
 double graft_gindex_rebuild_share(int gpu) {
