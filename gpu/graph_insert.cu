@@ -114,6 +114,34 @@ __device__ int rng_prune(uint64_t* keys, uint8_t* fresh, int c, int R, const flo
     return kept;
 }
 
+// The ids id_at(j) >= 0 of j in [0, count), in order, into out; returns how many. One warp.
+template <class IdAt>
+__device__ int gather_ids(IdAt id_at, int count, uint64_t* out) {
+    const int lane = threadIdx.x & 31;
+    int c = 0;
+    for (int j0 = 0; j0 < count; j0 += 32) {
+        const int64_t u = j0 + lane < count ? id_at(j0 + lane) : -1;
+        const unsigned mask = __ballot_sync(kFullMask, u >= 0);
+        if (u >= 0) out[c + __popc(mask & lanemask_lt())] = (uint64_t)u;
+        c += __popc(mask);
+    }
+    __syncwarp();
+    return c;
+}
+
+// keys[e] = (d(xv, x[ids[e]]), ids[e]) for e < c, four distances at a time. One warp.
+__device__ void distance_keys(const uint64_t* ids, int c, const float* xv, const float* x, int64_t d,
+                              bool l2, uint64_t* keys) {
+    const int lane = threadIdx.x & 31, g = lane >> 3;
+    for (int e0 = 0; e0 < c; e0 += 4) {
+        const int e = e0 + g;
+        const int64_t u = (int64_t)ids[e < c ? e : 0];
+        const float dd = group_dist(xv, x + u * d, d, l2);
+        if ((lane & 7) == 0 && e < c) keys[e] = make_key(dd, (uint32_t)u);
+    }
+    __syncwarp();
+}
+
 struct Args {
     const float* x;
     int64_t n, m, d;
@@ -131,31 +159,19 @@ struct Args {
 // Step 1. Shared memory per warp: 2 C keys.
 __global__ void new_rows(Args a) {
     extern __shared__ uint64_t smem[];
-    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 3;
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t i = (int64_t)blockIdx.x * (blockDim.x >> 5) + w;
     if (i >= a.m) return;
     uint64_t* A = smem + (size_t)w * 2 * a.C;
     uint64_t* B = A + a.C;
     const int64_t v = a.n + i;
     const float* xv = a.x + v * a.d;
-    // live candidates in [0, n), in their order
-    int c = 0;
-    for (int j0 = 0; j0 < a.C; j0 += 32) {
-        const int j = j0 + lane;
-        const int64_t u = j < a.C ? a.cand[i * a.C + j] : -1;
-        const bool ok = u >= 0 && u < a.n && is_live(a.live, u);
-        const unsigned mask = __ballot_sync(kFullMask, ok);
-        if (ok) B[c + __popc(mask & lanemask_lt())] = (uint64_t)u;
-        c += __popc(mask);
-    }
-    __syncwarp();
-    for (int e0 = 0; e0 < c; e0 += 4) {
-        const int e = e0 + g;
-        const int64_t u = (int64_t)B[e < c ? e : 0];
-        const float dd = group_dist(xv, a.x + u * a.d, a.d, a.l2);
-        if ((lane & 7) == 0 && e < c) A[e] = make_key(dd, (uint32_t)u);
-    }
-    __syncwarp();
+    // live candidates in [0, n), in their order, with their distances
+    const int c = gather_ids([&](int j) -> int64_t {
+        const int64_t u = a.cand[i * a.C + j];
+        return u >= 0 && u < a.n && is_live(a.live, u) ? u : -1;
+    }, a.C, B);
+    distance_keys(B, c, xv, a.x, a.d, a.l2, A);
     rank_sort(A, B, c);
     // repeats (equal keys) are adjacent: one of each
     int u = 0;
@@ -181,7 +197,7 @@ __global__ void new_rows(Args a) {
 // 2 R flags.
 __global__ void target_rows(Args a, const uint64_t* key, const int32_t* from, int64_t M) {
     extern __shared__ uint64_t smem[];
-    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 3;
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int R = a.R;
     uint64_t* A = smem + (size_t)w * 4 * R;
     uint64_t* B = A + 2 * R;
@@ -207,23 +223,8 @@ __global__ void target_rows(Args a, const uint64_t* key, const int32_t* from, in
         int32_t* row = a.graph + (int64_t)u * R;
         const float* xu = a.x + (int64_t)u * a.d;
         // the row's entries in [0, n) (old), their distances
-        int c = 0;
-        for (int j0 = 0; j0 < R; j0 += 32) {
-            const int j = j0 + lane;
-            const int32_t wv = j < R ? row[j] : -1;
-            const bool ok = wv >= 0 && wv < a.n;
-            const unsigned mask = __ballot_sync(kFullMask, ok);
-            if (ok) B[c + __popc(mask & lanemask_lt())] = (uint64_t)(uint32_t)wv;
-            c += __popc(mask);
-        }
-        __syncwarp();
-        for (int e0 = 0; e0 < c; e0 += 4) {
-            const int e = e0 + g;
-            const int64_t wv = (int64_t)B[e < c ? e : 0];
-            const float dd = group_dist(xu, a.x + wv * a.d, a.d, a.l2);
-            if ((lane & 7) == 0 && e < c) A[e] = make_key(dd, (uint32_t)wv);
-        }
-        __syncwarp();
+        int c = gather_ids([&](int j) -> int64_t { return row[j] >= 0 && row[j] < a.n ? row[j] : -1; }, R, B);
+        distance_keys(B, c, xu, a.x, a.d, a.l2, A);
         const int old = c;
         // the offers, closest first, while the row holds under 2 R (the CPU's cap)
         const int64_t take = q - p < 2 * R - old ? q - p : 2 * R - old;
@@ -250,7 +251,7 @@ __global__ void target_rows(Args a, const uint64_t* key, const int32_t* from, in
 // Step 4: one warp, the new vertices in order. Shared memory: R + 1 keys.
 __global__ void link_orphans(Args a) {
     extern __shared__ uint64_t smem[];
-    const int lane = threadIdx.x & 31, g = lane >> 3;
+    const int lane = threadIdx.x & 31;
     const int R = a.R;
     uint64_t* A = smem;
     uint64_t* B = smem + R + 1;
@@ -265,27 +266,13 @@ __global__ void link_orphans(Args a) {
             if (u < 0) continue;
             int32_t* row = a.graph + (int64_t)u * R;
             const float* xu = a.x + (int64_t)u * a.d;
-            int c = 0; // the row's entries in its order
-            for (int j0 = 0; j0 < R; j0 += 32) {
-                const int j = j0 + lane;
-                const int32_t wv = j < R ? row[j] : -1;
-                const bool ok = wv >= 0;
-                const unsigned mask = __ballot_sync(kFullMask, ok);
-                if (ok) B[c + __popc(mask & lanemask_lt())] = (uint64_t)(uint32_t)wv;
-                c += __popc(mask);
-            }
-            __syncwarp();
-            if (c == R) c--; // the last entry makes room
-            B[c] = (uint64_t)v;
+            // the row's entries in its order, the last one dropped when full, then v
+            int c = gather_ids([&](int j) -> int64_t { return row[j] >= 0 ? row[j] : -1; }, R, B);
+            if (c == R) c--;
+            if (lane == 0) B[c] = (uint64_t)v;
             c++;
             __syncwarp();
-            for (int e0 = 0; e0 < c; e0 += 4) {
-                const int e = e0 + g;
-                const int64_t wv = (int64_t)B[e < c ? e : 0];
-                const float dd = group_dist(xu, a.x + wv * a.d, a.d, a.l2);
-                if ((lane & 7) == 0 && e < c) A[e] = make_key(dd, (uint32_t)wv);
-            }
-            __syncwarp();
+            distance_keys(B, c, xu, a.x, a.d, a.l2, A);
             rank_sort(A, B, c);
             for (int j = lane; j < R; j += 32) row[j] = j < c ? key_id(B[j]) : -1;
             if (lane == 0) atomicAdd(&a.counts[2], 1ull);

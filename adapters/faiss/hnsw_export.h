@@ -16,9 +16,13 @@ namespace graft {
 // our neighbours (valid ids first) padded with -1, entry point = our entry, efSearch = the index's
 // default L. A new object owned by the caller.
 inline faiss::IndexHNSWFlat* export_hnsw(const graft_gindex* g, faiss::MetricType metric) {
-    // A build pending since the last add runs first, as a search would run it.
+    // A build pending since the last add runs first, as a search would run it; removed vectors
+    // are consolidated away (FAISS's HNSW has no tombstones: its ids must be the slots).
     if (graft_gindex_ntotal(g) > 0 && !graft_gindex_graph(g) &&
         graft_gindex_build(const_cast<graft_gindex*>(g)) != GRAFT_OK)
+        FAISS_THROW_FMT("export_hnsw: %s", graft_last_error());
+    if (graft_gindex_slots(g) != graft_gindex_ntotal(g) &&
+        graft_gindex_consolidate(const_cast<graft_gindex*>(g)) != GRAFT_OK)
         FAISS_THROW_FMT("export_hnsw: %s", graft_last_error());
     const graft_graph* graph = graft_gindex_graph(g);
     const int64_t n = graft_gindex_ntotal(g);

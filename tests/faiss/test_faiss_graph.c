@@ -364,17 +364,7 @@ static void test_errors(void) {
     CHECK(faiss_Index_ntotal(g) == 500, "failed calls changed ntotal");
     results after = search_with(g, NULL);
     CHECK(same_results(before, after), "failed calls changed the results");
-    /* remove_ids, FAISS's contract: the count back, the rest renumbered in order (tests/unit/
-     * test_living.c covers removals in depth). */
-    FaissIDSelectorRange* sel = NULL;
-    FAISS_OK(faiss_IDSelectorRange_new(&sel, 0, 10));
-    size_t removed = 0;
-    FAISS_OK(faiss_Index_remove_ids(g, (FaissIDSelector*)sel, &removed));
-    faiss_IDSelector_free((FaissIDSelector*)sel);
-    CHECK(removed == 10 && faiss_Index_ntotal(g) == 490, "remove_ids: %zu removed, ntotal %lld", removed,
-          (long long)faiss_Index_ntotal(g));
-    FAISS_OK(faiss_Index_reconstruct(g, 7, rec));
-    CHECK(!memcmp(rec, s.xb + 17 * s.d, sizeof rec), "remove_ids: id 7 is the vector that was 17");
+    check_remove_first_ten(g);
     /* k > ntotal: the 3 vectors, then -1. */
     FAISS_OK(faiss_Index_reset(g));
     FAISS_OK(faiss_Index_add(g, 3, s.xb));

@@ -17,12 +17,11 @@
  * tests) or `ctest --test-dir build -R test_gpu_living --output-on-failure`. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "graft/graph_index.h"
 #include "graft_faiss_c.h"
+#include "living_states.h"
 #include "testutil.h"
 
 typedef struct data {
@@ -290,98 +289,39 @@ static void index_living(const data* t, int kind, graft_bang_mode mode) {
 
 /* ---- searches during writes, on the GPU ------------------------------------------------------ */
 
-enum { STATES = 32, QN = 16 };
-typedef struct conc {
-    const data* t;
-    graft_gindex* g;
-    int32_t* rows[STATES];
-    int64_t n[STATES];
-    atomic_int published, done;
-    atomic_long searches, bad;
-} conc;
-
-static void* reader(void* arg) {
-    conc* c = arg;
-    const data* t = c->t;
-    float D[QN * 10];
-    int64_t I[QN * 10];
-    unsigned s = 5;
-    while (!atomic_load(&c->done)) {
-        s = s * 1103515245u + 12345u;
-        const float* q = t->xq + (int64_t)((s >> 8) % (unsigned)(t->nq - QN)) * t->d;
-        const int k0 = atomic_load(&c->published);
-        if (graft_gindex_search(c->g, QN, q, 10, NULL, D, I, NULL) != GRAFT_OK) {
-            atomic_fetch_add(&c->bad, 1);
-            continue;
-        }
-        int k1 = atomic_load(&c->published) + 1;
-        if (k1 >= STATES || !c->rows[k1]) k1--;
-        int ok = 0;
-        for (int k = k0; k <= k1 && !ok; k++) {
-            ok = 1;
-            for (int i = 0; i < QN * 10 && ok; i++) {
-                if (I[i] < 0 || I[i] >= c->n[k]) {
-                    ok = I[i] == -1;
-                    continue;
-                }
-                const float want = dist(t, q + (i / 10) * t->d, t->xb + (int64_t)c->rows[k][I[i]] * t->d);
-                ok = fabsf(D[i] - want) <= 1e-3f * fmaxf(fabsf(want), 1.0f);
-            }
-        }
-        if (!ok) atomic_fetch_add(&c->bad, 1);
-        atomic_fetch_add(&c->searches, 1);
-    }
-    return NULL;
-}
-
 static void concurrent(const data* t) {
-    conc c;
-    memset(&c, 0, sizeof c);
-    c.t = t;
-    c.g = make(t, GRAFT_STORAGE_FP32, 0, GRAFT_BANG_AUTO, 1.0);
+    graft_gindex* g = make(t, GRAFT_STORAGE_FP32, 0, GRAFT_BANG_AUTO, 1.0);
     const int64_t n0 = t->nb / 2;
-    CHECK_OK(graft_gindex_add(c.g, n0, t->xb));
-    CHECK_OK(graft_gindex_build(c.g));
-    c.rows[0] = malloc(sizeof(int32_t) * t->nb);
-    for (int64_t i = 0; i < n0; i++) c.rows[0][i] = (int32_t)i;
-    c.n[0] = n0;
-    pthread_t th[3];
-    for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, reader, &c);
+    CHECK_OK(graft_gindex_add(g, n0, t->xb));
+    CHECK_OK(graft_gindex_build(g));
+    living_states c;
+    living_start(&c, g, t->xb, t->nb, t->xq, t->nq, t->d, t->metric == GRAFT_METRIC_L2, n0);
     int64_t next = n0;
-    int k = 0;
-    for (int step = 0; step < 20 && k + 1 < STATES; step++) {
-        int32_t* rows = malloc(sizeof(int32_t) * t->nb);
-        const int64_t n = c.n[k];
-        memcpy(rows, c.rows[k], sizeof(int32_t) * n);
+    for (int step = 0; step < 20 && c.k + 1 < LIVING_STATES; step++) {
+        const int64_t n = c.n[c.k];
         if (step % 4 == 3) {
             int64_t ids[30];
             for (int i = 0; i < 30; i++) ids[i] = (n / 30) * i;
-            int64_t j = 0, r = 0;
-            for (int64_t i = 0; i < n; i++)
-                if (r < 30 && ids[r] == i) r++;
-                else rows[j++] = rows[i];
-            c.rows[k + 1] = rows, c.n[k + 1] = j;
-            CHECK_OK(graft_gindex_remove_ids(c.g, 30, ids, NULL));
+            living_removed(&c, t->nb, ids, 30);
+            CHECK_OK(graft_gindex_remove_ids(g, 30, ids, NULL));
         } else if (step == 10) {
-            c.rows[k + 1] = rows, c.n[k + 1] = n;
-            CHECK_OK(graft_gindex_consolidate(c.g));
+            living_next(&c, t->nb);
+            CHECK_OK(graft_gindex_consolidate(g));
         } else {
             const int64_t m = t->nb / 50;
-            for (int64_t i = 0; i < m; i++) rows[n + i] = (int32_t)(next + i);
-            c.rows[k + 1] = rows, c.n[k + 1] = n + m;
-            CHECK_OK(graft_gindex_add(c.g, m, t->xb + next * t->d));
+            living_added(&c, t->nb, next, m);
+            CHECK_OK(graft_gindex_add(g, m, t->xb + next * t->d));
             next += m;
         }
-        atomic_store(&c.published, ++k);
+        living_published(&c);
     }
-    CHECK_OK(graft_gindex_build(c.g));
-    atomic_store(&c.done, 1);
-    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    CHECK_OK(graft_gindex_build(g));
+    const int writes = c.k;
+    const long searches = atomic_load(&c.searches), bad = living_stop(&c);
     printf("  %-22s %ld GPU searches during %d writes: %ld results of no single state\n", t->name,
-           atomic_load(&c.searches), k, atomic_load(&c.bad));
-    CHECK(atomic_load(&c.bad) == 0 && atomic_load(&c.searches) > 0, "%s: searches during writes", t->name);
-    for (int i = 0; i <= k; i++) free(c.rows[i]);
-    graft_gindex_free(c.g);
+           searches, writes, bad);
+    CHECK(bad == 0 && searches > 0, "%s: searches during writes", t->name);
+    graft_gindex_free(g);
 }
 
 int main(void) {

@@ -16,12 +16,11 @@
 #include <float.h>
 #include <math.h>
 #include <omp.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "graft/graph_index.h"
 #include "graft/io.h"
+#include "living_states.h"
 #include "testutil.h"
 
 typedef struct data {
@@ -518,100 +517,47 @@ static void test_algorithms(const data* t) {
 
 /* ---- searches during writes ------------------------------------------------------------------ */
 
-enum { STATES = 64, READERS = 3, QN = 8 };
-
-typedef struct conc {
-    const data* t;
-    graft_gindex* g;
-    int32_t* rows[STATES]; /* state k: id -> data row */
-    int64_t n[STATES];
-    atomic_int published;  /* the writer has finished the write that made state `published` */
-    atomic_int done;
-    atomic_long searches, bad;
-} conc;
-
-static void* reader(void* arg) {
-    conc* c = arg;
-    const data* t = c->t;
-    float D[QN * 10];
-    int64_t I[QN * 10];
-    unsigned s = 99;
-    while (!atomic_load(&c->done)) {
-        s = s * 1103515245u + 12345u;
-        const float* q = t->xq + (int64_t)((s >> 8) % (unsigned)(t->nq - QN)) * t->d;
-        const int k0 = atomic_load(&c->published);
-        if (graft_gindex_search(c->g, QN, q, 10, NULL, D, I, NULL) != GRAFT_OK) {
-            atomic_fetch_add(&c->bad, 1);
-            continue;
-        }
-        /* The writer may have published state k1 + 1 before it counted it. */
-        int k1 = atomic_load(&c->published) + 1;
-        if (k1 >= STATES || !c->rows[k1]) k1--;
-        int ok = 0;
-        for (int k = k0; k <= k1 && !ok; k++)
-            ok = bad_results(t, q, QN, D, I, 10, c->rows[k], c->n[k]) == 0;
-        if (!ok) atomic_fetch_add(&c->bad, 1);
-        atomic_fetch_add(&c->searches, 1);
-    }
-    return NULL;
-}
-
 static void test_concurrent(const data* t) {
-    conc c;
-    memset(&c, 0, sizeof c);
-    c.t = t;
-    c.g = new_index(t->d);
-    set_living(c.g, GRAFT_ADD_AUTO, 0.15, 1.0, 1); /* inserts, and a background rebuild */
+    graft_gindex* g = new_index(t->d);
+    set_living(g, GRAFT_ADD_AUTO, 0.15, 1.0, 1); /* inserts, and a background rebuild */
     const int64_t n0 = t->nb / 2;
-    CHECK_OK(graft_gindex_add(c.g, n0, t->xb));
-    CHECK_OK(graft_gindex_build(c.g));
-    c.rows[0] = malloc(sizeof(int32_t) * t->nb);
-    for (int64_t i = 0; i < n0; i++) c.rows[0][i] = (int32_t)i;
-    c.n[0] = n0;
-    pthread_t th[READERS];
-    for (int i = 0; i < READERS; i++) pthread_create(&th[i], NULL, reader, &c);
+    CHECK_OK(graft_gindex_add(g, n0, t->xb));
+    CHECK_OK(graft_gindex_build(g));
+    living_states c;
+    living_start(&c, g, t->xb, t->nb, t->xq, t->nq, t->d, 1, n0);
     int64_t next_row = n0;
-    int k = 0;
     /* Each state's map is written before the write that makes it starts. */
-    for (int step = 0; step < 24 && k + 1 < STATES; step++) {
-        int32_t* rows = malloc(sizeof(int32_t) * t->nb);
-        int64_t n = c.n[k];
-        memcpy(rows, c.rows[k], sizeof(int32_t) * n);
+    for (int step = 0; step < 24 && c.k + 1 < LIVING_STATES; step++) {
+        const int64_t n = c.n[c.k];
         if (step % 3 == 2 && n > 100) { /* remove 40 ids spread over the index */
             int64_t ids[40];
             for (int i = 0; i < 40; i++) ids[i] = (n / 40) * i + step % 7;
-            int64_t j = 0, r = 0;
-            for (int64_t i = 0; i < n; i++)
-                if (r < 40 && ids[r] == i) r++;
-                else rows[j++] = rows[i];
-            c.rows[k + 1] = rows, c.n[k + 1] = j;
-            CHECK_OK(graft_gindex_remove_ids(c.g, 40, ids, NULL));
+            living_removed(&c, t->nb, ids, 40);
+            CHECK_OK(graft_gindex_remove_ids(g, 40, ids, NULL));
         } else if (step == 5) {
-            c.rows[k + 1] = rows, c.n[k + 1] = n;
-            CHECK_OK(graft_gindex_consolidate(c.g));
+            living_next(&c, t->nb);
+            CHECK_OK(graft_gindex_consolidate(g));
         } else { /* add 1% */
             const int64_t m = t->nb / 100;
-            for (int64_t i = 0; i < m; i++) rows[n + i] = (int32_t)(next_row + i);
-            c.rows[k + 1] = rows, c.n[k + 1] = n + m;
-            CHECK_OK(graft_gindex_add(c.g, m, t->xb + next_row * t->d));
+            living_added(&c, t->nb, next_row, m);
+            CHECK_OK(graft_gindex_add(g, m, t->xb + next_row * t->d));
             next_row += m;
         }
-        atomic_store(&c.published, ++k);
+        living_published(&c);
     }
-    CHECK_OK(graft_gindex_build(c.g)); /* a background rebuild installs meanwhile */
-    atomic_store(&c.done, 1);
-    for (int i = 0; i < READERS; i++) pthread_join(th[i], NULL);
-    const graft_living_report r = report_of(c.g);
+    CHECK_OK(graft_gindex_build(g)); /* a background rebuild installs meanwhile */
+    const int64_t n_end = c.n[c.k];
+    const int writes = c.k;
+    const long searches = atomic_load(&c.searches), bad = living_stop(&c);
+    const graft_living_report r = report_of(g);
     printf("%s: %ld searches during %d writes (%lld inserts, %lld removed, %lld background builds): "
-           "%ld results not of one state\n", t->name, atomic_load(&c.searches), k,
-           (long long)r.insert_batches, (long long)r.removed, (long long)r.background_builds,
-           atomic_load(&c.bad));
-    CHECK(atomic_load(&c.bad) == 0 && atomic_load(&c.searches) > 0,
-          "%s: %ld searches during writes returned results of no single state", t->name, atomic_load(&c.bad));
-    CHECK(graft_gindex_ntotal(c.g) == c.n[k], "%s: ntotal %lld after the writes, expected %lld", t->name,
-          (long long)graft_gindex_ntotal(c.g), (long long)c.n[k]);
-    for (int i = 0; i <= k; i++) free(c.rows[i]);
-    graft_gindex_free(c.g);
+           "%ld results not of one state\n", t->name, searches, writes, (long long)r.insert_batches,
+           (long long)r.removed, (long long)r.background_builds, bad);
+    CHECK(bad == 0 && searches > 0, "%s: %ld searches during writes returned results of no single state",
+          t->name, bad);
+    CHECK(graft_gindex_ntotal(g) == n_end, "%s: ntotal %lld after the writes, expected %lld", t->name,
+          (long long)graft_gindex_ntotal(g), (long long)n_end);
+    graft_gindex_free(g);
 }
 
 int main(void) {
