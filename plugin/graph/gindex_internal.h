@@ -141,6 +141,9 @@ int gindex_upload(graft_gindex* g, gsnap* s, graft_bang_mode mode, size_t budget
 /* The placement of n slots with a graph of degree R under (mode, budget). */
 graft_bang_mode gindex_resolve_mode(const graft_gindex* g, const gsnap* s, graft_bang_mode mode,
                                     size_t budget, int64_t n, int R);
+/* The host graph of t brought up to date with its device graph when GPU inserts made it stale
+ * (a download into a new buffer). */
+int gindex_sync_host(graft_gindex* g, gsnap* t, const char* fn);
 /* Encodes n vectors into codes (wlock held: the PQ encode runs on wctx). */
 int gindex_encode(graft_gindex* g, const gcodec* c, int64_t n, const float* x, uint8_t* codes,
                   const char* fn);

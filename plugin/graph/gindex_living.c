@@ -87,12 +87,31 @@ static size_t resident_bytes(const graft_gindex* g, const gsnap* s, int64_t n) {
     return b;
 }
 
+/* The host graph brought up to date with the device's (after GPU inserts). */
+int gindex_sync_host(graft_gindex* g, gsnap* t, const char* fn) {
+    if (!t->host_stale) return GRAFT_OK;
+    const size_t bytes = (size_t)t->n * t->graph.R * sizeof(int32_t);
+    gbuf* nb = gbuf_host(bytes);
+    if (!nb) return graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes of graph)", fn, bytes);
+    const int rc = graft_gpu_download(g->wctx, nb->p, t->dnbrs->p, bytes);
+    if (rc != GRAFT_OK) {
+        gbuf_unref(nb);
+        return graft_fail(rc, "%s%s", fn, graft_gpu_last_error());
+    }
+    gbuf_set(&t->nbrs, nb);
+    t->graph.nbrs = nb->p;
+    t->graph.n = t->n;
+    t->host_stale = 0;
+    return GRAFT_OK;
+}
+
 int gindex_upload(graft_gindex* g, gsnap* s, graft_bang_mode mode, size_t budget, int64_t dcap,
                   const char* fn) {
     graft_gpu_ctx* ctx = g->wctx;
     const int64_t n = s->n, d = g->d;
     const int R = s->graph.R;
     if (dcap < n) dcap = n;
+    GRAFT_TRY(gindex_sync_host(g, s, fn)); /* the device's graph is the newest: keep it first */
     snap_drop_device(s);
     int rc = GRAFT_OK;
     const size_t xrow = (size_t)d * sizeof(float), grow_ = (size_t)R * sizeof(int32_t);
@@ -249,24 +268,6 @@ static int copy_graph(gsnap* t, int64_t rows, const char* fn) {
     return GRAFT_OK;
 }
 
-/* The host graph brought up to date with the device's (after GPU inserts). */
-static int sync_host_graph(graft_gindex* g, gsnap* t, const char* fn) {
-    if (!t->host_stale) return GRAFT_OK;
-    const size_t bytes = (size_t)t->n * t->graph.R * sizeof(int32_t);
-    gbuf* nb = gbuf_host(bytes);
-    if (!nb) return graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes of graph)", fn, bytes);
-    const int rc = graft_gpu_download(g->wctx, nb->p, t->dnbrs->p, bytes);
-    if (rc != GRAFT_OK) {
-        gbuf_unref(nb);
-        return graft_fail(rc, "%s%s", fn, graft_gpu_last_error());
-    }
-    gbuf_set(&t->nbrs, nb);
-    t->graph.nbrs = nb->p;
-    t->graph.n = t->n;
-    t->host_stale = 0;
-    return GRAFT_OK;
-}
-
 /* The graph of t's slots, built (its tombstones compacted first). */
 static int build(graft_gindex* g, gsnap* t, const char* fn) {
     GRAFT_TRY(compact_storage(g, t, fn));
@@ -312,7 +313,7 @@ int gindex_make_ready(graft_gindex* g, const char* fn) {
         snap_drop_graph(t);
         rc = build(g, t, fn);
     } else {
-        rc = sync_host_graph(g, t, fn);
+        rc = gindex_sync_host(g, t, fn);
     }
     if (rc == GRAFT_OK && !t->on_device) rc = upload_placed(g, t, t->n, fn);
     if (rc != GRAFT_OK) {
@@ -374,10 +375,11 @@ static int upload_graph(graft_gindex* g, gsnap* t, const char* fn) {
     return GRAFT_OK;
 }
 
-/* Inserts t's slots [t->n, t->n + m) (appended already) into its graph: on the index's GPU when
- * the graph and vectors are there (gpu/graph_insert.cu, the device's graph rows copied first),
- * else the CPU reference on a copy of the host graph. t->n grows by m. */
-static int insert(graft_gindex* g, gsnap* t, int64_t m, int* on_gpu, const char* fn) {
+/* Inserts t's slots [t->n, t->n + m) (appended already on the host; on the device too when
+ * uploaded) into its graph: on the index's GPU when the graph and vectors are there
+ * (gpu/graph_insert.cu, the device's graph rows copied first), else the CPU reference on a copy of
+ * the host graph. t->n grows by m. */
+static int insert(graft_gindex* g, gsnap* t, int64_t m, int uploaded, int* on_gpu, const char* fn) {
     const int64_t n0 = t->n;
     const int L = t->p.living.insert_L ? t->p.living.insert_L : graft_insert_default_L(t->graph.R);
     const int gpu = t->on_device && (!gindex_is_pq(g) || t->dev_mode == GRAFT_BANG_IN_MEMORY);
@@ -386,7 +388,7 @@ static int insert(graft_gindex* g, gsnap* t, int64_t m, int* on_gpu, const char*
     int rc;
     if (gpu) {
         /* Vectors and codes first (the walk reads the new vectors on the device), then the graph. */
-        rc = device_append(g, t, n0, m, fn);
+        rc = uploaded ? GRAFT_OK : device_append(g, t, n0, m, fn);
         gindex_gpu_graph gd = {t->dx->p, t->dnbrs->p, n0, t->graph.R, t->graph.entry, t->dcap,
                                t->dead ? t->dead->p : NULL};
         gbuf* dn = NULL;
@@ -406,12 +408,12 @@ static int insert(graft_gindex* g, gsnap* t, int64_t m, int* on_gpu, const char*
         t->host_stale = 1; /* the host graph is downloaded when a reader needs it */
         t->graph.n = n0 + m;
     } else {
-        GRAFT_TRY(sync_host_graph(g, t, fn));
+        GRAFT_TRY(gindex_sync_host(g, t, fn));
         GRAFT_TRY(copy_graph(t, n0 + m, fn));
         rc = graft_graph_insert_cpu(&t->graph, t->xb->p, g->d, t->p.metric, m,
                                     t->dead ? t->dead->p : NULL, L, &irep);
         if (rc != GRAFT_OK) return graft_relabel(rc, fn);
-        if (t->on_device) GRAFT_TRY(device_append(g, t, n0, m, fn));
+        if (t->on_device && !uploaded) GRAFT_TRY(device_append(g, t, n0, m, fn));
         GRAFT_TRY(upload_graph(g, t, fn));
     }
     t->n = n0 + m;
@@ -447,12 +449,17 @@ static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn
     int rc = append(g, t, m, x, fn);
     int on_gpu = 0;
     if (rc == GRAFT_OK && do_insert) {
-        rc = insert(g, t, m, &on_gpu, fn);
+        rc = insert(g, t, m, 0, &on_gpu, fn);
     } else if (rc == GRAFT_OK) {
         snap_drop_graph(t); /* the next search (or build, or write) builds over everything */
         t->n += m;
     }
     if (rc == GRAFT_OK) rc = extend_tombstones(t);
+    /* PQ placed by AUTO: the inserts may outgrow the budget of the in-memory placement. */
+    if (rc == GRAFT_OK && gindex_is_pq(g) && t->on_device && t->dev_mode == GRAFT_BANG_IN_MEMORY &&
+        t->p.mode == GRAFT_BANG_AUTO &&
+        gindex_resolve_mode(g, t, t->p.mode, t->p.gpu_budget, t->n, t->graph.R) == GRAFT_BANG_OUT_OF_CORE)
+        rc = gindex_upload(g, t, GRAFT_BANG_OUT_OF_CORE, t->p.gpu_budget, t->n, fn);
     if (rc != GRAFT_OK) {
         snap_release(t);
         return rc;
@@ -500,7 +507,7 @@ static int consolidate_locked(graft_gindex* g, const char* fn) {
         snap_drop_graph(t);
         rc = compact_storage(g, t, fn);
     } else {
-        rc = sync_host_graph(g, t, fn);
+        rc = gindex_sync_host(g, t, fn);
         if (rc == GRAFT_OK) rc = copy_graph(t, t->n, fn);
         if (rc == GRAFT_OK)
             rc = graft_graph_consolidate_cpu(&t->graph, t->xb->p, g->d, t->p.metric, t->dead->p, NULL);
@@ -641,10 +648,10 @@ static void install_rebuilt(graft_gindex* g, const gsnap* base, graft_graph* gr,
     t->host_stale = 0;
     t->n = base->n;
     /* The device's graph first (the GPU insert of the later slots starts from it; their vectors
-     * and codes are on the device already). */
+     * and codes are on the device already: searches of the current graph read them). */
     int rc = upload_graph(g, t, fn);
     int on_gpu;
-    if (rc == GRAFT_OK && later > 0) rc = insert(g, t, later, &on_gpu, fn);
+    if (rc == GRAFT_OK && later > 0) rc = insert(g, t, later, 1, &on_gpu, fn);
     if (rc != GRAFT_OK) {
         snap_release(t);
         return;

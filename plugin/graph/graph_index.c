@@ -936,9 +936,11 @@ int graft_gindex_set_mode(graft_gindex* g, graft_bang_mode mode, size_t budget) 
             const size_t old_budget = s->p.gpu_budget;
             const int was_on = s->on_device;
             gsnap* t = snap_clone(s);
-            if (!t) {
+            rc = t ? gindex_sync_host(g, t, fn) : graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
+            if (rc != GRAFT_OK) {
+                snap_release(t);
                 pthread_mutex_unlock(&g->wlock);
-                return graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
+                return rc;
             }
             snap_drop_device(t);
             gsnap* bare = snap_clone(t);
