@@ -304,6 +304,8 @@ struct Rec {
     int threads = 0;
     std::string note;        // console only
     bool summary = true;     // counted in the end-of-run summary (ablation rows are not)
+    bool console = true;     // a row of the console table (graft-bench's summary records are not)
+    std::string json_tail;   // more fields of the record, verbatim: ",\"key\":value..."
 };
 
 struct Point {  // what the summary keeps of a record
@@ -355,8 +357,9 @@ class Recorder {
         if (r.gpu_bytes) fprintf(f_, ",\"gpu_peak_bytes\":%zu", r.gpu_bytes);
         if (r.host_bytes) fprintf(f_, ",\"host_peak_bytes\":%zu", r.host_bytes);
         if (r.threads) fprintf(f_, ",\"threads\":%d", r.threads);
-        fprintf(f_, "}\n");
+        fprintf(f_, "%s}\n", r.json_tail.c_str());
         fflush(f_);
+        if (!r.console) return;
 
         printf("%-10s %-*s %-*s %9.4f %12.0f %10.3f  %s\n", r.system, index_w_, r.index, params_w_,
                r.params.label().c_str(), r.recall, r.qps, r.latency_ms, r.note.c_str());

@@ -13,6 +13,15 @@
 // DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
 // DIR/recall-qps-<dataset>.svg and .png.
 //
+// The summary reads each index off its recall-QPS Pareto frontier (bench/frontier.h): the QPS at
+// each recall bar (0.90, 0.95, 0.99) interpolated between the two frontier points around it, log
+// QPS linear in recall, marked "~" in the table and "interpolated": true in its summary record
+// (which names the two points). So that a coarse sweep does not decide the comparison, each sweep is
+// refined after its coarse values (--refine GAP, default 0.02; 0: off): the knob is bisected
+// between the points around each bar until their recalls are at most GAP apart, halved while the
+// lowest point lies more than GAP above a bar, and doubled while no point reaches one. Refined
+// points are searched at the --batch sizes only (no batch-1 latency, no --selectivity filters).
+//
 // --selectivity S1,S2,...: after each configuration's unfiltered search, the same search with a
 // random faiss::IDSelectorBatch of round(S n) ids (at least one) for each S, scored against the
 // exact filtered ground truth (the exact k-NN among the passing vectors); records carry
@@ -57,6 +66,7 @@
 #include "graft/graph.h"
 #include "graft_faiss_c.h"
 #include <faiss/c_api/error_c.h>
+#include "frontier.h"
 #include "hdf5_dataset.h"
 #include "recall_qps_chart.h"
 #ifdef GRAFT_BENCH_GGNN
@@ -88,6 +98,7 @@ struct Options {
     int threads = 0;
     int scale = 0;                      // --scale C: the base grown to C cell-permuted copies
     bool plot = false;
+    double refine_gap = 0.02;           // --refine: the adaptive sweep's recall gap (0: off)
     std::vector<double> selectivities;            // --selectivity: filtered searches (empty: none)
     std::vector<std::string> filter_modes = {"auto"};  // graft's paths under a filter
 };
@@ -98,7 +109,7 @@ const char* kUsage =
     "                   [--out DIR] [--plot] [--name DATASET] [--gt-cache DIR] [--latency-queries N]\n"
     "                   [--min-time S] [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
     "                   [--selectivity S1,S2,... [--filter-modes auto,walk,exact]]\n"
-    "                   [--scale C]\n"
+    "                   [--scale C] [--refine GAP]\n"
     "  files: .fvecs .bvecs .ivecs .fbin .u8bin .ibin, IDX images (.gz), or an ann-benchmarks .hdf5\n"
     "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
     "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
@@ -107,7 +118,9 @@ const char* kUsage =
     "         \",gpus=0-3\" shards its index itself; GGNN[<k_build>] is GGNN\n"
     "  --scale C: a d = 128 SIFT base grown to C cell-permuted copies (bench_bang --scale's data;\n"
     "         queries permuted as copy q mod C; the ground truth is computed, --gt is refused)\n"
-    "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n";
+    "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n"
+    "  --refine GAP: after the sweep, more knob values until each recall bar (0.90, 0.95, 0.99)\n"
+    "         lies between two points at most GAP apart in recall (default 0.02; 0: the sweep as given)\n";
 
 bool split_numbers(const std::string& s, std::vector<double>* out) {
     size_t i = 0;
@@ -190,6 +203,12 @@ bool parse(int argc, char** argv, Options* o) {
                 o->filter_modes.push_back(m);
                 i = j + 1;
             }
+        }
+        else if (a == "--refine") {
+            char* end = nullptr;
+            o->refine_gap = strtod(v.c_str(), &end);
+            if (v.empty() || *end || !(o->refine_gap >= 0 && o->refine_gap < 1))
+                return fail("--refine: " + v + ", need a recall gap in [0, 1) (0: off)");
         }
         else if (a == "--scale") {
             o->scale = atoi(v.c_str());
@@ -524,6 +543,7 @@ struct IndexSpec {
     float ggnn_tau_build = 0.5f;
     std::string knob;  // "" when nothing is swept
     std::vector<double> sweep;
+    bench::KnobRange range{1, 1, true};  // what the adaptive sweep may try (--refine)
 };
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
@@ -561,6 +581,7 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
         s->family = "graph";
         s->knob = "tau";
         natural = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0};
+        s->range = {0, 2, false};
         // GGNN[<k_build>][,tau_build=X][,iter=N]
         std::string rest = f.substr(4);
         if (!rest.empty() && isdigit((unsigned char)rest[0])) s->ggnn_k_build = atoi(rest.c_str());
@@ -589,6 +610,7 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
             s->family = "graph";
             s->knob = "L";
             natural = {16, 32, 64, 128, 256};
+            s->range = {(double)o.k, 1024, true};  // graft searches a beam under k as k
         } else {
             s->family = "flat";
         }
@@ -596,16 +618,21 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
         s->family = "hnsw";
         s->knob = "efSearch";
         natural = {16, 32, 64, 128, 256, 512};
+        s->range = {(double)o.k, 4096, true};  // FAISS searches max(efSearch, k)
     } else if (contains(f, "NSG")) {
         s->family = "nsg";
         s->knob = "search_L";
         natural = {16, 32, 64, 128, 256};
+        s->range = {(double)o.k, 2048, true};
     } else if (contains(f, "IVF")) {
         s->family = "ivf";
         s->knob = "nprobe";
         const long nlist = atol(f.c_str() + f.find("IVF") + 3);
         for (double p : {1, 4, 16, 64, 256})
             if (nlist <= 0 || p <= nlist) natural.push_back(p);
+        // FAISS GPU 1.7.3 takes nprobe <= 2048 (its k-selection limit).
+        s->range = {1, (double)(nlist > 0 ? nlist : 65536), true};
+        if (s->faiss_gpu) s->range.hi = std::min(s->range.hi, 2048.0);
     } else if (contains(f, "Flat")) {
         s->family = "flat";
     }
@@ -846,7 +873,11 @@ struct IndexResult {
     double build_s = -1;
     size_t gpu_bytes = 0, host_bytes = 0;
     bool ok = false;
+    std::vector<bench::SweepPoint> swept;  // every configuration at the largest --batch (the summary's)
 };
+
+// The adaptive sweep's bound on extra configurations an index (--refine): about 3 a bar.
+constexpr int kMaxRefined = 12;
 
 // Builds one index and runs its sweep; records every configuration.
 IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, bench::Recorder& out,
@@ -906,19 +937,34 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
         const std::pair<int, int> shards = s.graft ? graft_shards(index) : std::pair<int, int>{0, 0};
         std::vector<double> values = s.sweep;
         if (values.empty()) values.push_back(NAN);  // one configuration, no knob
+        const size_t coarse = values.size();
+        const int64_t summary_batch = *std::max_element(o.batches.begin(), o.batches.end());
+        const std::vector<double> bars(std::begin(bench::kRecallBars), std::end(bench::kRecallBars));
         std::vector<float> dist((size_t)(D.nq * D.k));
         std::vector<int64_t> I((size_t)(D.nq * D.k));
-        for (size_t i = 0; i < values.size(); i++) {
+        for (size_t i = 0;; i++) {
+            // The coarse sweep, then (--refine) the values that bring each bar between two close points.
+            if (i == values.size()) {
+                if (s.knob.empty() || o.refine_gap <= 0 || i - coarse >= (size_t)kMaxRefined) break;
+                const double next = bench::next_knob_value(res.swept, bars, o.refine_gap, s.range);
+                if (!std::isfinite(next)) break;
+                values.push_back(next);
+            }
             const double v = values[i];
+            const bool refined = i >= coarse;
             const std::string label = s.knob.empty() ? s.desc : s.desc + " " + s.knob + "=" + number(v);
             if (deadline.stops(label)) break;
-            Status::show(label + " (" + std::to_string(i + 1) + "/" + std::to_string(values.size()) + ")");
+            Status::show(label + (refined ? " (refining)" : " (" + std::to_string(i + 1) + "/" + std::to_string(coarse) + ")"));
             if (!std::isnan(v)) set_knob(s, index, v);
             auto base_rec = [&](int64_t batch) {
                 bench::Rec r{s.system, s.family, s.desc.c_str(), D.nq, batch};
                 if (!std::isnan(v)) {
                     if (v == std::floor(v)) r.params.add(s.knob.c_str(), (long long)v);
                     else r.params.add(s.knob.c_str(), v);
+                }
+                if (refined) {
+                    r.params.add("refined", true, false);
+                    r.note = "refined";
                 }
                 r.build_s = res.build_s;
                 if (cpu_system) r.threads = threads;
@@ -938,15 +984,26 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 r.latency_ms = t * 1e3 / (double)((D.nq + batch - 1) / batch);
                 // GraftFlat's exact path that ran (as bench_exact names them).
                 double path = 0;
-                if (s.graft && !strcmp(s.family, "flat") &&
-                    faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "last_path", &path) == 0 && path > 0)
+                FaissIndex* fi = reinterpret_cast<FaissIndex*>(index);
+                if (s.graft && !strcmp(s.family, "flat") && faiss_graft_get_param(fi, "last_path", &path) == 0 && path > 0) {
                     r.params.add("path", path == GRAFT_EXACT_INT8 ? "int8"
                                          : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32-certified"
                                          : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16-certified"
                                          : path == GRAFT_EXACT_FP16_FUSED ? "fp16-fused" : "fp32");
+                    // The share of a search's queries searched in FP32 (certificate failed and
+                    // band too wide to re-rank): one more search between two readings.
+                    double fb0 = 0, fb1 = 0;
+                    if (faiss_graft_get_param(fi, "fp32_fallbacks", &fb0) == 0) {
+                        bench::search_all(index, D, batch, dist.data(), I.data());
+                        if (faiss_graft_get_param(fi, "fp32_fallbacks", &fb1) == 0)
+                            r.params.add("fp32_fallback_frac", (fb1 - fb0) / (double)D.nq);
+                    }
+                }
+                if (batch == summary_batch)
+                    res.swept.push_back({r.recall, r.qps, v, s.knob.empty() ? "" : s.knob + "=" + number(v)});
                 recs.push_back(std::move(r));
             }
-            if (o.latency_queries > 0) {
+            if (o.latency_queries > 0 && !refined) {
                 const Latency L = time_batch1(index, D, o.latency_queries);
                 bench::Rec r = base_rec(1);
                 r.nq = L.n;
@@ -966,7 +1023,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 printf("%s: no selector support (FAISS GPU 1.7.3, HNSW, NSG, GGNN): searched unfiltered only\n",
                        s.desc.c_str());
             for (const Filter& f : filters) {
-                if (!takes_sel) break;
+                if (!takes_sel || refined) break;
                 faiss::SearchParameters plain;
                 faiss::SearchParametersIVF ivf;
                 faiss::SearchParameters* sp = &plain;
@@ -1029,6 +1086,44 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
         printf("%s: FAILED: %s\n", s.desc.c_str(), e.what());
     }
     return res;
+}
+
+// The summary cell's source: "L=32..48" (interpolated between those points), or the measured point
+// and its recall, "L=16, r=0.9962".
+std::string bracket_label(const bench::BarFigure& b, const std::string& knob) {
+    if (b.interpolated) {
+        const std::string pre = knob + "=";
+        if (!knob.empty() && b.lo.label.rfind(pre, 0) == 0 && b.hi.label.rfind(pre, 0) == 0)
+            return b.lo.label + ".." + b.hi.label.substr(pre.size());
+        return b.lo.label + ".." + b.hi.label;
+    }
+    char r[32];
+    snprintf(r, sizeof r, "r=%.4f", b.hi.recall);
+    return b.hi.label.empty() ? r : b.hi.label + ", " + r;
+}
+
+// One summary record: the index's QPS at recall `bar` at the summary batch, read off its frontier;
+// "interpolated" says how, and "bracket" lists the measured point(s) it comes from.
+bench::Rec summary_record(const IndexSpec& s, const IndexResult& res, const Dataset& D, int64_t batch, double bar,
+                          const bench::BarFigure& b) {
+    bench::Rec r{s.system, s.family, s.desc.c_str(), D.nq, batch};
+    r.params.add("recall_bar", bar);
+    r.qps = b.qps;
+    r.recall = b.interpolated ? bar : b.hi.recall;
+    r.build_s = res.build_s;
+    r.gpu_bytes = res.gpu_bytes;
+    r.host_bytes = res.host_bytes;
+    if (!strcmp(s.system, "faiss-cpu") || !strcmp(s.system, "reference")) r.threads = omp_get_max_threads();
+    r.console = false;
+    r.summary = false;
+    auto point = [&](const bench::SweepPoint& p) {
+        char t[96];
+        snprintf(t, sizeof t, "\"recall\":%.4f,\"qps\":%.1f}", p.recall, p.qps);
+        return "{" + (s.knob.empty() ? std::string() : "\"" + s.knob + "\":" + number(p.knob) + ",") + t;
+    };
+    r.json_tail = std::string(",\"summary\":true,\"interpolated\":") + (b.interpolated ? "true" : "false") +
+                  ",\"bracket\":[" + (b.interpolated ? point(b.lo) + "," : "") + point(b.hi) + "]";
+    return r;
 }
 
 }  // namespace
@@ -1148,48 +1243,59 @@ int main(int argc, char** argv) {
         if (deadline.stops(s.desc)) break;
         results.push_back(run_index(o, s, D, out, deadline, filters));
     }
-    fclose(f);
 
-    // Summary at the largest batch: build, memory, best QPS at each recall bar, ratio to the first index.
+    // Summary at the largest batch: build, memory, and each index's QPS at each recall bar read off
+    // its Pareto frontier (interpolated where two points lie around the bar), ratio to the first
+    // index; one summary record per index and bar reached.
     const int64_t batch = *std::max_element(o.batches.begin(), o.batches.end());
-    printf("\n== summary: %s, batch %lld: best QPS at recall@%lld >= each bar (its configuration; x = ratio to %s)\n",
+    printf("\n== summary: %s, batch %lld: QPS at recall@%lld = each bar on each index's Pareto frontier "
+           "(x = ratio to %s)\n",
            D.name.c_str(), (long long)batch, (long long)D.k, specs[0].desc.c_str());
+    printf("   ~ interpolated between the two frontier points named (log QPS linear in recall); otherwise the\n"
+           "   measured point (its recall), where no point lies below the bar\n");
+    const int cell_w = 32;
     printf("%-*s %8s %9s %9s", index_w, "index", "build s", "GPU MiB", "host MiB");
-    for (double bar : bench::kRecallBars) printf("   %-26s", (">= " + number(bar)).c_str());
+    for (double bar : bench::kRecallBars) printf("   %-*.2f", cell_w, bar);
     printf("\n");
     std::vector<bench::Curve> curves;
+    std::vector<bench::BarFigure> first(std::size(bench::kRecallBars));
     for (size_t i = 0; i < results.size(); i++) {
         const IndexSpec& s = specs[i];
         const IndexResult& r = results[i];
-        auto match = [&](const IndexSpec& x) {
-            return [&](const bench::Point& p) { return p.index == x.desc && p.batch == batch; };
-        };
+        const std::vector<bench::SweepPoint> frontier = bench::pareto_frontier(r.swept);
         printf("%-*s %8.2f %9.0f %9.0f", index_w, s.desc.c_str(), r.build_s, r.gpu_bytes / 1048576.0,
                r.host_bytes / 1048576.0);
-        for (double bar : bench::kRecallBars) {
-            const bench::Point* b = out.best(D.name, bar, match(s));
-            const bench::Point* first = out.best(D.name, bar, match(specs[0]));
-            char cell[64] = "-";
-            if (b) {
-                const std::string lab = b->label.empty() ? "" : " (" + b->label + ")";
-                if (first && i > 0) snprintf(cell, sizeof cell, "%.0f%s %.2fx", b->qps, lab.c_str(), b->qps / first->qps);
-                else snprintf(cell, sizeof cell, "%.0f%s", b->qps, lab.c_str());
+        for (size_t j = 0; j < std::size(bench::kRecallBars); j++) {
+            const double bar = bench::kRecallBars[j];
+            const bench::BarFigure b = bench::qps_at_recall(frontier, bar);
+            if (i == 0) first[j] = b;
+            std::string cell = "-";
+            if (b.reached) {
+                char q[48];
+                snprintf(q, sizeof q, "%s%.0f", b.interpolated ? "~" : "", b.qps);
+                cell = q + std::string(" (") + bracket_label(b, s.knob) + ")";
+                if (i > 0 && first[j].reached) {
+                    snprintf(q, sizeof q, " %.2fx", b.qps / first[j].qps);
+                    cell += q;
+                }
+                out.record(D, summary_record(s, r, D, batch, bar, b));
             }
-            printf("   %-26s", cell);
+            printf("   %-*s", cell_w, cell.c_str());
         }
         printf("\n");
         bench::Curve c{s.desc, {}};
-        for (const bench::Point& p : out.points())
-            if (p.index == s.desc && p.batch == batch) c.pts.push_back({p.recall, p.qps});
+        for (const bench::SweepPoint& p : r.swept) c.pts.push_back({p.recall, p.qps});
         curves.push_back(c);
     }
+    fclose(f);
     int rc = std::all_of(results.begin(), results.end(), [](const IndexResult& r) { return r.ok; }) ? 0 : 1;
 
     if (o.plot) {
         const std::string stem = o.out_dir + "/recall-qps-" + D.name, svg = stem + ".svg", png = stem + ".png";
         const std::string title = D.name + " (" + std::to_string(D.nb) + " x " + std::to_string(D.d) + "), batch " +
                                   std::to_string(batch) + ", " + device + ", commit " + o.commit;
-        if (!bench::write_recall_qps_svg(svg, title, "recall@" + std::to_string(D.k), curves, &err)) {
+        if (!bench::write_recall_qps_svg(svg, title, "recall@" + std::to_string(D.k), curves,
+                                        std::vector<double>(std::begin(bench::kRecallBars), std::end(bench::kRecallBars)), &err)) {
             fprintf(stderr, "graft-bench: %s\n", err.c_str());
             rc = 1;
         } else {

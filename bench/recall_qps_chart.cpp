@@ -1,5 +1,7 @@
 #include "recall_qps_chart.h"
 
+#include "frontier.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,7 +38,7 @@ std::string qps_label(double v) {
 }  // namespace
 
 bool write_recall_qps_svg(const std::string& path, const std::string& title, const std::string& x_label,
-                          const std::vector<Curve>& curves, std::string* err) {
+                          const std::vector<Curve>& curves, const std::vector<double>& bars, std::string* err) {
     // Axis ranges: recall from just below the lowest point (to a tenth) up to 1; QPS over the
     // decades that hold every point.
     double rmin = 1, qmin = 1e30, qmax = 0;
@@ -80,6 +82,11 @@ bool write_recall_qps_svg(const std::string& path, const std::string& title, con
                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
                 left, Y(q), left + pw, Y(q), left - 6, Y(q) + 4, qps_label(q).c_str());
     }
+    // The summary's recall bars, where they fall on the axis.
+    for (double bar : bars)
+        if (bar > x0 && bar < x1)
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#999\" stroke-dasharray=\"4 4\"/>\n",
+                    X(bar), top, X(bar), top + ph);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", left, top,
             pw, ph);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", left + pw / 2, H - 18,
@@ -90,21 +97,27 @@ bool write_recall_qps_svg(const std::string& path, const std::string& title, con
     for (size_t i = 0; i < curves.size(); i++) {
         const Curve& c = curves[i];
         const char* color = kColors[i % (sizeof kColors / sizeof kColors[0])];
-        std::vector<std::pair<double, double>> pts;
-        for (auto p : c.pts)
-            if (p.second > 0) pts.push_back(p);
-        std::sort(pts.begin(), pts.end());
+        // The line is the index's Pareto frontier (what the summary reads); every measured point
+        // gets a circle, filled on the frontier, hollow where another point beats it.
+        std::vector<SweepPoint> pts;
+        for (auto [r, q] : c.pts) pts.push_back({r, q, 0, ""});
+        const std::vector<SweepPoint> front = pareto_frontier(pts);
         std::string d;
         char s[64];
-        for (size_t j = 0; j < pts.size(); j++) {
-            snprintf(s, sizeof s, "%s%.1f %.1f", j ? " L" : "M", X(pts[j].first), Y(pts[j].second));
+        for (size_t j = 0; j < front.size(); j++) {
+            snprintf(s, sizeof s, "%s%.1f %.1f", j ? " L" : "M", X(front[j].recall), Y(front[j].qps));
             d += s;
         }
         if (d.empty()) d = "M 0 0";  // an index without points keeps its (empty) path: one per index
         fprintf(f, "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"><title>%s</title></path>\n",
                 d.c_str(), color, xml_escape(c.name).c_str());
-        for (auto [r, q] : pts)
-            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", X(r), Y(q), color);
+        for (auto [r, q] : c.pts) {
+            if (q <= 0) continue;
+            const bool on = std::any_of(front.begin(), front.end(),
+                                        [&](const SweepPoint& p) { return p.recall == r && p.qps == q; });
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"%s\"/>\n", X(r), Y(q),
+                    on ? color : "white", color);
+        }
         const int ly = top + 10 + 22 * (int)i;
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>"
                    "<text x=\"%d\" y=\"%d\">%s</text>\n",

@@ -67,6 +67,8 @@ struct graft_gpu_ctx {
     int allow_tf32;
     int certified_tf32;     // exact k-NN: TF32 (or FP16, given codes) distances, certified, re-ranked (exact_knn.cu)
     int64_t last_fallbacks; // queries the last certified search sent back to FP32
+    int64_t last_band;      // fused: queries of the last search whose band was re-ranked from their list
+    int64_t last_second;    // fused: queries of the last search given a second pass
     int fp32_calls_left;    // calls that skip certification after one whose certificates failed
     int64_t cert_margin;    // candidates kept beyond k by the certified path (0: the default)
     int last_path;          // path of the last exact k-NN call: 1 FP32, 2 certified TF32, 3 INT8, 4 certified FP16, 5 fused FP16

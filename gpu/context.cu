@@ -172,6 +172,10 @@ void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { ctx->certifi
 void graft_gpu_ctx_set_fused(graft_gpu_ctx* ctx, int on) { ctx->fused_fp16 = on; }
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { return ctx->last_fallbacks; }
 int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx) { return ctx->last_path; }
+void graft_gpu_ctx_last_band(const graft_gpu_ctx* ctx, int64_t* band, int64_t* second) {
+    *band = ctx->last_band;
+    *second = ctx->last_second;
+}
 
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { return ctx->scratch_peak; }
 

@@ -41,13 +41,16 @@ namespace {
 
 enum DecodeMode { kDecodeRaw = 0, kDecodeL2 = 1, kDecodeIP = 2 };
 
+// Row r of the keys goes to output row out_rows[r] (NULL: r).
 __global__ void decode_kernel(const uint64_t* __restrict__ sorted, int64_t rows, int64_t ksel,
                               int64_t k, const float* __restrict__ qnorm, int mode,
-                              float* __restrict__ D, int64_t* __restrict__ I) {
+                              float* __restrict__ D, int64_t* __restrict__ I,
+                              const int64_t* __restrict__ out_rows) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows * k) return;
     int64_t r = i / k, c = i % k;
     uint64_t key = c < ksel ? sorted[r * ksel + c] : kKeyNone;
+    if (out_rows) i = out_rows[r] * k + c;
     float missing = mode == kDecodeIP ? -FLT_MAX : FLT_MAX;
     if (key == kKeyNone) {
         D[i] = missing;
@@ -62,11 +65,11 @@ __global__ void decode_kernel(const uint64_t* __restrict__ sorted, int64_t rows,
 }
 
 int decode(graft_gpu_ctx* ctx, const uint64_t* sorted, int64_t rows, int64_t ksel, int64_t k,
-           const float* qnorm, int mode, float* D, int64_t* I) {
+           const float* qnorm, int mode, float* D, int64_t* I, const int64_t* out_rows = nullptr) {
     int64_t n = rows * k;
     if (n == 0) return GRAFT_OK;
     decode_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, ctx->stream>>>(sorted, rows, ksel, k, qnorm,
-                                                                      mode, D, I);
+                                                                      mode, D, I, out_rows);
     GRAFT_CUDA_LAUNCH_CHECK();
     return GRAFT_OK;
 }
@@ -113,6 +116,14 @@ struct KnnTiles {
     int* count;         // qt candidates found
     uint64_t* cand;     // qt x cap candidate keys
     QmsPlan cand_plan;  // the selection over a candidate list
+    // The ambiguous band (cap > 0; "the ambiguous band" below): queries' rows gathered together.
+    float* limit;       // qt band limits U
+    uint64_t* cand2;    // qt x cap keys: band rows' lists, or second-pass lists of up to kSecondCap
+    int64_t* rows;      // qt tile rows of the gathered queries
+    float* limit2;      // qt their U
+    __half* q16b;       // qt x dp16 their codes (second pass)
+    float* qmul2;       // qt their query factors (second pass)
+    size_t qms_bytes;   // of qms
     size_t bytes;
 
     void layout(char* base) {
@@ -130,7 +141,8 @@ struct KnnTiles {
         size_t q1 = qms_scratch_bytes(tile_plan, qt), q2 = qms_scratch_bytes(last_plan, qt);
         size_t q3 = ntiles > 1 ? qms_scratch_bytes(merge_plan, qt) : 0;
         size_t q4 = cap ? qms_scratch_bytes(cand_plan, qt) : 0;
-        qms = c.take<char>(std::max({q1, q2, q3, q4}));
+        qms_bytes = std::max({q1, q2, q3, q4});
+        qms = c.take<char>(qms_bytes);
         sort_temp = c.take<char>(sort_temp_bytes(qt, ksel));
         fail = c.take<int>(qt);
         bmax2 = c.take<float>(1);
@@ -145,6 +157,12 @@ struct KnnTiles {
         theta = cap ? c.take<float>(qt) : nullptr;
         count = cap ? c.take<int>(qt) : nullptr;
         cand = cap ? c.take<uint64_t>((size_t)qt * cap) : nullptr;
+        limit = cap ? c.take<float>(qt) : nullptr;
+        cand2 = cap ? c.take<uint64_t>((size_t)qt * cap) : nullptr;
+        rows = cap ? c.take<int64_t>(qt) : nullptr;
+        limit2 = cap ? c.take<float>(qt) : nullptr;
+        q16b = cap ? c.take<__half>((size_t)qt * dp16) : nullptr;
+        qmul2 = cap ? c.take<float>(qt) : nullptr;
         bytes = c.used;
     }
 };
@@ -254,45 +272,79 @@ DotBound tf32_bound(int64_t d) {
 // and times Q B (exact: powers of two, kept normal by kFp16MaxExp) in original units, where
 // q' Q = ||q||. The selection's product (rowmul colmul) h is exact (a power of two times an FP16
 // value) and its addition to ||b||^2 rounds once, inside eps_sum; a 1.25 margin on all of it.
-DotBound fp16_bound(int64_t d) {
-    const double w = 2.0 * d * kUnit32 + 0x1p-10 * (1 + 2.0 * d * kUnit32), a = 1 + 0x1p-11;
+// fp16_output false: the fused path (fused_filter.cuh) keeps the FP32 accumulator, so the output
+// terms drop out: w = 2 d 2^-24 and no 2^-24. Its product with the FP32 r is exact as well (a
+// power of two). That halves the bound (2^-10 of the 2 2^-10 q'b'), and with it the band of
+// values the certificate cannot separate.
+DotBound fp16_bound(int64_t d, bool fp16_output = true) {
+    const double out_rel = fp16_output ? 0x1p-10 : 0.0, out_abs = fp16_output ? 0x1p-24 : 0.0;
+    const double w = 2.0 * d * kUnit32 + out_rel * (1 + 2.0 * d * kUnit32), a = 1 + 0x1p-11;
     return {1.25 * (0x1p-10 + 0x1p-22 + w * a * a), 1.25 * std::sqrt((double)d) * (0x1p-25 + 0x1p-36 + w * a * 0x1p-25),
-            1.25 * (d * 0x1p-50 * (1 + w) + 0x1p-24), 1.25 * 2.0 * (d + 2) * kUnit32,
+            1.25 * (d * 0x1p-50 * (1 + w) + out_abs), 1.25 * 2.0 * (d + 2) * kUnit32,
             // ||x||^2 <= 2^120 in FP32 (within d 2^-24 <= 1/16 of the truth) keeps X <= 2^61.
             0x1p120f};
+}
+
+// The exact value of a candidate as every certified path re-ranks it: ||q - b||^2 summed in FP32
+// (L2) or -q.b (inner product), lanes over d, then the warp's butterfly, so every lane gets the
+// same bits and a candidate gets the same key whichever kernel re-ranks it.
+__device__ inline float exact_value(const float* __restrict__ q, const float* __restrict__ b, int64_t d, int l2,
+                                    int lane) {
+    float acc = 0.f;
+    for (int64_t i = lane; i < d; i += 32) {
+        float x = q[i], y = b[i];
+        acc = l2 ? fmaf(x - y, x - y, acc) : fmaf(x, y, acc);
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+    return l2 ? acc : -acc;
+}
+
+// E, the bound on the error of a query's approximate values (v = fl(||b||^2 - 2 q.b~) (L2) or
+// fl(-q.b~) (IP)) against their exact values, from the query's ||q||^2, the base's largest
+// ||b||^2 and, for FP16, the query's factor qmul (-2 or -1 times Q, whose magnitude gives Q) and
+// the base's largest inverse scale (both 0 for TF32).
+__device__ inline double value_error(const DotBound& bound, float qnorm, float bmax2, float qmul, float bscale_max,
+                                     int64_t d, int l2) {
+    const double qn = sqrt((double)qnorm), bn = sqrt((double)bmax2);
+    const double Q = fabs((double)qmul) / (l2 ? 2.0 : 1.0), B = bscale_max;
+    // The last term: inputs and products under FP32's smallest normal may be flushed to zero.
+    const double dot = bound.rel * qn * bn + bound.mixed * (qn * B + bn * Q) + bound.abs * Q * B +
+                       d * 0x1p-126 * (1.0 + qn + bn);
+    return (l2 ? 2.0 : 1.0) * dot + bound.eps_sum * (bn * bn + 2.0 * qn * bn);
 }
 
 // One block per query: the certificate from the sorted approximate keys, then the exact FP32
 // distance of every candidate (one warp a candidate, lanes over d), as keys to sort again.
 // Approximate value v = fl(||b||^2 - 2 q.b~) (L2) or fl(-q.b~) (IP), its error bounded by
 // `bound`. qmul (FP16: -2 or -1 times Q, whose magnitude gives Q) and bscale_max (the largest B)
-// are NULL for TF32.
+// are NULL for TF32. band_limit (fused path; else NULL) gets U = t + 2E rounded up, the limit of
+// the ambiguous band (fused_classify_kernel), or NaN where the bound does not hold or no k-th
+// candidate exists.
 __global__ void certify_rerank_kernel(const uint64_t* __restrict__ sorted, int64_t ksel, int64_t k,
                                       const float* __restrict__ xq, const float* __restrict__ xb,
                                       int64_t d, int l2, const float* __restrict__ qnorm,
                                       const float* __restrict__ bmax2, const float* __restrict__ qmul,
                                       const float* __restrict__ bscale_max, int all_in, DotBound bound,
-                                      uint64_t* __restrict__ exact, int* __restrict__ fail) {
+                                      uint64_t* __restrict__ exact, int* __restrict__ fail,
+                                      float* __restrict__ band_limit) {
     const int64_t r = blockIdx.x;
     const uint64_t* row = sorted + r * ksel;
     const float* q = xq + r * d;
     if (threadIdx.x == 0) {
-        double qn = sqrt((double)qnorm[r]), bn = sqrt((double)*bmax2);
-        double Q = qmul ? fabs((double)qmul[r]) / (l2 ? 2.0 : 1.0) : 0.0, B = bscale_max ? *bscale_max : 0.0;
-        // The last term: inputs and products under FP32's smallest normal may be flushed to zero.
-        double dot = bound.rel * qn * bn + bound.mixed * (qn * B + bn * Q) + bound.abs * Q * B +
-                     d * 0x1p-126 * (1.0 + qn + bn);
-        double e = (l2 ? 2.0 : 1.0) * dot + bound.eps_sum * (bn * bn + 2.0 * qn * bn);
+        const double e = value_error(bound, qnorm[r], *bmax2, qmul ? qmul[r] : 0.f, bscale_max ? *bscale_max : 0.f,
+                                     d, l2);
         uint64_t kth = row[k - 1], last = row[ksel - 1];
         // Out of range, the approximate values may be NaN and missing from the candidates, so
         // even a full candidate list proves nothing.
         bool in_range = qnorm[r] <= bound.max_norm2 && *bmax2 <= bound.max_norm2;
         bool ok = all_in || kth == kKeyNone || last == kKeyNone;
+        double t = kth == kKeyNone ? NAN : ordered_to_float((uint32_t)(kth >> 32));
         if (!ok) {
-            double t = ordered_to_float((uint32_t)(kth >> 32)), m = ordered_to_float((uint32_t)(last >> 32));
+            double m = ordered_to_float((uint32_t)(last >> 32));
             ok = m > t + 2.0 * e;
         }
         fail[r] = ok && in_range ? 0 : 1;
+        if (band_limit) band_limit[r] = in_range ? __double2float_ru(t + 2.0 * e) : NAN;
     }
     const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
     for (int64_t c = threadIdx.x / 32; c < ksel; c += warps) {
@@ -302,14 +354,8 @@ __global__ void certify_rerank_kernel(const uint64_t* __restrict__ sorted, int64
             continue;
         }
         uint32_t id = (uint32_t)key;
-        const float* b = xb + (int64_t)id * d;
-        float acc = 0.f;
-        for (int64_t i = lane; i < d; i += 32) {
-            float x = q[i], y = b[i];
-            acc = l2 ? fmaf(x - y, x - y, acc) : fmaf(x, y, acc);
-        }
-        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
-        if (lane == 0) exact[r * ksel + c] = make_key(l2 ? acc : -acc, id);
+        const float v = exact_value(q, xb + (int64_t)id * d, d, l2, lane);
+        if (lane == 0) exact[r * ksel + c] = make_key(v, id);
     }
 }
 
@@ -371,9 +417,43 @@ int fp16_rows(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d, float mu
 // about `target` vectors pass whatever the data (a question of ranks), and the ksel sample
 // vectors themselves do. When at least ksel and at most cap pass, the list holds every vector
 // with value <= theta, so its ksel smallest are the ksel smallest overall, which is all the
-// certificate asks (certify_rerank_kernel, unchanged). A query with fewer, or more than cap,
-// fails its certificate and is searched again in FP32.
-constexpr int64_t kFusedTarget = 1024, kFusedCap = 4 * kFusedTarget;
+// certificate asks (certify_rerank_kernel).
+//
+// The ambiguous band. Data with many equal or near-duplicate vectors (dense SIFT of smooth
+// images) crowd the k-th value: the certificate fails wherever the k'-th value lies within 2E of
+// the k-th, and a list overflows wherever more than cap vectors lie at or below theta. Neither
+// needs a search in FP32. With v_j the fused value of base vector j, x_j its exact value and
+// |v_j - x_j| <= E for every j (fp16_bound without output rounding), let t be the k-th smallest
+// value among ANY k base vectors that the list holds. Those k have exact values <= t + E, so the
+// exact k-th smallest value is <= t + E, and every vector of the exact top k has
+// v_j <= x_j + E <= t + 2E = U. So the band {j : v_j <= U} holds the exact top k, and its k
+// smallest by the FP32 re-rank's keys (value, id) are the FP32 path's answer (but for ties within
+// FP32 rounding, as for every certified query). fused_classify_kernel sends a query
+//  - whose list is complete (at most cap passed) and U <= theta to the band re-rank: the list
+//    holds the whole band (every vector outside it has v > theta >= U); its candidates with
+//    v <= U are re-ranked in FP32 (band_rerank_kernel), however many of the list's cap they are;
+//  - whose list overflowed, or U > theta (which fused_theta_kernel's theta leaves to rounding),
+//    to a second fused pass over the whole base with the threshold U (t from the stored
+//    candidates: a subset's k-th smallest is an upper bound of the whole's), into a list of up to
+//    kSecondCap slots, then the same re-rank. Only a band wider
+//    than that (tens of thousands of equal vectors) or a query out of the bound's range is
+//    searched in FP32.
+// The work a query adds is its band: |band| FP32 distances, and for the second pass its share of
+// one more fused GEMM (a 128-query tile per 128 such queries).
+constexpr int64_t kFusedTarget = 1024, kFusedCap = 4 * kFusedTarget, kSecondCap = 16 * kFusedCap;
+
+// A fused query after its certificate (fused_classify_kernel).
+enum FusedVerdict {
+    kVerdictCertified = 0,  // its k' candidates hold the band: re-ranked with the rest
+    kVerdictFp32 = 1,       // searched again in FP32 (fewer than k candidates, out of range)
+    kVerdictOverflow = 2,   // list overflowed: second pass
+    kVerdictBand = 3,       // the band lies in its list: band re-rank
+    kVerdictWide = 4,       // the band reaches past theta: second pass
+};
+
+// The fused path keeps the default margin: its band re-rank and second pass take the queries
+// whose certificate fails, so a wider margin would only enlarge the sample.
+int64_t fused_ksel(int64_t k, int64_t nb) { return certified_ksel(k, nb, 0); }
 
 // S for ksel and the context's target, or 0 where the fused path does not apply: rows over
 // kFusedMaxHalves halves, or a sample over a quarter of the base (the matrix path is as cheap).
@@ -401,29 +481,85 @@ __global__ void fused_sample_kernel(const __half* __restrict__ b16, const float*
 // the sample's values apart from the fused ones: the FP16 output rounding (2^-10 of |rowmul
 // colmul dot| <= 2 ||q|| ||b||, allowing truncation) and another FP32 summation order (4 d 2^-24
 // of it, d <= 256), taken about 1.6x: 2^-8 ||q|| ||b||; and FP16's subnormal step, 2^-24 Q B, 4x.
-__global__ void fused_theta_kernel(const uint64_t* __restrict__ winners, int64_t rows, int64_t ksel,
+// Where the sample's k-th winner plus 2E (the fused path's bound) lies above the largest, theta
+// is that plus the slack: k sample vectors have fused values at most their k-th plus the slack,
+// so the band's edge U = t + 2E (t the k-th fused value overall, "the ambiguous band" below) is
+// at most theta, and a complete list holds the band. Only crowded queries get the higher theta:
+// elsewhere the k'-th winner lies far past the k-th.
+__global__ void fused_theta_kernel(const uint64_t* __restrict__ winners, int64_t rows, int64_t ksel, int64_t k,
                                    const float* __restrict__ qnorm, const float* __restrict__ bmax2,
                                    const float* __restrict__ qmul, const float* __restrict__ bscale_max,
-                                   float* __restrict__ theta) {
+                                   DotBound bound, int64_t d, int l2, float* __restrict__ theta) {
     const int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
     if (r >= rows) return;  // the whole warp
-    uint64_t m = 0;
-    for (int64_t c = lane; c < ksel; c += 32) m = max(m, winners[r * ksel + c]);
-    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(kFullMask, m, o));
+    const uint64_t* w = winners + r * ksel;
+    uint64_t m = 0, kth = kKeyNone;
+    for (int64_t c = lane; c < ksel; c += 32) {
+        const uint64_t key = w[c];
+        m = max(m, key);
+        int64_t below = 0;  // keys are distinct (ids), so exactly one has k - 1 below it
+        for (int64_t j = 0; j < ksel; j++) below += w[j] < key;
+        if (below == k - 1) kth = key;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        m = max(m, __shfl_xor_sync(kFullMask, m, o));
+        kth = min(kth, __shfl_xor_sync(kFullMask, kth, o));
+    }
     if (lane != 0) return;
     const float slack = 0x1p-8f * sqrtf(qnorm[r]) * sqrtf(*bmax2) + 0x1p-22f * fabsf(qmul[r]) * *bscale_max;
-    theta[r] = m == kKeyNone ? NAN : ordered_to_float((uint32_t)(m >> 32)) + slack;
+    if (m == kKeyNone) {
+        theta[r] = NAN;
+        return;
+    }
+    double th = ordered_to_float((uint32_t)(m >> 32));
+    if (kth != kKeyNone)
+        th = fmax(th, ordered_to_float((uint32_t)(kth >> 32)) +
+                          2.0 * value_error(bound, qnorm[r], *bmax2, qmul[r], *bscale_max, d, l2));
+    theta[r] = __double2float_ru(th + slack);
 }
 
-// After the certificate: a list with fewer than ksel or more than cap candidates proves nothing
-// (fail 2 marks an overflow, for the context's adaptation).
-__global__ void fused_check_kernel(const int* __restrict__ count, int64_t rows, int64_t ksel, int64_t cap,
-                                   int* __restrict__ fail) {
+// After the certificate (fail[r] 0 or 1, band_limit[r] = U), the verdict of each fused query;
+// see "the ambiguous band" above.
+__global__ void fused_classify_kernel(const int* __restrict__ count, const float* __restrict__ theta,
+                                      const float* __restrict__ band_limit, int64_t rows, int64_t k,
+                                      int64_t ksel, int64_t cap, int* __restrict__ verdict) {
     const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
-    if (count[r] > cap) fail[r] = 2;
-    else if (count[r] < ksel) fail[r] = 1;
+    const int64_t c = count[r];
+    const float U = band_limit[r];
+    int v;
+    if (c < k || !(U < INFINITY)) v = kVerdictFp32;  // NaN: no k-th candidate, or out of range
+    else if (c > cap) v = kVerdictOverflow;
+    else if (c >= ksel && verdict[r] == 0) v = kVerdictCertified;  // k'-th value > U
+    else if (U <= theta[r]) v = c >= ksel ? kVerdictBand : kVerdictCertified;  // fewer: all re-ranked
+    else v = kVerdictWide;
+    verdict[r] = v;
+}
+
+// In place over rows of w candidate keys (row i for the query at tile row rows[i]): a candidate
+// of the band (value <= limit[i]) becomes its exact key (exact_value, id), any other none.
+// One block a row; a warp reads 32 slots at once and re-ranks the band's among them together.
+__global__ void band_rerank_kernel(uint64_t* __restrict__ keys, int64_t w, const float* __restrict__ limit,
+                                   const int64_t* __restrict__ rows, const float* __restrict__ xq,
+                                   const float* __restrict__ xb, int64_t d, int l2) {
+    const int64_t i = blockIdx.x;
+    const float U = limit[i];
+    const float* q = xq + rows[i] * d;
+    uint64_t* row = keys + i * w;
+    const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
+    for (int64_t c0 = (int64_t)(threadIdx.x / 32) * 32; c0 < w; c0 += (int64_t)warps * 32) {
+        const int64_t c = c0 + lane;
+        const uint64_t key = c < w ? row[c] : kKeyNone;
+        const bool in = key != kKeyNone && ordered_to_float((uint32_t)(key >> 32)) <= U;
+        if (!in && key != kKeyNone) row[c] = kKeyNone;
+        for (unsigned m = __ballot_sync(kFullMask, in); m; m &= m - 1) {
+            const int src = __ffs(m) - 1;
+            const uint32_t id = (uint32_t)__shfl_sync(kFullMask, key, src);
+            const float v = exact_value(q, xb + (int64_t)id * d, d, l2, lane);
+            if (lane == src) row[c] = make_key(v, id);
+        }
+    }
 }
 
 }  // namespace
@@ -485,28 +621,113 @@ struct MathMode {
     }
 };
 
-// The search of a->nq queries on `path`, results in a->D / a->I. On a certified path the rows
-// whose certificate failed are appended to *failed (their results must be replaced) and
-// *fp32_rows counts the rows sent to FP32 directly. *unsupported: cuBLAS refused the FP16 GEMM
+// What a certified search did with its queries; graft_gpu_exact_knn adapts to it.
+struct CertReport {
+    std::vector<int64_t> failed;  // rows whose results must be replaced by an FP32 search
+    int64_t switched = 0;         // rows past the point where the call went over to FP32
+    int64_t overflows = 0;        // fused: lists that overflowed (second pass)
+    int64_t band = 0;             // fused: queries whose band was re-ranked from their list
+    int64_t second = 0;           // fused: queries given a second pass
+    bool unsupported = false;     // cuBLAS refused the FP16 GEMM (an error was returned)
+};
+
+template <class T>
+int gather_rows(graft_gpu_ctx* ctx, const T* src, const int64_t* idx, int64_t n, int64_t width, T* dst) {
+    if (n * width == 0) return GRAFT_OK;
+    gather_rows_kernel<T><<<(unsigned)ceil_div(n * width, 256), 256, 0, ctx->stream>>>(src, idx, n, width, dst);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return GRAFT_OK;
+}
+
+// The k' smallest exact keys of n gathered rows of w keys (t.cand2, after band_rerank_kernel),
+// decoded into the results of the tile rows t.rows of the tile starting at q0.
+int finish_band_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const KnnTiles& t, int64_t q0,
+                     int64_t n, int64_t w, const QmsPlan& plan) {
+    KeySource keys{t.cand2, w};
+    GRAFT_GPU_TRY(qms_select_rows(ctx, keys, plan, n, t.winners, t.ksel, t.qms));
+    GRAFT_GPU_TRY(sort_rows(ctx, t.winners, t.sorted, n, t.ksel, t.sort_temp));
+    return decode(ctx, t.sorted, n, t.ksel, a->k, nullptr, a->metric == GRAFT_METRIC_L2 ? kDecodeRaw : kDecodeIP,
+                  a->D + q0 * a->k, a->I + q0 * a->k, t.rows);
+}
+
+// The band re-rank of the tile rows `rows` (kVerdictBand): each list holds its whole band.
+int fused_band(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const KnnTiles& t, int64_t q0, const float* xq,
+               const std::vector<int64_t>& rows) {
+    const int64_t n = (int64_t)rows.size();
+    GRAFT_CUDA_TRY(cudaMemcpyAsync(t.rows, rows.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice, ctx->stream));
+    GRAFT_GPU_TRY(gather_rows(ctx, t.cand, t.rows, n, t.cap, t.cand2));
+    GRAFT_GPU_TRY(gather_rows(ctx, t.limit, t.rows, n, 1, t.limit2));
+    band_rerank_kernel<<<(unsigned)n, 256, 0, ctx->stream>>>(t.cand2, t.cap, t.limit2, t.rows, xq, a->xb, a->d,
+                                                             a->metric == GRAFT_METRIC_L2);
+    GRAFT_CUDA_LAUNCH_CHECK();
+    return finish_band_rows(ctx, a, t, q0, n, t.cap, t.cand_plan);
+}
+
+// The second fused pass of the tile rows `rows` (kVerdictOverflow, kVerdictWide): threshold U
+// over the whole base, in groups that share cand2 (lists of up to kSecondCap keys each), then the
+// band re-rank. A list that overflows again goes to rep->failed.
+int fused_second(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, const KnnTiles& t, int64_t q0, const float* xq,
+                 const std::vector<int64_t>& rows, CertReport* rep) {
+    const int64_t n = (int64_t)rows.size(), slots = t.qt * t.cap;
+    // The widest lists that cand2 and the selection's scratch hold, for at least one row.
+    int64_t cap2 = std::min(kSecondCap, slots), per = 0;
+    QmsPlan plan2{};
+    for (;; cap2 = std::max<int64_t>(t.cap, cap2 / 2)) {
+        plan2 = qms_plan(cap2, t.ksel);
+        per = std::min<int64_t>({n, slots / cap2, (int64_t)(t.qms_bytes / qms_scratch_bytes(plan2, 1))});
+        if (per >= 1 || cap2 == t.cap) break;
+    }
+    if (per < 1) return gpu_fail(GRAFT_EINTERNAL, "exact k-NN: no room for a second fused pass");
+    std::vector<int> count(per);
+    const __half* b16 = reinterpret_cast<const __half*>(a->xb16);
+    const bool l2 = a->metric == GRAFT_METRIC_L2;
+    for (int64_t r0 = 0; r0 < n; r0 += per) {
+        const int64_t m = std::min(per, n - r0);
+        GRAFT_CUDA_TRY(cudaMemcpyAsync(t.rows, rows.data() + r0, m * sizeof(int64_t), cudaMemcpyHostToDevice,
+                                       ctx->stream));
+        GRAFT_GPU_TRY(gather_rows(ctx, t.q16, t.rows, m, t.dp16, t.q16b));
+        GRAFT_GPU_TRY(gather_rows(ctx, t.qmul, t.rows, m, 1, t.qmul2));
+        GRAFT_GPU_TRY(gather_rows(ctx, t.limit, t.rows, m, 1, t.limit2));
+        GRAFT_CUDA_TRY(cudaMemsetAsync(t.count, 0, m * sizeof(int), ctx->stream));
+        GRAFT_CUDA_TRY(cudaMemsetAsync(t.cand2, 0xff, (size_t)m * cap2 * sizeof(uint64_t), ctx->stream));
+        FusedFilterArgs f{t.q16b, t.qmul2, t.limit2, m, b16, l2 ? a->xb_norms : nullptr, a->xb16_scale, a->nb,
+                          t.dp16, t.cand2, cap2, t.count};
+        GRAFT_GPU_TRY(fused_filter_fp16(ctx, f));
+        band_rerank_kernel<<<(unsigned)m, 256, 0, ctx->stream>>>(t.cand2, cap2, t.limit2, t.rows, xq, a->xb, a->d, l2);
+        GRAFT_CUDA_LAUNCH_CHECK();
+        GRAFT_GPU_TRY(finish_band_rows(ctx, a, t, q0, m, cap2, plan2));
+        GRAFT_CUDA_TRY(cudaMemcpyAsync(count.data(), t.count, m * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+        GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+        // Fewer than k cannot happen while the fused values repeat (the k candidates that gave U
+        // pass again); checked all the same, as an overflow is.
+        for (int64_t i = 0; i < m; i++)
+            if (count[i] > cap2 || count[i] < std::min(a->k, t.ksel)) rep->failed.push_back(q0 + rows[r0 + i]);
+    }
+    return GRAFT_OK;
+}
+
+// The search of a->nq queries on `path`, results in a->D / a->I. On a certified path `rep`
+// (required there) gets the rows whose results must be replaced by an FP32 search, the rows sent
+// to FP32 directly, and what the fused path did; rep->unsupported: cuBLAS refused the FP16 GEMM
 // (an error is returned and the caller may take another path; D and I are then not all written).
-int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vector<int64_t>* failed = nullptr,
-             int64_t* fp32_rows = nullptr, bool* unsupported = nullptr, int64_t* overflows = nullptr) {
+int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, CertReport* rep = nullptr) {
     const bool certify = path != kPathFp32, fused = path == kPathFp16Fused;
     const bool fp16 = path == kPathFp16Certified || fused;
     const bool l2 = a->metric == GRAFT_METRIC_L2;
     const int mode = l2 ? kDecodeL2 : kDecodeIP;
-    const int64_t ksel = certify ? certified_ksel(a->k, a->nb, ctx->cert_margin)
-                                 : std::max<int64_t>(1, std::min(a->k, a->nb));
+    const int64_t ksel = fused     ? fused_ksel(a->k, a->nb)
+                         : certify ? certified_ksel(a->k, a->nb, ctx->cert_margin)
+                                   : std::max<int64_t>(1, std::min(a->k, a->nb));
     const int64_t dp16 = fp16 ? graft_gpu_fp16_row_halves(a->d) : 0;
     // Fused: the tiles' "base" is the sample (one tile of it, or the matrix path after all).
     const int64_t S = fused ? fused_sample(ksel, a->nb, a->d, ctx->fused_target) : 0;
-    if (fused && S == 0) return knn_rows(ctx, a, kPathFp16Certified, failed, fp32_rows, unsupported);
+    if (fused && S == 0) return knn_rows(ctx, a, kPathFp16Certified, rep);
     KnnTiles t;
     GRAFT_GPU_TRY(choose_tiles(ctx, a->nq, fused ? S : a->nb, ksel, &t, 0, dp16,
                                fused ? kFusedCap : 0));
     if (fused && t.ntiles > 1) {  // a budget too small for the whole sample in one tile
         ctx->last_path = kPathFp16Certified;
-        return knn_rows(ctx, a, kPathFp16Certified, failed, fp32_rows, unsupported);
+        return knn_rows(ctx, a, kPathFp16Certified, rep);
     }
     void* scratch = nullptr;
     GRAFT_GPU_TRY(ctx_scratch(ctx, t.bytes, &scratch));
@@ -514,7 +735,7 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
     GRAFT_GPU_TRY(ctx_cublas(ctx));
     MathMode math{ctx};
     GRAFT_GPU_TRY(math.set(path));
-    const DotBound bound = fp16 ? fp16_bound(a->d) : tf32_bound(a->d);
+    const DotBound bound = fp16 ? fp16_bound(a->d, !fused) : tf32_bound(a->d);
     const unsigned max_blocks = (unsigned)std::min<int64_t>(ceil_div(a->nb, 256), 4 * ctx->sm_count);
     if (certify) {
         GRAFT_CUDA_TRY(cudaMemsetAsync(t.bmax2, 0, sizeof(float), ctx->stream));
@@ -543,13 +764,13 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
         // first tile sends more than 40% of its queries back (the break-even measured on an H100
         // at k = 10 for TF32: its pass 0.52 of the FP32 one, FP32 again 1.05 of it per failed
         // query), the rest go straight to FP32.
-        if (certify && q0 > 0 && (double)failed->size() > 0.4 * (double)q0) {
+        if (certify && q0 > 0 && (double)rep->failed.size() > 0.4 * (double)q0) {
             graft_gpu_knn_args rest = *a;
             rest.xq += q0 * a->d;
             rest.nq -= q0;
             rest.D += q0 * a->k;
             rest.I += q0 * a->k;
-            *fp32_rows = rest.nq;
+            rep->switched = rest.nq;
             return knn_rows(ctx, &rest, kPathFp32);
         }
         const int64_t qt = std::min(t.qt, a->nq - q0);
@@ -572,7 +793,7 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
                                                  CUDA_R_16F, (int)dp16, &beta, dots, CUDA_R_16F, (int)t.ldc,
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                 if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
-                    *unsupported = true;
+                    rep->unsupported = true;
                     return gpu_fail(GRAFT_EUNSUPPORTED, "exact k-NN: cuBLAS has no FP16 GEMM with FP32 "
                                     "accumulation for %lld x %lld x %lld here (%s)", (long long)nbt,
                                     (long long)qt, (long long)dp16, cublas_status_string(st));
@@ -587,7 +808,8 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
                     // The sample's winners set the thresholds; the candidates over the whole
                     // base replace them.
                     fused_theta_kernel<<<(unsigned)ceil_div(qt, 8), 256, 0, ctx->stream>>>(
-                        t.winners, qt, ksel, t.qnorm, t.bmax2, t.qmul, t.bscale_max, t.theta);
+                        t.winners, qt, ksel, std::min(a->k, ksel), t.qnorm, t.bmax2, t.qmul, t.bscale_max, bound,
+                        a->d, l2, t.theta);
                     GRAFT_CUDA_LAUNCH_CHECK();
                     GRAFT_CUDA_TRY(cudaMemsetAsync(t.count, 0, qt * sizeof(int), ctx->stream));
                     GRAFT_CUDA_TRY(cudaMemsetAsync(t.cand, 0xff, (size_t)qt * t.cap * sizeof(uint64_t), ctx->stream));
@@ -624,10 +846,12 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
         }
         certify_rerank_kernel<<<(unsigned)qt, 128, 0, ctx->stream>>>(
             t.sorted, ksel, std::min(a->k, ksel), xq, a->xb, a->d, l2, t.qnorm, t.bmax2,
-            fp16 ? t.qmul : nullptr, fp16 ? t.bscale_max : nullptr, ksel >= a->nb, bound, t.winners, t.fail);
+            fp16 ? t.qmul : nullptr, fp16 ? t.bscale_max : nullptr, ksel >= a->nb, bound, t.winners, t.fail,
+            fused ? t.limit : nullptr);
         GRAFT_CUDA_LAUNCH_CHECK();
         if (fused) {
-            fused_check_kernel<<<(unsigned)ceil_div(qt, 256), 256, 0, ctx->stream>>>(t.count, qt, ksel, t.cap, t.fail);
+            fused_classify_kernel<<<(unsigned)ceil_div(qt, 256), 256, 0, ctx->stream>>>(
+                t.count, t.theta, t.limit, qt, std::min(a->k, ksel), ksel, t.cap, t.fail);
             GRAFT_CUDA_LAUNCH_CHECK();
         }
         clock.mark("certify+rerank");
@@ -637,10 +861,26 @@ int knn_rows(graft_gpu_ctx* ctx, const graft_gpu_knn_args* a, int path, std::vec
         clock.mark("sort+decode");
         GRAFT_CUDA_TRY(cudaMemcpyAsync(fail.data(), t.fail, qt * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
         GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+        std::vector<int64_t> band, second;
         for (int64_t i = 0; i < qt; i++) {
-            if (fail[i]) failed->push_back(q0 + i);
-            if (fail[i] == 2 && overflows) ++*overflows;
+            switch (fail[i]) {
+                case kVerdictCertified: break;
+                case kVerdictBand: band.push_back(i); break;
+                case kVerdictOverflow: rep->overflows++; second.push_back(i); break;
+                case kVerdictWide: second.push_back(i); break;
+                default: rep->failed.push_back(q0 + i);
+            }
         }
+        if (!band.empty()) {
+            GRAFT_GPU_TRY(fused_band(ctx, a, t, q0, xq, band));
+            clock.mark("band re-rank");
+        }
+        if (!second.empty()) {
+            GRAFT_GPU_TRY(fused_second(ctx, a, t, q0, xq, second, rep));
+            clock.mark("second pass");
+        }
+        rep->band += (int64_t)band.size();
+        rep->second += (int64_t)second.size();
     }
     GRAFT_CUDA_TRY(cudaStreamSynchronize(ctx->stream));
     return GRAFT_OK;
@@ -858,7 +1098,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
                         (const void*)a->xb8_term, (long long)a->d, a->shift8);
     if (a->xb16 && !a->xb16_scale)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_exact_knn: FP16 codes without their scales");
-    ctx->last_fallbacks = 0;
+    ctx->last_fallbacks = ctx->last_band = ctx->last_second = 0;
     if (a->nq == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
     if (a->xb8 && a->nb > 0 && !ctx->int8_unsupported) {
@@ -882,7 +1122,7 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
     int path = !certify ? kPathFp32 : a->xb16 && !ctx->fp16_unsupported ? kPathFp16Certified : kPathTf32Certified;
     if (ctx->fused_target == 0) ctx->fused_target = kFusedTarget;
     if (path == kPathFp16Certified && ctx->fused_fp16 &&
-        fused_sample(certified_ksel(a->k, a->nb, ctx->cert_margin), a->nb, a->d, ctx->fused_target) > 0)
+        fused_sample(fused_ksel(a->k, a->nb), a->nb, a->d, ctx->fused_target) > 0)
         path = kPathFp16Fused;
     ctx->last_path = path;
     // After a call on data whose certificates mostly failed, the next 7 calls go to FP32 directly
@@ -893,27 +1133,36 @@ extern "C" int graft_gpu_exact_knn(graft_gpu_ctx* ctx, const graft_gpu_knn_args*
         ctx->last_fallbacks = a->nq;
         return knn_rows(ctx, a, kPathFp32);
     }
-    std::vector<int64_t> failed;
-    int64_t switched = 0;  // queries past the point where the path went over to FP32 (knn_rows)
-    int64_t overflows = 0;  // fused: queries whose candidate list overflowed
-    bool unsupported = false;
-    int rc = knn_rows(ctx, a, path, &failed, &switched, &unsupported, &overflows);
-    if (unsupported) {
+    CertReport rep;
+    int rc = knn_rows(ctx, a, path, &rep);
+    if (rep.unsupported) {
         // No FP16 GEMM on this device or library: the certified TF32 path from now on.
         ctx->fp16_unsupported = 1;
         ctx->last_path = path = kPathTf32Certified;
-        failed.clear();
-        switched = 0;
-        rc = knn_rows(ctx, a, path, &failed, &switched);
+        rep = CertReport{};
+        rc = knn_rows(ctx, a, path, &rep);
     }
     GRAFT_GPU_TRY(rc);
-    if (!failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, failed));
-    // Over 1% of the fused lists overflowed (many vectors within the slack of theta, or
-    // duplicates): the next call samples twice as many vectors, so half as many pass into the
-    // same room; past a quarter of the base that is the matrix path.
-    if (overflows > 0.01 * (double)a->nq) ctx->fused_target = ctx->fused_target > 1 ? ctx->fused_target / 2 : -1;
-    ctx->last_fallbacks = (int64_t)failed.size() + switched;
-    if (certify && ctx->last_fallbacks > 0.01 * (double)a->nq) {
+    if (!rep.failed.empty()) GRAFT_GPU_TRY(fp32_again(ctx, a, rep.failed));
+    ctx->last_fallbacks = (int64_t)rep.failed.size() + rep.switched;
+    ctx->last_band = rep.band;
+    ctx->last_second = rep.second;
+    if (ctx->last_path == kPathFp16Fused) {
+        // Over 10% of the lists overflowed: the next call samples twice as many vectors, so half
+        // as many pass into the same room, while the sample stays within an eighth of the base.
+        // A second pass costs an overflowed query about 1 / nq of one more fused GEMM and the
+        // doubled sample about a tenth of it (the 1715bba profile: 1.7 of 16 ms), so at 10% they
+        // break even; where duplicates overflow the lists no sample helps, and the second pass
+        // takes them whatever the target.
+        const int64_t half = ctx->fused_target / 2;
+        if (rep.overflows > 0.1 * (double)a->nq && half >= 1 &&
+            8 * ceil_div(fused_ksel(a->k, a->nb) * a->nb, half) <= a->nb)
+            ctx->fused_target = half;
+        // The band takes the queries whose certificate fails, so a wider margin (a larger
+        // sample) would buy nothing; a call whose queries mostly went to FP32 all the same (out
+        // of the bound's range, bands past kSecondCap) sends the next 7 to FP32.
+        if (ctx->last_fallbacks > 0.4 * (double)a->nq) ctx->fp32_calls_left = 7;
+    } else if (certify && ctx->last_fallbacks > 0.01 * (double)a->nq) {
         // Over 1% of the queries failed: the next call keeps 4x the margin of candidates beyond
         // k (their k'-th distance then lies further out, past the bound), up to 1024; only at
         // that cap does a mostly failed call send the next 7 to FP32.

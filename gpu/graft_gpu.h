@@ -41,15 +41,22 @@ void graft_gpu_ctx_set_tf32(graft_gpu_ctx* ctx, int allow);
 void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on);
 /* With `on`, the certified FP16 path fuses its first selection stage into its GEMM where that
  * applies (exact_knn.cu: rows of up to 256 halves, k small against the base), so no distance
- * matrix is written; graft_gpu_ctx_last_path then says 5. */
+ * matrix is written; graft_gpu_ctx_last_path then says 5. There a query whose certificate fails
+ * is re-ranked over the ambiguous band of its candidates (graft_gpu_ctx_last_band), and only a
+ * band too wide for that goes to FP32. */
 void graft_gpu_ctx_set_fused(graft_gpu_ctx* ctx, int on);
 /* Queries of the last graft_gpu_exact_knn call that the certificate sent back to FP32, or that
  * went to FP32 directly once most of the first tile's certificates had failed. */
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx);
 /* The path of the last graft_gpu_exact_knn call: 1 FP32 GEMM, 2 certified TF32 (its failed
  * queries searched again in FP32: graft_gpu_ctx_last_fallbacks), 3 INT8, 4 certified FP16 (as
- * 2); 0 before the first. */
+ * 2), 5 fused certified FP16; 0 before the first. */
 int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx);
+/* Of the last call's queries on the fused path (5), those whose certificate failed and that were
+ * answered exactly all the same, by re-ranking the ambiguous band in FP32 (exact_knn.cu, "the
+ * ambiguous band"): from their candidate list (*band) or after a second fused pass (*second; those
+ * whose band overflowed that too are also counted by graft_gpu_ctx_last_fallbacks). */
+void graft_gpu_ctx_last_band(const graft_gpu_ctx* ctx, int64_t* band, int64_t* second);
 /* Largest device scratch the context has held so far, in bytes (for benchmarks). */
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx);
 

@@ -4,24 +4,33 @@
 //   1. candidate locating: the best `probes` unexpanded worklist entries (ballot over the sorted
 //      worklist) are marked expanded; their graph rows are read by the whole warp (coalesced),
 //      and every neighbour is tested against the visited set (test-and-set, so one warp never
-//      computes a vertex twice in an iteration);
-//   2. bulk distances: lane groups of G lanes each take kInFlight candidates at once (16-byte
-//      loads of the rows, two chunks of each in flight, the query from shared memory, G-lane
-//      shuffle reductions);
+//      computes a vertex twice in an iteration); the fresh ones are packed into a candidate list;
+//   2. bulk distances: a team of G lanes a candidate (G chosen per call by an instruction count,
+//      lanes_for), each lane with up to kInFlight candidates' 16-byte loads in flight, the query
+//      from shared memory, G-lane shuffle reductions;
 //   3. maintenance: the candidates that beat the worst entry of a full worklist (SONG's selected
-//      insertion) enter the worklist, either sorted in the warp and merged by rank (BANG's
-//      merge path) or inserted one by one (SONG); with a filter, allowed candidates also enter a
-//      separate top-k of allowed ids.
+//      insertion) are merged into it in place: each survivor's place is its rank among the
+//      survivors plus its rank in the list, each entry moves up by the survivors before it
+//      (ballots over the list, no sort, no binary search); with a filter, allowed candidates
+//      are merged the same way into a separate top-k of allowed ids.
 // The search ends when every worklist entry is expanded, exactly like the CPU reference
-// (graft_graph_search_cpu_ex in plugin/graph/graph.c), whose results it reproduces up to float rounding
-// of the distances (and, with the Bloom filter, up to its false positives).
+// (graft_graph_search_cpu_ex in plugin/graph/graph.c), whose results it reproduces up to float
+// rounding of the distances (and, with the Bloom filter, up to its false positives).
+//
+// Instruction budget (bench/RESULTS.md, "The walk as an instruction budget"): Nsight Compute on
+// the H100 counted 93k warp instructions a query at dense-SIFT's L = 48 for the walk before
+// this one, 47% of them in the distance loop (per-load bounds tests, pointer arithmetic, idle
+// lanes of 16-lane teams), 20% in a rank sort and binary-search merge, 8% in a division by R.
+// Hence: teams sized by an instruction count, a distance pass of exactly as many candidates as
+// remain (no idle load slots, no per-load tests), the merge above, rows read without division.
 //
 // Visited sets: (0) an open-addressing hash in shared memory rebuilt from the worklist once it
 // could pass 3/4 full in the next iteration (SONG's visited deletion, every few iterations: at
 // least 2 (L + probes R) slots, 4 (L + probes R) up to 1024); a vertex that left the worklist
 // may be computed again but cannot re-enter it, because the worklist's worst entry only improves.
 // (1) BANG's per-query Bloom filter in global memory (2 hash functions, 2^bloom_log2 bits),
-// cleared when the query starts and never during it.
+// cleared when the query starts and never during it; two lanes inserting the same id at once
+// may both see it as new, so the merge drops equal survivors.
 //
 // Worklist keys are the ordered keys of common.cuh (distance bits | id) with bit 31 of the id
 // word marking "expanded"; comparisons mask that bit, so the order is (distance, id) as on the
@@ -34,7 +43,7 @@
 // compressed walk ends with FP32 re-ranking of the final worklist's first `rerank` entries (the
 // CPU reference's graft_graph_search_cpu_store), read from the FP32 vectors on the device: at
 // batch 10k the walk reads ~1-2k vectors a query, the re-rank L, so the FP32 copy costs memory,
-// not bandwidth (README, Storages).
+// not bandwidth (bench/RESULTS.md, Storages).
 #include <cuda_fp16.h>
 
 #include <cfloat>
@@ -50,11 +59,20 @@ constexpr uint64_t kExpanded = 1ull << 31;
 __device__ inline uint64_t plain(uint64_t k) { return k & ~kExpanded; }
 constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
+// At least 6 blocks (24 warps) a multiprocessor: 80 registers a thread. Uncapped, ptxas takes
+// 96-128 for a few more loads in flight and halves the resident warps that hide their latency.
+#ifndef GRAFT_WALK_MIN_BLOCKS  // experiment: the A/B builds another value beside this one
+#define GRAFT_WALK_MIN_BLOCKS 5
+#endif
+constexpr int kBlocksPerSM = GRAFT_WALK_MIN_BLOCKS;
+// Candidates a lane's team has in flight in one distance pass: one memory round trip serves
+// up to 4 candidates (the walk waits on memory latency, not bandwidth: bench/RESULTS.md).
+constexpr int kInFlight = 4;
 enum { kFP32 = 0, kFP16 = 1, kSQ8 = 2 };  // graft_storage_kind
 
 // Per-warp shared-memory layout, in bytes from the warp's base (16-byte aligned).
 struct Layout {
-    int scale, list_a, list_b, cand, sorted, res, hash, expand, clocks, stride;
+    int scale, list, cand, res, sv, hash, expand, ctl, stride;
     int C;          // candidates per iteration at most: probes x R
     int hash_bits;  // hash table of 2^hash_bits slots (0 with the Bloom filter)
 };
@@ -63,50 +81,10 @@ struct Params {
     graft_gpu_search_args a;
     Layout lay;
     int64_t bloom_words;  // per query
-    int wpb;
-    unsigned long long* stage_cycles;  // GRAFT_SEARCH_PROFILE: kStages sums, else NULL
+    int wpb;  // warps a block
+    int qw;   // warps a query: 1, or kWarpsPerBlock (the Shared kernels: small batches, search_on)
+    int dw, dw_fp32;  // 16-byte chunks of a row of the walk's storage / of a vector (0: d % W != 0)
 };
-
-// Where a warp's time goes (GRAFT_SEARCH_PROFILE=N, calls of N queries or more): SM clock cycles between marks, summed over
-// the warps, including the cycles a warp waits for memory or for the scheduler.
-enum { kStageInit, kStageLocate, kStageRows, kStageDistances, kStageMaintain, kStageVisited,
-       kStageRerank, kStages };
-struct StageClock {
-    unsigned long long* out;
-    long long* acc;  // kStages sums of this warp, in its shared memory
-    long long last = 0;
-    __device__ StageClock(unsigned long long* o, long long* a, int lane) : out(o), acc(a) {
-        if (!out) return;
-        if (lane < kStages) acc[lane] = 0;
-        __syncwarp();
-        last = clock64();
-    }
-    __device__ void mark(int stage) {
-        if (!out) return;
-        const long long t = clock64();
-        if ((threadIdx.x & 31) == 0) acc[stage] += t - last;
-        last = t;
-    }
-    // Then the walk's iterations and distances, out[kStages] and out[kStages + 1].
-    __device__ void flush(int lane, int64_t niter, int64_t ndist) {
-        if (!out) return;
-        __syncwarp();
-        if (lane < kStages) atomicAdd(out + lane, (unsigned long long)acc[lane]);
-        if (lane == 0) {
-            atomicAdd(out + kStages, (unsigned long long)niter);
-            atomicAdd(out + kStages + 1, (unsigned long long)ndist);
-        }
-    }
-};
-
-template <bool L2>
-__device__ inline float term(float a, float b) {
-    if (L2) {
-        const float t = a - b;
-        return t * t;
-    }
-    return a * b;
-}
 
 // One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
 // load count per byte for every storage, so a compressed row takes 2-4x fewer loads.
@@ -153,28 +131,18 @@ __device__ inline float load1(const void* __restrict__ base, uint32_t u, int64_t
     return (float)__ldg(static_cast<const uint8_t*>(base) + (int64_t)u * d + j);
 }
 
-// One dimension's contribution: q is the staged query (SQ8: folded, see the file comment), v
-// the loaded value, s the SQ8 scale.
+// acc plus one dimension's contribution: q is the staged query (SQ8: folded, see the file
+// comment), v the loaded value, s the SQ8 scale. One subtraction and one FMA (L2), one FMA
+// (inner product).
 template <bool L2, int S>
-__device__ inline float dim_term(float q, float v, float s) {
-    if (S == kSQ8 && L2) {
-        const float t = fmaf(-v, s, q);
-        return t * t;
-    }
-    return term<L2>(q, v);
+__device__ inline float dim_acc(float acc, float q, float v, float s) {
+    if (!L2) return fmaf(q, v, acc);
+    const float t = S == kSQ8 ? fmaf(-v, s, q) : q - v;
+    return fmaf(t, t, acc);
 }
 
-// Candidates whose rows a lane group loads at once: each lane keeps 2 x kInFlight 16-byte loads
-// in flight (two chunks of each), so that one memory round trip serves several candidates. The
-// walk is latency-bound (GRAFT_SEARCH_PROFILE on the H100: a candidate at a time, the distances
-// took 50-90% of a warp's cycles at 0.6-2 TB/s), and round trips, not bytes, set its pace: a
-// compressed row takes 2-4x fewer of them.
-// 4 x 2 kept: 2 or 4 candidates x 1 or 2 chunks measured within noise of each other host to host
-// (bench/logs/profile-637c0ef-h100.log).
-constexpr int kInFlight = 4, kChunks = 2;
-
 // The staged query (and SQ8's scales) in chunk order: float4 number t * dw + j holds dimensions
-// 4t .. 4t + 3 of chunk j (W dimensions, one 16-byte load of the row), so the lanes of a group,
+// 4t .. 4t + 3 of chunk j (W dimensions, one 16-byte load of the row), so the lanes of a team,
 // reading consecutive chunks, read consecutive float4s (no bank conflicts). FP32 (W = 4): the
 // plain order. Used when d % W == 0 (the vector path), else the plain order.
 template <int S>
@@ -185,81 +153,113 @@ __device__ inline int staged_index(int i, int64_t d) {
     return (t * (int)(d / W) + j) * 4 + i % 4;
 }
 
-// Distances of the m candidates whose ids sit in the low words of cand[]: lane group g of G lanes
-// takes candidates g, g + 32/G, ..., kInFlight of them at once; cand[c] becomes the candidate's
-// key. base: the storage's rows (S); q: the staged query; sc: SQ8 L2's staged scales (same
-// order); qc: SQ8 inner product's q . offset.
-template <int G, bool L2, int S>
-__device__ void warp_distances(const void* __restrict__ base, const float* sc, int64_t d,
-                               const float* q, float qc, uint64_t* cand, int m, int lane) {
-    constexpr int NG = 32 / G, W = Width<S>::W, T = W / 4, U = kInFlight;
-    const int g = lane / G, gl = lane % G;
-    const int64_t row_bytes = d * Width<S>::bytes;
-    const bool vec = d % W == 0;  // rows 16-byte aligned, whole chunks
-    const int dw = (int)(d / W);
-    const float4* q4 = reinterpret_cast<const float4*>(q);
-    const float4* s4 = reinterpret_cast<const float4*>(sc);
-    for (int c0 = 0; c0 < m; c0 += NG * U) {
-        const uint4* row[U];
-        uint32_t id[U];
-        float acc[U];
+// The staged query a query's distance passes read (the rest comes from the kernel's parameters).
+struct Query {
+    const float* q;   // staged query (SQ8: folded); float4s in chunk order on the vector path
+    const float* sc;  // SQ8 L2's staged scales, same order
+    float qc;         // SQ8 inner product: q . offset
+};
+
+// Chunk j (16 bytes of each of NV rows, loaded into r) into the NV accumulators; dw: chunks a row.
+template <int NV, bool L2, int S>
+__device__ inline void accumulate(const Query& x, int dw, float (&acc)[NV], const uint4 (&r)[NV],
+                                  int j) {
+    constexpr int T = Width<S>::W / 4;
+    const float4* q4 = reinterpret_cast<const float4*>(x.q);
+    const float4* s4 = reinterpret_cast<const float4*>(x.sc);
 #pragma unroll
-        for (int v = 0; v < U; v++) {
-            const int c = c0 + v * NG + g;
-            id[v] = c < m ? (uint32_t)cand[c] : 0u;
-            row[v] = c < m ? reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(base) +
-                                                             (int64_t)id[v] * row_bytes)
-                           : nullptr;
-            acc[v] = 0.f;
-        }
-        if (vec) {
-            for (int j = gl; j < dw; j += kChunks * G) {
-                uint4 r[kChunks][U];
+    for (int t = 0; t < T; t++) {
+        const float4 w = q4[t * dw + j];
+        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (S == kSQ8 && L2) s = s4[t * dw + j];
 #pragma unroll
-                for (int h = 0; h < kChunks; h++)
-#pragma unroll
-                    for (int v = 0; v < U; v++)
-                        r[h][v] = row[v] && j + h * G < dw ? __ldg(row[v] + j + h * G)
-                                                           : make_uint4(0, 0, 0, 0);
-#pragma unroll
-                for (int h = 0; h < kChunks; h++) {
-                    const int jj = j + h * G;
-                    if (jj >= dw) break;
-#pragma unroll
-                    for (int t = 0; t < T; t++) {
-                        const float4 w = q4[t * dw + jj];
-                        float4 k4 = make_float4(0.f, 0.f, 0.f, 0.f);
-                        if (S == kSQ8 && L2) k4 = s4[t * dw + jj];
-#pragma unroll
-                        for (int v = 0; v < U; v++) {
-                            const float4 x = decode4<S>(r[h][v], t);
-                            acc[v] += dim_term<L2, S>(w.x, x.x, k4.x) + dim_term<L2, S>(w.y, x.y, k4.y) +
-                                      dim_term<L2, S>(w.z, x.z, k4.z) + dim_term<L2, S>(w.w, x.w, k4.w);
-                        }
-                    }
-                }
-            }
-        } else {
-#pragma unroll
-            for (int v = 0; v < U; v++)
-                if (row[v])
-                    for (int j = gl; j < d; j += G)
-                        acc[v] += dim_term<L2, S>(q[j], load1<S>(base, id[v], d, j),
-                                                  S == kSQ8 && L2 ? sc[j] : 0.f);
-        }
-#pragma unroll
-        for (int v = 0; v < U; v++)
-#pragma unroll
-            for (int o = G / 2; o > 0; o >>= 1) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
-        __syncwarp();  // the group's lanes read cand[c] above; a shuffle orders no memory
-#pragma unroll
-        for (int v = 0; v < U; v++) {
-            const int c = c0 + v * NG + g;
-            if (S == kSQ8 && !L2) acc[v] += qc;
-            if (c < m && gl == 0) cand[c] = make_key(L2 ? acc[v] : -acc[v], id[v]);
+        for (int v = 0; v < NV; v++) {
+            const float4 e = decode4<S>(r[v], t);
+            acc[v] = dim_acc<L2, S>(acc[v], w.x, e.x, s.x);
+            acc[v] = dim_acc<L2, S>(acc[v], w.y, e.y, s.y);
+            acc[v] = dim_acc<L2, S>(acc[v], w.z, e.z, s.z);
+            acc[v] = dim_acc<L2, S>(acc[v], w.w, e.w, s.w);
         }
     }
 }
+
+// One distance pass: NV candidates a team (G lanes), cand[c0 + v 32/G + g] for
+// team g; a slot past m reads the row of `dummy` (a valid id) so that no load needs a test, and
+// its result is dropped. Each lane keeps two chunks of each of its NV rows in flight: one memory
+// round trip per 2 G chunks of a row. The keys replace the ids in cand[]. S = kFP32 reads the
+// vectors (the FP32 walk, and the compressed walks' re-ranking), else the codes.
+template <int G, int NV, bool L2, int S>
+__device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, int c0, int m,
+                              uint32_t dummy, int lane) {
+    constexpr int NG = 32 / G;
+    const int g = lane / G, gl = lane % G;
+    const int d = (int)P.a.d, dw = S == kFP32 ? P.dw_fp32 : P.dw;
+    const unsigned char* base = static_cast<const unsigned char*>(
+            S == kFP32 ? static_cast<const void*>(P.a.x) : P.a.codes);
+    const uint32_t row_bytes = (uint32_t)d * Width<S>::bytes;
+    const uint4* row[NV];
+    uint32_t id[NV];
+    float acc[NV];
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        const int c = c0 + v * NG + g;
+        id[v] = c < m ? (uint32_t)cand[c] : dummy;
+        row[v] = reinterpret_cast<const uint4*>(base + (size_t)id[v] * row_bytes);
+        acc[v] = 0.f;
+    }
+    if (dw) {
+        for (int j = gl; j < dw; j += 2 * G) {
+            // The second chunk: j + G, or chunk j again past the row's end (a load that needs no
+            // test and hits L1; its terms are not added).
+            const bool two = j + G < dw;
+            const int j2 = two ? j + G : j;
+            uint4 r0[NV], r1[NV];
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                r0[v] = __ldg(row[v] + j);
+                r1[v] = __ldg(row[v] + j2);
+            }
+            accumulate<NV, L2, S>(x, dw, acc, r0, j);
+            if (two) accumulate<NV, L2, S>(x, dw, acc, r1, j2);
+        }
+    } else {
+        for (int j = gl; j < d; j += G) {
+            const float qj = x.q[j], sj = S == kSQ8 && L2 ? x.sc[j] : 0.f;
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                acc[v] = dim_acc<L2, S>(acc[v], qj, load1<S>(base, id[v], d, j), sj);
+        }
+    }
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2)
+#pragma unroll
+        for (int v = 0; v < NV; v++) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
+    __syncwarp();  // every team read its ids from cand[] above
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        const int c = c0 + v * NG + g;
+        const float val = S == kSQ8 && !L2 ? acc[v] + x.qc : acc[v];
+        if (c < m && gl == 0) cand[c] = make_key(L2 ? val : -val, id[v]);
+    }
+}
+
+// Distances of the m candidates whose ids sit in the low words of cand[] (written by the whole
+// warp before the call): passes of up to kInFlight candidates a team, the last one exactly as
+// wide as what is left, so a pass issues no loads for empty slots of a whole team.
+template <int G, bool L2, int S>
+__device__ void warp_distances(const Params& P, const Query& x, uint64_t* cand, int m, int lane) {
+    if (m <= 0) return;
+    constexpr int NG = 32 / G;  // candidates a pass slot
+    const uint32_t dummy = (uint32_t)cand[0];
+    for (int c0 = 0; c0 < m; c0 += kInFlight * NG) {
+        const int nv = (m - c0 + NG - 1) / NG;
+        if (nv >= 4) distance_pass<G, 4, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else if (nv == 3) distance_pass<G, 3, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else if (nv == 2) distance_pass<G, 2, L2, S>(P, x, cand, c0, m, dummy, lane);
+        else distance_pass<G, 1, L2, S>(P, x, cand, c0, m, dummy, lane);
+    }
+}
+static_assert(kInFlight == 4, "warp_distances dispatches passes of 1..4 candidates a team");
 
 __device__ inline bool hash_insert(int32_t* table, int bits, int32_t u) {
     const uint32_t mask = (1u << bits) - 1;
@@ -272,73 +272,119 @@ __device__ inline bool hash_insert(int32_t* table, int bits, int32_t u) {
     }
 }
 
-// Number of entries of the sorted list a[0..n) whose plain key is below key.
-__device__ inline int lower_bound(const uint64_t* a, int n, uint64_t key) {
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) >> 1;
-        if (plain(a[mid]) < key) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
+// What merge_into must look for: survivors equal to each other (Bloom races: two lanes inserting
+// one id) or to entries of the list (the filtered results with the hash visited set, which
+// forgets vertices that left the worklist: such a vertex is computed again and, allowed, may come
+// back for a place it already holds).
+enum { kRepeatsInSurvivors = 1, kRepeatsOfEntries = 2 };
 
-// SONG's insertion of one key into the sorted list a[0..*size) of capacity cap (warp-wide,
-// uniform arguments): position by ballot, then the tail moves up one slot, chunks from the top.
-// Returns the position, or cap when the key is not better than a full list's worst or is
-// already there.
-__device__ int warp_insert_one(uint64_t* a, int* size, int cap, uint64_t key, int lane) {
+// Merges the survivors (one key a lane, lanes with `has`; never carrying the expanded bit) into
+// the sorted list a[0..*size) of capacity cap, in place: a survivor's place is its rank among the
+// survivors plus the number of entries below it, and an entry moves up by the number of
+// survivors below it. Entries pushed past cap drop out. Chunks of 32 entries go top-down, so an
+// entry only moves into slots already read. sv: 32 keys of scratch. Repeats (see above) enter
+// once. Returns the lowest place a survivor took (cap when none entered). Warp-wide, uniform
+// arguments but key and has.
+__device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool has, int repeats,
+                          uint64_t* sv, int lane) {
+    unsigned live = __ballot_sync(kFullMask, has);
+    if (!live) return cap;
     const int n = *size;
-    if (n == cap && key >= plain(a[cap - 1])) return cap;
-    int pos = 0;
-    for (int b = 0; b < n; b += 32) {
-        const int i = b + lane;
-        pos += __popc(__ballot_sync(kFullMask, i < n && plain(a[i]) < key));
+    if (repeats) {
+        bool dup = false;
+        if (repeats & kRepeatsInSurvivors)
+            for (unsigned r = live; r; r &= r - 1) {
+                const int j = __ffs(r) - 1;
+                dup |= __shfl_sync(kFullMask, key, j) == key && j < lane;
+            }
+        if (repeats & kRepeatsOfEntries)
+            for (int b = 0; b < n; b += 32) {
+                const int i = b + lane;
+                const uint64_t pe = i < n ? plain(a[i]) : kKeyNone;
+                for (unsigned r = live; r; r &= r - 1) {
+                    const int j = __ffs(r) - 1;
+                    const bool eq = __ballot_sync(kFullMask, pe == __shfl_sync(kFullMask, key, j)) != 0;
+                    if (lane == j) dup |= eq;
+                }
+            }
+        has = has && !dup;
+        live = __ballot_sync(kFullMask, has);
+        if (!live) return cap;
     }
-    if (pos < n && plain(a[pos]) == key) return cap;
-    const int hi = n < cap ? n : cap - 1;  // a[pos..hi) moves to a[pos+1..hi]
-    for (int top = hi; top > pos; top -= 32) {
-        const int i = top - 1 - lane;
-        const bool mv = i >= pos;
-        uint64_t v = 0;
-        if (mv) v = a[i];
-        __syncwarp();
-        if (mv) a[i + 1] = v;
-        __syncwarp();
-    }
-    __syncwarp();  // every lane read a[pos] above, also when nothing moved
-    if (lane == 0) a[pos] = key;
+    const int ns = __popc(live), me = __popc(live & lanemask_lt());
+    if (has) sv[me] = key;
     __syncwarp();
-    if (n < cap) *size = n + 1;
-    return pos;
+    int rank = 0;  // a survivor's place: survivors below it, then plus entries below it
+    for (int j = 0; j < ns; j++) rank += sv[j] < key;
+    for (int b = (n - 1) >> 5; b >= 0; b--) {
+        const int i = (b << 5) + lane;
+        const uint64_t e = i < n ? a[i] : kKeyNone, pe = plain(e);
+        int shift = 0;
+        for (int j = 0; j < ns; j++) {
+            const bool below = i < n && pe < sv[j];  // never equal: repeats are gone
+            const int cnt = __popc(__ballot_sync(kFullMask, below));
+            if (j == me) rank += cnt;
+            shift += !below;
+        }
+        __syncwarp();  // the chunk is read before any of it is written
+        if (i < n && i + shift < cap) a[i + shift] = e;
+    }
+    __syncwarp();
+    if (has && rank < cap) a[rank] = key;
+    *size = n + ns < cap ? n + ns : cap;
+    __syncwarp();
+    return (int)__reduce_min_sync(kFullMask, has && rank < cap ? (unsigned)rank : (unsigned)cap);
 }
 
-template <int G, bool L2, int S>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+// The barrier of a query's warps when a block walks one query (Params::qw > 1): bar.sync by
+// thread count, which the lead and its helpers reach from different places in the code.
+__device__ inline void query_sync() { asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory"); }
+
+template <int G, bool L2, int S, bool Shared>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, kBlocksPerSM)
 graph_search_kernel(Params P) {
     extern __shared__ __align__(16) unsigned char smem[];
     const graft_gpu_search_args& a = P.a;
     const Layout& lay = P.lay;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t qi = (int64_t)blockIdx.x * P.wpb + warp;
-    if (qi >= a.nq) return;  // whole warps only; no block-wide barrier below
-    unsigned char* base = smem + (size_t)warp * lay.stride;
+    // A query's warps: the lead walks; Shared (a block a query, small batches) the others only
+    // share each iteration's distances, between two block barriers.
+    const int qw = Shared ? kWarpsPerBlock : 1, slot = warp / qw;
+    const bool lead = warp % qw == 0;
+    const int64_t qi = (int64_t)blockIdx.x * (P.wpb / qw) + slot;
+    if (qi >= a.nq) return;  // whole warps only (!Shared); Shared: a query a block, never past nq
+    unsigned char* base = smem + (size_t)slot * lay.stride;
     float* q = reinterpret_cast<float*>(base);
     float* sc = reinterpret_cast<float*>(base + lay.scale);  // SQ8 L2 only
-    uint64_t* list = reinterpret_cast<uint64_t*>(base + lay.list_a);
-    uint64_t* spare = reinterpret_cast<uint64_t*>(base + lay.list_b);
+    uint64_t* list = reinterpret_cast<uint64_t*>(base + lay.list);
     uint64_t* cand = reinterpret_cast<uint64_t*>(base + lay.cand);
-    uint64_t* sorted = reinterpret_cast<uint64_t*>(base + lay.sorted);
     uint64_t* res = reinterpret_cast<uint64_t*>(base + lay.res);
+    uint64_t* sv = reinterpret_cast<uint64_t*>(base + lay.sv);
     int32_t* table = reinterpret_cast<int32_t*>(base + lay.hash);
     int32_t* expand = reinterpret_cast<int32_t*>(base + lay.expand);
-    const bool use_hash = a.visited == 0, sort_merge = a.merge == 0;
+    int* ctl = reinterpret_cast<int*>(base + lay.ctl);  // Shared: the iteration's candidates, qc
+    const bool use_hash = a.visited == 0;
+    const int repeats = use_hash ? 0 : kRepeatsInSurvivors;
+    const int res_repeats = use_hash ? kRepeatsOfEntries : kRepeatsInSurvivors;
     const int L = a.L, R = a.R, k = (int)a.k;
-    StageClock clock(P.stage_cycles, reinterpret_cast<long long*>(base + lay.clocks), lane);
 
     const float* gq = a.xq + qi * a.d;
+    if (Shared && !lead) {
+        // A helper warp: each iteration, its share of the lead's candidates (the lead staged the
+        // query before the first barrier).
+        const int part = warp % qw;
+        query_sync();
+        for (;;) {
+            query_sync();  // the lead published the iteration's candidates, or -1: done
+            const int m = *ctl;
+            if (m < 0) return;
+            const int per = (m + qw - 1) / qw, lo = part * per;
+            warp_distances<G, L2, S>(P, Query{q, sc, *reinterpret_cast<float*>(ctl + 1)},
+                                     cand + lo, m - lo < per ? m - lo : per, lane);
+            query_sync();  // the distances are in cand[]
+        }
+    }
     const int dpad = (int)((a.d + 3) & ~3ll);
-    const void* walk = S == kFP32 ? static_cast<const void*>(a.x) : a.codes;
     float qc = 0.f;  // SQ8 inner product: q . offset
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
@@ -356,6 +402,8 @@ graph_search_kernel(Params P) {
     }
     if (S == kSQ8 && !L2)
         for (int o = 16; o > 0; o >>= 1) qc += __shfl_xor_sync(kFullMask, qc, o);
+    const Query query{q, sc, qc};
+    if (Shared && lane == 0) *reinterpret_cast<float*>(ctl + 1) = qc;
     uint32_t* bf = nullptr;
     const uint32_t bloom_mask = (1u << a.bloom_log2) - 1;
     if (use_hash) {
@@ -375,7 +423,7 @@ graph_search_kernel(Params P) {
         cand[0] = (uint32_t)e;
     }
     __syncwarp();
-    warp_distances<G, L2, S>(walk, sc, a.d, q, qc, cand, 1, lane);
+    warp_distances<G, L2, S>(P, query, cand, 1, lane);
     __syncwarp();
     int size = 1, nres = 0;
     if (lane == 0) list[0] = cand[0];
@@ -384,11 +432,13 @@ graph_search_kernel(Params P) {
         nres = 1;
     }
     __syncwarp();
+    uint64_t worst = size == L ? plain(list[L - 1]) : kKeyNone;
+    uint64_t res_worst = nres == k ? res[k - 1] : kKeyNone;
 
     int scan = 0;    // every worklist entry before `scan` is expanded
     int hashed = 1;  // entries in the visited hash (the entry vertex)
-    int64_t ndist = 1, niter = 0;
-    clock.mark(kStageInit);
+    int ndist = 1, niter = 0;  // a query's, for the counters
+    if (Shared) query_sync();  // the staged query, for the helpers
     for (;;) {
         // 1. candidate locating
         int nsel = 0, first = -1;
@@ -407,116 +457,67 @@ graph_search_kernel(Params P) {
             }
         }
         __syncwarp();
-        clock.mark(kStageLocate);
-        if (nsel == 0) break;
+        if (nsel == 0) {
+            if (Shared) {
+                if (lane == 0) *ctl = -1;
+                query_sync();
+            }
+            break;
+        }
         scan = first;
         niter++;
-        const int C = nsel * R;
+        // The expanded rows, 64 entries a round (two words a lane loaded before either is
+        // tested: one round trip), the fresh neighbours packed into cand[].
         int m = 0;
-        for (int t0 = 0; t0 < C; t0 += 64) {
-            // Two words a lane loaded before either is tested: one round trip for 64 entries.
-            int32_t u2[2];
+        for (int p = 0; p < nsel; p++) {
+            const int32_t* row = a.graph + (int64_t)expand[p] * R;
+            for (int t0 = 0; t0 < R; t0 += 64) {
+                int32_t u2[2];
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int t = t0 + 32 * h + lane;
-                u2[h] = -1;
-                if (t < C) {
-                    const int p = t / R;
-                    u2[h] = __ldg(a.graph + (int64_t)expand[p] * R + (t - p * R));
+                for (int h = 0; h < 2; h++) {
+                    const int t = t0 + 32 * h + lane;
+                    u2[h] = t < R ? __ldg(row + t) : -1;
                 }
-            }
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int32_t u = u2[h] < a.n ? u2[h] : -1;
-                const bool fresh =
-                        u >= 0 && (use_hash ? hash_insert(table, lay.hash_bits, u)
-                                            : bloom_insert(bf, bloom_mask, u));
-                const unsigned bal = __ballot_sync(kFullMask, fresh);
-                if (fresh) cand[m + __popc(bal & lanemask_lt())] = (uint32_t)u;
-                m += __popc(bal);
+                for (int h = 0; h < 2; h++) {
+                    const int32_t u = u2[h] < a.n ? u2[h] : -1;
+                    const bool fresh =
+                            u >= 0 && (use_hash ? hash_insert(table, lay.hash_bits, u)
+                                                : bloom_insert(bf, bloom_mask, u));
+                    const unsigned bal = __ballot_sync(kFullMask, fresh);
+                    if (fresh) cand[m + __popc(bal & lanemask_lt())] = (uint32_t)u;
+                    m += __popc(bal);
+                }
             }
         }
         hashed += m;
         __syncwarp();
-        clock.mark(kStageRows);
-        // 2. bulk distances
-        warp_distances<G, L2, S>(walk, sc, a.d, q, qc, cand, m, lane);
-        __syncwarp();
-        clock.mark(kStageDistances);
-        ndist += m;
-        // 3. maintenance. Filtered results first: every allowed candidate, one by one.
-        if (a.allowed) {
-            for (int c = 0; c < m; c++) {
-                const uint64_t key = cand[c];
-                const uint32_t u = (uint32_t)key;
-                if (a.allowed[u >> 5] >> (u & 31) & 1u) warp_insert_one(res, &nres, k, key, lane);
-            }
-        }
-        const uint64_t worst = size == L ? plain(list[L - 1]) : kKeyNone;
-        int lowest = L;
-        if (sort_merge) {
-            // Rank sort of the candidates below `worst` (ties between equal keys, possible only
-            // from Bloom races with several probes, by index; the copies are dropped below).
-            int m2 = 0;
-            for (int c0 = 0; c0 < m; c0 += 32) {
-                const int c = c0 + lane;
-                const uint64_t key = c < m ? cand[c] : kKeyNone;
-                const bool keep = key < worst;
-                if (keep) {
-                    int r = 0;
-                    for (int j = 0; j < m; j++) {
-                        const uint64_t o = cand[j];
-                        r += o < key || (o == key && j < c);
-                    }
-                    sorted[r] = key;
-                }
-                m2 += __popc(__ballot_sync(kFullMask, keep));
-            }
-            __syncwarp();
-            if (m2 > 0) {
-                // Merge path: every element's place is its index plus its rank in the other list.
-                for (int i = lane; i < size; i += 32) {
-                    const uint64_t v = list[i];
-                    const int pos = i + lower_bound(sorted, m2, plain(v));
-                    if (pos < L) spare[pos] = v;
-                }
-                for (int j = lane; j < m2; j += 32) {
-                    const uint64_t v = sorted[j];
-                    const int pos = j + lower_bound(list, size, v);
-                    if (pos < L) spare[pos] = v;
-                }
-                lowest = lower_bound(list, size, sorted[0]);
-                size = size + m2 < L ? size + m2 : L;
-                __syncwarp();
-                uint64_t* t = list;
-                list = spare;
-                spare = t;
-                if (!use_hash && nsel > 1) {
-                    // Drop the copies a Bloom race let in (adjacent, equal plain keys).
-                    int n2 = 0;
-                    for (int b = 0; b < size; b += 32) {
-                        const int i = b + lane;
-                        const uint64_t v = i < size ? list[i] : 0;
-                        const bool keep = i < size && (i == 0 || plain(list[i - 1]) != plain(v));
-                        const unsigned bal = __ballot_sync(kFullMask, keep);
-                        if (keep) spare[n2 + __popc(bal & lanemask_lt())] = v;
-                        n2 += __popc(bal);
-                    }
-                    __syncwarp();
-                    size = n2;
-                    t = list;
-                    list = spare;
-                    spare = t;
-                }
-            }
+        // 2. bulk distances (with helpers: the first of qw shares, the helpers the others)
+        if (Shared) {
+            if (lane == 0) *ctl = m;
+            query_sync();
+            warp_distances<G, L2, S>(P, query, cand, m < (m + qw - 1) / qw ? m : (m + qw - 1) / qw, lane);
+            query_sync();
         } else {
-            for (int c = 0; c < m; c++) {
-                const int pos = warp_insert_one(list, &size, L, cand[c], lane);
-                if (pos < lowest) lowest = pos;
-            }
+            warp_distances<G, L2, S>(P, query, cand, m, lane);
         }
-        if (lowest < scan) scan = lowest;
-        clock.mark(kStageMaintain);
+        __syncwarp();
+        ndist += m;
+        // 3. maintenance, 32 candidates at a time: the allowed ones into the filtered results,
+        // those below the worst entry into the worklist.
+        for (int c0 = 0; c0 < m; c0 += 32) {
+            const int c = c0 + lane;
+            const uint64_t key = c < m ? cand[c] : kKeyNone;
+            if (a.allowed) {
+                const uint32_t u = (uint32_t)key;
+                const bool ok = c < m && key < res_worst && (a.allowed[u >> 5] >> (u & 31) & 1u);
+                merge_into(res, &nres, k, key, ok, res_repeats, sv, lane);
+                res_worst = nres == k ? res[k - 1] : kKeyNone;
+            }
+            const int low = merge_into(list, &size, L, key, key < worst, repeats, sv, lane);
+            if (low < scan) scan = low;
+            worst = size == L ? plain(list[L - 1]) : kKeyNone;
+        }
         if (use_hash && hashed + lay.C > (3 << lay.hash_bits) / 4) {
             // Visited deletion, once the table is 3/4 full after the next iteration's worst
             // case: the set becomes the worklist again. (Entries that left the worklist may
@@ -529,7 +530,6 @@ graph_search_kernel(Params P) {
                 hash_insert(table, lay.hash_bits, (int32_t)(uint32_t)plain(list[i]));
         }
         __syncwarp();
-        clock.mark(kStageVisited);
     }
 
     uint64_t* out = a.allowed ? res : list;
@@ -538,61 +538,66 @@ graph_search_kernel(Params P) {
         // Exact re-ranking: FP32 distances of the first nr entries (query from global memory,
         // since the staged one is folded), rank-sorted back into place by (distance, id).
         const int nr = a.allowed || a.rerank == 0 || a.rerank > found ? found : a.rerank;
-        for (int i = lane; i < nr; i += 32) spare[i] = (uint32_t)plain(out[i]);
+        for (int i = lane; i < nr; i += 32) cand[i] = (uint32_t)plain(out[i]);
         __syncwarp();
-        warp_distances<G, L2, kFP32>(a.x, nullptr, a.d, gq, 0.f, spare, nr, lane);
+        warp_distances<G, L2, kFP32>(P, Query{gq, nullptr, 0.f}, cand, nr, lane);
         __syncwarp();
         for (int i = lane; i < nr; i += 32) {
-            const uint64_t key = spare[i];
+            const uint64_t key = cand[i];
             int r = 0;
-            for (int j = 0; j < nr; j++) r += spare[j] < key;  // ids differ: keys are distinct
+            for (int j = 0; j < nr; j++) r += cand[j] < key;  // ids differ: keys are distinct
             out[r] = key;
         }
         __syncwarp();
     }
     for (int j = lane; j < k; j += 32) {
-        float dist = L2 ? FLT_MAX : -FLT_MAX;
+        float dist_j = L2 ? FLT_MAX : -FLT_MAX;
         int64_t id = -1;
         if (j < found) {
             const uint64_t key = plain(out[j]);
             const float v = ordered_to_float((uint32_t)(key >> 32));
-            dist = L2 ? v : -v;
+            dist_j = L2 ? v : -v;
             id = (int64_t)(uint32_t)key;
         }
-        a.D[qi * a.k + j] = dist;
+        a.D[qi * a.k + j] = dist_j;
         a.I[qi * a.k + j] = id;
     }
-    clock.mark(kStageRerank);
-    clock.flush(lane, niter, ndist);
     if (a.counters && lane == 0) {
         atomicAdd(reinterpret_cast<unsigned long long*>(a.counters), (unsigned long long)ndist);
         atomicAdd(reinterpret_cast<unsigned long long*>(a.counters + 1), (unsigned long long)niter);
     }
 }
 
-// Lanes per distance: the G that makes the fewest memory round trips for an iteration's fresh
-// candidates, ceil(m / (kInFlight 32 / G)) passes of ceil(dw / (kChunks G)) loads each (dw: the
-// row's 16-byte chunks), for m = 20 candidates (the mean of an iteration at R = 64 on dense-SIFT
-// and Fashion-MNIST: 18-19; fewer when probes x R is smaller); ties go to more lanes (fewer idle
-// ones on a short iteration). GRAFT_SEARCH_LANES overrides it (benchmarks).
+// Lanes a distance (G), by a cost in two parts for an iteration's fresh candidates, m = 20 of
+// them (the mean of an iteration at R = 64 on dense-SIFT and Fashion-MNIST: 18-21; fewer when
+// probes x R is smaller): memory round trips, ceil(m / (kInFlight 32 / G)) passes of
+// ceil(dw / (2 G)) loads each (dw: the row's 16-byte chunks; each lane keeps two chunks of each
+// of its candidates in flight), and instructions, a slot's ceil(dw / G) chunk steps plus its
+// log2(G) reduction steps. A round trip weighs 28 slot-steps: the fit to the H100's team-size
+// sweep (GRAFT_SEARCH_LANES = 4..32) on dense-SIFT (d = 128: 4), KDE-patches (192: 4-8) and
+// Fashion-MNIST (784: 16-32), each within 3% of its best team (bench/RESULTS.md). Ties go to
+// more lanes. GRAFT_SEARCH_LANES overrides it (benchmarks).
 int lanes_for(int64_t d, int W, int C) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
-        if (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) return g;
+        if (g == 4 || g == 8 || g == 16 || g == 32) return g;
     }
     const int64_t dw = d % W == 0 ? d / W : d, m = C < 20 ? C : 20;
     int best = 32;
-    int64_t best_trips = INT64_MAX;
-    for (int g = 32; g >= 1; g /= 2) {
-        const int64_t trips = ceil_div(m, (int64_t)kInFlight * (32 / g)) * ceil_div(dw, (int64_t)kChunks * g);
-        if (trips < best_trips) best = g, best_trips = trips;
+    int64_t best_cost = INT64_MAX;
+    for (int lg = 5; lg >= 2; lg--) {  // teams of 4 to 32 lanes (each its own kernel)
+        const int g = 1 << lg;
+        const int64_t slots = ceil_div(m, 32 / g);
+        const int64_t trips = ceil_div(slots, kInFlight) * ceil_div(dw, 2 * g);
+        const int64_t cost = 28 * trips + slots * (ceil_div(dw, g) + lg);
+        if (cost < best_cost) best = g, best_cost = cost;
     }
     return best;
 }
 
 template <int G, bool L2, int S>
 int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
-    auto kern = graph_search_kernel<G, L2, S>;
+    auto kern = P.qw > 1 ? graph_search_kernel<G, L2, S, true> : graph_search_kernel<G, L2, S, false>;
     if (smem > 48 * 1024)
         GRAFT_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)smem));
@@ -604,8 +609,6 @@ int launch(const Params& P, int blocks, size_t smem, cudaStream_t s) {
 template <bool L2, int S>
 int launch_g(int g, const Params& P, int blocks, size_t smem, cudaStream_t s) {
     switch (g) {
-    case 1: return launch<1, L2, S>(P, blocks, smem, s);
-    case 2: return launch<2, L2, S>(P, blocks, smem, s);
     case 4: return launch<4, L2, S>(P, blocks, smem, s);
     case 8: return launch<8, L2, S>(P, blocks, smem, s);
     case 16: return launch<16, L2, S>(P, blocks, smem, s);
@@ -634,11 +637,11 @@ Layout make_layout(const graft_gpu_search_args* a) {
     take(&off, qbytes);  // the query, at offset 0
     l.scale = take(&off, a->storage == kSQ8 && a->l2 ? qbytes : 0);
     l.C = a->probes * a->R;
-    l.list_a = take(&off, a->L * 8);
-    l.list_b = take(&off, a->L * 8);
-    l.cand = take(&off, l.C * 8);
-    l.sorted = take(&off, l.C * 8);
+    l.list = take(&off, a->L * 8);
+    // Candidates of an iteration; at the end, the ids the re-ranking reads (up to L).
+    l.cand = take(&off, (l.C > a->L ? l.C : a->L) * 8);
     l.res = take(&off, a->allowed ? (int)a->k * 8 : 0);
+    l.sv = take(&off, 32 * 8);
     l.hash_bits = 0;
     if (a->visited == 0) {
         // At least twice the worklist and one iteration's candidates; twice that again while
@@ -649,47 +652,10 @@ Layout make_layout(const graft_gpu_search_args* a) {
     }
     l.hash = take(&off, a->visited == 0 ? (4 << l.hash_bits) : 0);
     l.expand = take(&off, kMaxProbes * 4);
-    l.clocks = take(&off, kStages * 8);
+    l.ctl = take(&off, 8);  // Shared: m, then qc
     l.stride = off;
     return l;
 }
-
-// GRAFT_SEARCH_PROFILE=N: each call of N queries or more prints where its warps' cycles went
-// (StageClock) to stderr. Benchmarks only: the clocks and this copy slow the call.
-struct Profile {
-    unsigned long long* d = nullptr;
-    unsigned long long* start(graft_gpu_ctx* ctx, int64_t nq) {
-        const char* e = getenv("GRAFT_SEARCH_PROFILE");
-        if (!e || nq < atoll(e)) return nullptr;
-        if (cudaMalloc(&d, (kStages + 2) * sizeof *d) != cudaSuccess ||
-            cudaMemsetAsync(d, 0, (kStages + 2) * sizeof *d, ctx->stream) != cudaSuccess) {
-            if (d) cudaFree(d);
-            d = nullptr;
-        }
-        return d;
-    }
-    void print(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, int g, int wpb) const {
-        unsigned long long h[kStages + 2] = {};
-        if (!d || cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, ctx->stream) != cudaSuccess ||
-            cudaStreamSynchronize(ctx->stream) != cudaSuccess)
-            return;
-        static const char* names[kStages] = {"init", "locate", "rows+visited-test", "distances",
-                                             "maintain", "visited-rebuild", "rerank+out"};
-        double total = 0;
-        for (int s = 0; s < kStages; s++) total += (double)h[s];
-        fprintf(stderr, "graph search profile: storage %d, d %lld, L %d, %d lanes, %d warps a block, "
-                "nq %lld: %.0f cycles a query, %.1f iterations, %.1f distances;", a->storage,
-                (long long)a->d, a->L, g, wpb, (long long)a->nq, total / a->nq,
-                (double)h[kStages] / a->nq, (double)h[kStages + 1] / a->nq);
-        for (int s = 0; s < kStages; s++)
-            fprintf(stderr, " %s %.1f%%", names[s], total > 0 ? 100.0 * h[s] / total : 0.0);
-        fprintf(stderr, "\n");
-    }
-    ~Profile() {
-        if (d) cudaFree(d);
-    }
-};
-
 }  // namespace
 }  // namespace graft
 
@@ -701,12 +667,12 @@ extern "C" size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, in
 }
 
 namespace {
-// The search on stream st; with sync, timed (gpu_ms, nullable), waited for and profiled.
+// The search on stream st; with sync, timed (gpu_ms, nullable) and waited for.
 int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t st, float* gpu_ms,
               bool sync) {
     if (!ctx || !a || !a->x || !a->graph || !a->D || !a->I || (a->nq > 0 && !a->xq))
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: NULL argument");
-    if (a->n < 1 || a->n > INT32_MAX || a->d < 1 || a->R < 1 || a->R > 256 || a->entry < 0 ||
+    if (a->n < 1 || a->n > INT32_MAX || a->d < 1 || a->d >= (1 << 24) || a->R < 1 || a->R > 256 || a->entry < 0 ||
         a->entry >= a->n || a->nq < 0 || a->k < 1 || a->L < a->k || a->L > 1024 ||
         a->probes < 1 || a->probes > kMaxProbes || (a->visited != 0 && a->visited != 1) ||
         (a->merge != 0 && a->merge != 1) || a->bloom_log2 < 10 || a->bloom_log2 > 24)
@@ -742,11 +708,16 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
                             "16-byte aligned scratch buffer");
         P.bloom_words = ((int64_t)1 << a->bloom_log2) / 32;
     }
-    const int64_t blocks = ceil_div(a->nq, P.wpb);
+    // Small batches (every query can have a block of its own resident at once): a block a
+    // query, the lead warp walking and all four computing each iteration's distances, which
+    // shortens a query's latency (batch 1); larger ones, a warp a query (throughput).
+    P.qw = 1;
+    if (P.wpb == kWarpsPerBlock && a->nq <= (int64_t)ctx->sm_count * kBlocksPerSM) P.qw = P.wpb;
+    const int64_t blocks = ceil_div(a->nq, P.wpb / P.qw);
     if (blocks > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: nq=%lld is too many for one launch",
                         (long long)a->nq);
-    size_t smem = (size_t)P.wpb * P.lay.stride;
+    size_t smem = (size_t)(P.wpb / P.qw) * P.lay.stride;
     // GRAFT_SEARCH_BLOCKS_PER_SM=B (benchmarks only): pads each block's shared memory so that at
     // most B blocks share a multiprocessor, to measure how the walk's speed follows the number of
     // resident warps (latency-bound: in proportion; issue- or bandwidth-bound: less).
@@ -766,11 +737,10 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
         GRAFT_CUDA_TRY(cudaEventCreate(&t1));
         GRAFT_CUDA_TRY(cudaEventRecord(t0, st));
     }
-    const int W = a->storage == kSQ8 ? Width<kSQ8>::W : a->storage == kFP16 ? Width<kFP16>::W
-                                                                             : Width<kFP32>::W;
+    const int W = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;
+    P.dw = a->d % W == 0 ? (int)(a->d / W) : 0;
+    P.dw_fp32 = a->d % 4 == 0 ? (int)(a->d / 4) : 0;
     const int g = lanes_for(a->d, W, P.lay.C);
-    Profile prof;
-    P.stage_cycles = sync ? prof.start(ctx, a->nq) : nullptr;
     int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, st)
                    : launch_s<false>(g, P, (int)blocks, smem, st);
     if (rc == GRAFT_OK && gpu_ms) {
@@ -784,7 +754,6 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
     if (t1) cudaEventDestroy(t1);
     if (rc != GRAFT_OK || !sync) return rc;
     GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
-    prof.print(ctx, a, g, P.wpb);
     return GRAFT_OK;
 }
 }  // namespace

@@ -9,8 +9,13 @@
 #                                              #     random-uniform and random-uint8 1M x 128, random-uniform
 #                                              #     1M x 960; every GraftFlat path (FP32, certified TF32,
 #                                              #     INT8 on integer data) with its floor, FAISS GpuIndexFlatL2
-#                                              #     and torch in the same run (bench_exact --focus; into
-#                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log)
+#                                              #     and torch in the same run (bench/studies/bench_exact --focus; into
+#                                              #     $OUT: exact.jsonl, bench_exact.log, torch_exact.log);
+#                                              #     also k = 10 on two sets with many equal or near-duplicate
+#                                              #     vectors: dup-sift1m (grown from dense-SIFT) and
+#                                              #     smooth-sift1m (make_dense_sift.py --smooth, made here in
+#                                              #     the background from the carried PNGs); GRAFT_EXACT_SETS
+#                                              #     (e.g. dense-sift1m,dup-sift1m,smooth-sift1m) keeps those sets only
 #   bash scripts/device_run.sh --bench-build   # ... and the graph-build benchmark (GRNND vs RNN-Descent, HNSW, NSG)
 #   bash scripts/device_run.sh --bench-pieces  # ... the graph-build benchmark of GRNND in pieces
 #                                              #     (vs the whole GRNND and CPU builds; ~2 min)
@@ -52,11 +57,6 @@
 #                                              #     PQ28 (784 = 28 x 28), batch 10k only (no FAISS GPU, no
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
-#   bash scripts/device_run.sh --no-tests --search-profile
-#                                              # ... where the graph walk's cycles go (GRAFT_SEARCH_PROFILE,
-#                                              #     gpu/graph_search.cu): GraftGraph, ,FP16 and ,SQ8 at
-#                                              #     L = 32, 64, 128, batch 10k, on the 1M dense-SIFT set and
-#                                              #     Fashion-MNIST; into $OUT: search-profile.log
 #   bash scripts/device_run.sh --no-tests --search-ncu
 #                                              # ... Nsight Compute on one walk kernel (a 2.5k-query chunk
 #                                              #     of a batch-10k call) of GraftGraph, ,FP16 and ,SQ8:
@@ -67,6 +67,18 @@
 #                                              #     ncu's sections; GRAFT_OCCUPANCY_BLOCKS="2 3 4 0": then
 #                                              #     graft-bench of the same with at most B blocks a
 #                                              #     multiprocessor (0: no limit)
+#   GRAFT_AB=.deps/ab GRAFT_AB_COMMIT=HASH bash scripts/device_run.sh --walk-ab
+#                                              # ... the graph walk against another commit's, in one call
+#                                              #     (issue 36): that tree (`git archive HASH`, bench/logs and
+#                                              #     bench/results left out, examples/search_loop.c added) is
+#                                              #     built beside this one; graft-bench of GraftGraph at batch
+#                                              #     10k and batch 1 on the 1M dense-SIFT set, Fashion-MNIST
+#                                              #     and the 1M KDE-patches set (d = 192, scripts/make_patches.py),
+#                                              #     old then new; this tree's team sizes (GRAFT_SEARCH_LANES);
+#                                              #     examples/search_loop (a user's faiss_c loop) of both trees,
+#                                              #     OMP_NUM_THREADS unset and 1; Nsight Compute's instruction
+#                                              #     count of both walks at dense-SIFT L = 48; into $OUT:
+#                                              #     walk-ab.log, walk-ab.jsonl
 #   bash scripts/device_run.sh --no-tests --bench-shards
 #                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
 #                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
@@ -79,7 +91,7 @@
 #                                              #     (default) picks the sizes, GRAFT_SHARDS_INDEX="GraftGraph"
 #                                              #     the graft index (e.g. "GraftGraph,PQ32")
 #   bash scripts/device_run.sh --no-tests --bench-living
-#                                              # ... issue 34's living-index benchmark (bench/bench_living.cpp)
+#                                              # ... issue 34's living-index benchmark (bench/studies/bench_living.cpp)
 #                                              #     on the 1M dense-SIFT set, then grown to 10M (--scale 10):
 #                                              #     a full build, an insert of 1% against it, ten 1% adds to
 #                                              #     +10% and their recall, inserts a second at batch 1k and
@@ -103,10 +115,11 @@
 # benchmark its records and console log (search.jsonl + bench_search.log, bang.jsonl +
 # bench_bang.log, build.jsonl + bench_build.log, exact.jsonl + bench_exact.log + torch_exact.log).
 # GRAFT_BANG_REPLICATE=R (R > 1): --bench-bang runs on dense-sift1m alone, grown to R x 1M vectors
-# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h).
+# by jittered copies (bench_bang --replicate; for scale, see bench/bench_record.h). The study
+# programs (bench_exact, bench_build, bench_search, bench_bang) live in bench/studies/ (its README).
 # GRAFT_BANG_SCALE=C: --bench-bang runs bench_bang --scale C instead: dense-sift1m (sift5k with
 # --bench-bang-quick) grown to C cell-permuted copies, ingested in blocks, built once, in-memory
-# tried and out-of-core swept (bench/bench_bang.cpp, run_scale).
+# tried and out-of-core swept (bench/studies/bench_bang.cpp, run_scale).
 # GRAFT_BANG_AB=DIR (with GRAFT_BANG_AB_COMMIT=HASH): --bench-bang also builds the bench_bang of the
 # source tree DIR (another commit, e.g. `git archive HASH | tar -x -C .deps/ab`) and runs the two
 # in turn, DIR's first, twice while GRAFT_DEADLINE allows: host timings differ between instances
@@ -123,7 +136,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_profile=0 search_ncu=0 bench_shards=0 sanitize=0 bench_build=0 bench_living=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_ncu=0 walk_ab=0 bench_shards=0 sanitize=0 bench_build=0 bench_living=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -144,7 +157,7 @@ for a in "$@"; do
     --filter-bench) filter_bench=1 ;;
     --filter-bench-quick) filter_bench=1 filter_quick=1 ;;
     --graft-bench-storage) storage_bench=1 ;;
-    --search-profile) search_profile=1 ;;
+    --walk-ab) walk_ab=1 ;;
     --search-ncu) search_ncu=1 ;;
     --bench-shards) bench_shards=1 faiss_gpu=1 ;;
     --bench-living) bench_living=1 ;;
@@ -166,7 +179,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_profile || search_ncu || bench_shards || bench_living ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_ncu || walk_ab || bench_shards || bench_living ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -176,6 +189,23 @@ if [ $want_dense = 1 ] && [ -d .deps/data/mate-images ] && [ ! -f $dense/query.u
   setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $dense \
     --images .deps/data/mate-images --no-gt >$dense_log 2>&1 </dev/null &
   stamp "dense-SIFT 1M generation started in the background"
+fi
+
+# The exact benchmark's smooth-image set (duplicates kept), made the same way beside it.
+smooth=/tmp/smooth-sift1m smooth_log=/tmp/graft-smooth-sift.log
+if [ $bench = 1 ] && [ $quick = 0 ] && [ -f .deps/data/mate-images/desktop/Ubuntu-Mate-Warm-no-logo.png ] && \
+   [ ! -f $smooth/query.u8bin ]; then
+  setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_dense_sift.py $smooth --smooth \
+    --images .deps/data/mate-images --no-gt >$smooth_log 2>&1 </dev/null &
+  stamp "smooth-SIFT 1M generation started in the background"
+fi
+
+patches=/tmp/kde-patches1m patches_log=/tmp/graft-patches.log
+if [ $walk_ab = 1 ] && [ -d .deps/data/kde-images ] && [ ! -f $patches/query.u8bin ]; then
+  # The third set (d = 192), made here like dense-SIFT.
+  setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_patches.py $patches \
+    --images .deps/data/kde-images >$patches_log 2>&1 </dev/null &
+  stamp "KDE-patches 1M generation started in the background"
 fi
 
 fgpu=/tmp/faiss-gpu-build
@@ -201,9 +231,9 @@ setup_log() {  # TITLE LOG LINES
 
 # Waits for the dense-SIFT set when it is being made.
 wait_dense_sift() {
-  if pgrep -f make_dense_sift.py >/dev/null; then
+  if pgrep -f "make_dense_sift.py $dense" >/dev/null; then
     stamp "waiting for the dense-SIFT set"
-    while pgrep -f make_dense_sift.py >/dev/null; do sleep 2; done
+    while pgrep -f "make_dense_sift.py $dense" >/dev/null; do sleep 2; done
   fi
   [ $dense_logged = 1 ] || setup_log "dense-SIFT generation" $dense_log 2
   dense_logged=1
@@ -311,7 +341,7 @@ if [ $bench_build = 1 ]; then
   wait_dense_sift
   stamp "graph-build benchmark"
   GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
-    timeout $(seconds_left) ./build-device/bench/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+    timeout $(seconds_left) ./build-device/bench/studies/bench_build --out "$OUT/build.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
     --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
     $([ -f $dense/query.u8bin ] && echo --dense-sift $dense) --pieces $build_pieces 2>&1 | tee "$OUT/bench_build.log"
   stamp "graph-build benchmark done"
@@ -330,7 +360,7 @@ if [ $bench_search = 1 ]; then
     stamp "graph-search benchmark"
     # --deadline: no new configuration after it; the margin lets the last one and the summary finish.
     GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) \
-      timeout $left ./build-device/bench/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
+      timeout $left ./build-device/bench/studies/bench_search --out "$OUT/search.jsonl" --commit "${GRAFT_COMMIT:-unknown}" \
       --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$root/.deps/data/fashion-mnist" \
       $([ $search_quick = 1 ] && echo --quick) $([ $search_quick = 0 ] && [ -f $dense/query.u8bin ] && echo --dense-sift $dense) \
       2>&1 | tee "$OUT/bench_search.log"
@@ -347,12 +377,15 @@ if [ $bench_bang = 1 ]; then
     stamp "graph + PQ benchmark skipped: ${left}s left before GRAFT_DEADLINE"
   else
     # The runs: this tree's, or with GRAFT_BANG_AB the other tree's and this one's, twice.
-    runs=("./build-device/bench/bench_bang ${GRAFT_COMMIT:-unknown}")
+    runs=("./build-device/bench/studies/bench_bang ${GRAFT_COMMIT:-unknown}")
     for ((i = 1; i < ${GRAFT_BANG_REPEAT:-1}; i++)); do runs+=("${runs[0]}"); done
     if [ -n "${GRAFT_BANG_AB:-}" ]; then
       cmake -S "$GRAFT_BANG_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
         ninja -C build-ab bench_bang >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-      ab="./build-ab/bench/bench_bang ${GRAFT_BANG_AB_COMMIT:-other}"
+      # The other tree may predate bench/studies/.
+      ab_exe=./build-ab/bench/studies/bench_bang
+      [ -x $ab_exe ] || ab_exe=./build-ab/bench/bench_bang
+      ab="$ab_exe ${GRAFT_BANG_AB_COMMIT:-other}"
       runs=("$ab" "${runs[0]}" "$ab" "${runs[0]}")
     fi
     for run in "${runs[@]}"; do
@@ -485,18 +518,66 @@ if [ $filter_bench = 1 ]; then
   stamp "filtered graft-bench done"
 fi
 
-if [ $search_profile = 1 ]; then
-  # Console only (QPS under the clocks are not records): one profile line a batch-10k call.
+if [ $walk_ab = 1 ]; then
+  # Old walk against new, in one call: instance-to-instance noise is ~7% (bench/RESULTS.md).
+  [ -n "${GRAFT_AB:-}" ] || { echo "--walk-ab needs GRAFT_AB=DIR (another commit's tree)"; exit 2; }
+  cmake -S "$GRAFT_AB" -B build-ab "${cfg[@]}" >>"$OUT/build.log" 2>&1 &&
+    ninja -C build-ab graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  stamp "built ${GRAFT_AB_COMMIT:-the other tree} beside this one"
+  trees="build-ab build-device"
+  if [ -n "${GRAFT_AB_VARIANT:-}" ]; then
+    # This tree again with extra CUDA flags (e.g. -DGRAFT_WALK_MIN_BLOCKS=5), as a third walk.
+    cmake -S . -B build-variant "${cfg[@]}" -DCMAKE_CUDA_FLAGS="$GRAFT_AB_VARIANT" >>"$OUT/build.log" 2>&1 &&
+      ninja -C build-variant graft-bench search_loop >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+    trees="$trees build-variant"
+  fi
   wait_dense_sift
+  while pgrep -f make_patches.py >/dev/null; do sleep 2; done
+  setup_log "KDE-patches generation" $patches_log 2
   fm=$root/.deps/data/fashion-mnist
-  for set in "dense-sift1m --base $dense/base.u8bin --query $dense/query.u8bin" \
-             "fashion-mnist --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
-    stamp "search profile: ${set%% *}"
-    GRAFT_SEARCH_PROFILE=10000 OMP_NUM_THREADS=16 timeout 120 ./build-device/bench/graft-bench \
-      --name $set --k 10 --batch 10000 --latency-queries 0 --out /tmp/graft-profile \
-      --gt-cache /tmp/graft-bench-gt --sweep "L=32,64,128" --index GraftGraph --index GraftGraph,FP16 \
-      --index GraftGraph,SQ8 2>&1 | tee -a "$OUT/search-profile.log"
+  log=$OUT/walk-ab.log
+  # The same L values in both trees: --refine 0 where the tree's graft-bench has the adaptive sweep.
+  fixed_sweep() { ./$1/bench/graft-bench --help | grep -q -- --refine && echo "--refine 0"; }
+  for set in "dense-sift1m 48 16,24,32,40,48,56,64,96,128 $dense/base.u8bin $dense/query.u8bin" \
+             "fashion-mnist 16 8,12,16,20,24,32,48 $fm/train-images-idx3-ubyte.gz $fm/t10k-images-idx3-ubyte.gz" \
+             "kde-patches1m 48 16,24,32,48,64,96,128,192 $patches/base.u8bin $patches/query.u8bin"; do
+    read -r name L sweep base query <<<"$set"
+    args="--base $base --query $query"
+    for tree in $trees; do
+      commit=$(case $tree in build-ab) echo "${GRAFT_AB_COMMIT:-other}" ;; build-variant) echo "${GRAFT_COMMIT:-this} $GRAFT_AB_VARIANT" ;; *) echo "${GRAFT_COMMIT:-this}" ;; esac)
+      stamp "$name: graft-bench of $commit" | tee -a "$log"
+      ./$tree/bench/graft-bench --name $name --k 10 --batch 10000 --latency-queries 200 \
+        --out /tmp/walk-ab-$tree --gt-cache /tmp/graft-bench-gt --commit "$commit" \
+        --sweep "L=$sweep" $(fixed_sweep $tree) --index GraftGraph $args 2>&1 | grep -E "^graft|^GraftGraph|built in" | tee -a "$log"
+      for omp in unset 1; do
+        ( [ $omp = 1 ] && export OMP_NUM_THREADS=1; ./$tree/examples/search_loop $base $query GraftGraph $L 10 6 ) \
+          2>&1 | grep -E "median|^search_loop" | sed "s/^/$commit: /" | tee -a "$log"
+      done
+    done
+    for g in ${GRAFT_AB_LANES:-4 8 16 32}; do
+      GRAFT_SEARCH_LANES=$g ./build-device/bench/graft-bench --name $name-lanes$g --k 10 --batch 10000 \
+        --latency-queries 0 --out /tmp/walk-ab-lanes --gt-cache /tmp/graft-bench-gt \
+        --sweep "L=$L" --refine 0 --index GraftGraph $args 2>&1 | grep -E "^graft" | sed "s/^/lanes $g: /" | tee -a "$log"
+    done
   done
+  cat /tmp/walk-ab-build-ab/graft-bench.jsonl /tmp/walk-ab-build-device/graft-bench.jsonl >"$OUT/walk-ab.jsonl" 2>/dev/null
+  # Warp instructions a query (ncu's inst_executed over the chunk's 2.5k queries), both walks.
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+  for tree in $trees; do
+    "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
+      --metrics smsp__inst_executed.sum,gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      ./$tree/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
+      --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" $(fixed_sweep $tree) --index GraftGraph \
+      --base $dense/base.u8bin --query $dense/query.u8bin 2>&1 | grep -E "smsp__inst|gpu__time|registers|warps_active|dram__" | sed "s/^/ncu $tree: /" | tee -a "$log"
+  done
+  # This walk's instructions and stall samples by SASS line (ncu's source page), for the notes.
+  "$ncu" --clock-control none -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats -o /tmp/walk-ab-src -f \
+    ./build-device/bench/graft-bench --name dense-sift1m --k 10 --batch 10000 --latency-queries 0 \
+    --out /tmp/walk-ab-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 --sweep "L=48" --index GraftGraph \
+    --base $dense/base.u8bin --query $dense/query.u8bin >/dev/null 2>&1
+  "$ncu" -i /tmp/walk-ab-src.ncu-rep --page source --csv --print-source sass 2>&1 | gzip >"$OUT/walk-sass.csv.gz"
+  "$ncu" -i /tmp/walk-ab-src.ncu-rep --page details --section WarpStateStats 2>&1 | grep -E "Stall|Warp Cycles" >>"$log"
 fi
 
 if [ $search_ncu = 1 ]; then
@@ -523,7 +604,7 @@ if [ $search_ncu = 1 ]; then
         -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 "${sections[@]}" --print-details all \
         ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
         --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
-        --sweep "L=$L" --index $index $args >>"$OUT/search-ncu.log" 2>&1
+        --sweep "L=$L" --refine 0 --index $index $args >>"$OUT/search-ncu.log" 2>&1
     done
     # The same indexes with at most B blocks (4 warps each) a multiprocessor
     # (GRAFT_SEARCH_BLOCKS_PER_SM): how QPS follows the resident warps. 0: no limit.
@@ -532,7 +613,7 @@ if [ $search_ncu = 1 ]; then
       stamp "occupancy: $name, at most $b blocks a multiprocessor"
       GRAFT_SEARCH_BLOCKS_PER_SM=$b OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) \
         ./build-device/bench/graft-bench --name $name-blocks$b --k 10 --batch 10000 --latency-queries 0 \
-        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" "${idx[@]}" $args \
+        --out /tmp/graft-occupancy --gt-cache /tmp/graft-bench-gt --sweep "L=$L" --refine 0 "${idx[@]}" $args \
         2>&1 | grep -E "^graft " | sed "s/^/blocks $b: /" | tee -a "$OUT/search-ncu.log"
     done
   done
@@ -576,7 +657,7 @@ if [ $storage_bench = 1 ]; then
     GRAFT_SEARCH_LANES=4 GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 timeout $left \
       ./build-device/bench/graft-bench --name dense-sift1m-lanes4 --k 10 --batch 10000 \
       --latency-queries 0 --out /tmp/graft-lanes --gt-cache /tmp/graft-bench-gt \
-      --sweep "L=32,48,64,96" --deadline $(( left - 10 )) --base $dense/base.u8bin \
+      --sweep "L=32,48,64,96" --refine 0 --deadline $(( left - 10 )) --base $dense/base.u8bin \
       --query $dense/query.u8bin --index GraftGraph --index GraftGraph,FP16 --index GraftGraph,SQ8 \
       2>&1 | tee -a "$OUT/graft-bench-storage.log"
   fi
@@ -620,7 +701,7 @@ if [ $bench_living = 1 ]; then
     [ $left -ge 120 ] || { stamp "bench_living --scale $c skipped: ${left}s left before GRAFT_DEADLINE"; continue; }
     stamp "living-index benchmark, dense-SIFT x$c (${left}s at most)"
     GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 timeout $left \
-      ./build-device/bench/bench_living --base $dense/base.u8bin --query $dense/query.u8bin \
+      ./build-device/bench/studies/bench_living --base $dense/base.u8bin --query $dense/query.u8bin \
       --name dense-sift1m --scale $c --nq 10000 --hnsw-threads 16 --out "$OUT/living.jsonl" \
       --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) 2>&1 | tee -a "$OUT/bench_living.log"
   done
@@ -637,10 +718,16 @@ if [ $bench = 1 ]; then
   if [ $quick = 0 ]; then
     wait_dense_sift
     [ -f $dense/query.u8bin ] && args+=(--dense-sift $dense)
+    if pgrep -f "make_dense_sift.py $smooth" >/dev/null; then
+      stamp "waiting for the smooth-SIFT set"
+      while pgrep -f "make_dense_sift.py $smooth" >/dev/null; do sleep 2; done
+    fi
+    setup_log "smooth-SIFT generation" $smooth_log 2
+    [ -f $smooth/query.u8bin ] && args+=(--smooth-sift $smooth)
   fi
-  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
+  OMP_NUM_THREADS=$(nproc) timeout $(seconds_left) ./build-device/bench/studies/bench_exact "${args[@]}" 2>&1 | tee "$OUT/bench_exact.log"
   rid=$(head -n1 "$OUT/exact.jsonl" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
-  PYTHONUNBUFFERED=1 python3 bench/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
+  PYTHONUNBUFFERED=1 python3 bench/studies/torch_exact.py --out "$OUT/exact.jsonl" --run-id "$rid" \
     --commit "${GRAFT_COMMIT:-unknown}" $([ $quick = 1 ] && echo --quick) $([ $focus = 1 ] && echo --focus) \
     2>&1 | tee "$OUT/torch_exact.log"
   stamp "done"

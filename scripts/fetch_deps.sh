@@ -5,6 +5,7 @@
 #   .deps/faiss-src/                the FAISS source package (C API sources; GPU build for benchmarks)
 #   .deps/data/sift5k/              the real test data (../shared/data does not travel)
 #   .deps/data/fashion-mnist/       Fashion-MNIST images (graph-build benchmark)
+#   .deps/data/kde-images/          7 photographs for scripts/make_patches.py (the d = 192 set)
 #   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
 #                                   (graft-bench's GGNN peer; /work/shared/peers/README.md)
 # The GPU machine then gets it with the device tool's carry: [".deps"].
@@ -22,16 +23,41 @@ rm -rf .deps/data/sift5k && cp -r "$data/sift5k" .deps/data/
 mkdir -p .deps/data/fashion-mnist
 cp /usr/share/datasets/fashion-mnist/*-images-idx3-ubyte.gz .deps/data/fashion-mnist/
 # The 14 mate-backgrounds JPEGs that scripts/make_dense_sift.py uses (8 MB), when installed
-# (GRAFT_BENCH_DATA=1 bash scripts/setup.sh): the GPU machine makes the 1M set itself.
+# (GRAFT_BENCH_DATA=1 bash scripts/setup.sh): the GPU machine makes the 1M set itself. The 9 PNGs
+# of its --smooth set go as grayscale PNGs (4 MB instead of 11): the recipe reads them with
+# cv2.IMREAD_GRAYSCALE, which gives the same pixels from either file (checked here).
 if [ -d /usr/share/backgrounds/mate ]; then
   /usr/bin/python3 - <<'PY'
 import os, runpy, shutil
+import cv2
 m = runpy.run_path("scripts/make_dense_sift.py")
-for rel in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
-    dst = os.path.join(".deps/data/mate-images", rel)
+for rel in m["BASE_IMAGES"] + m["QUERY_IMAGES"] + m["SMOOTH_BASE_IMAGES"] + m["SMOOTH_QUERY_IMAGES"]:
+    src, dst = os.path.join(m["IMAGES_DIR"], rel), os.path.join(".deps/data/mate-images", rel)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
-    shutil.copy(os.path.join(m["IMAGES_DIR"], rel), dst)
+    if not rel.endswith(".png"):
+        shutil.copy(src, dst)
+        continue
+    gray = cv2.imread(src, cv2.IMREAD_GRAYSCALE)
+    cv2.imwrite(dst, gray, [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    if not (cv2.imread(dst, cv2.IMREAD_GRAYSCALE) == gray).all():
+        raise SystemExit(f"fetch_deps: grayscale copy of {rel} reads back different")
 PY
+fi
+# The 7 KDE Plasma photographs that scripts/make_patches.py uses (5 MB; Debian's
+# plasma-workspace-wallpapers, 94 MB, is fetched as a .deb and unpacked here, not installed): the
+# GPU machine makes the third benchmark set (8 x 8 colour patches, d = 192) itself.
+if [ ! -d .deps/data/kde-images ]; then
+  t=$(mktemp -d)
+  (cd "$t" && apt-get download -qq plasma-workspace-wallpapers && dpkg -x plasma-workspace-wallpapers_*.deb x)
+  /usr/bin/python3 - "$t/x/usr/share/wallpapers" <<'PY'
+import os, runpy, shutil, sys
+m = runpy.run_path("scripts/make_patches.py")
+for name in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
+    dst = os.path.join(".deps/data/kde-images", name, m["IMAGE_FILE"])
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy(os.path.join(sys.argv[1], name, m["IMAGE_FILE"]), dst)
+PY
+  rm -rf "$t"
 fi
 # GGNN (a graft-bench peer, built on the GPU machine by device_run.sh --graft-bench) and the
 # Debian .debs of glog/gflags it needs there.

@@ -25,8 +25,19 @@ Recipe (every parameter is a constant below; nothing is random):
 Outputs in OUTDIR: base.u8bin, query.u8bin (int32 n, int32 d, then uint8 rows), groundtruth.ibin
 (int32 n, int32 k, then int32 ids, nearest first), recipe.json (parameters, image lists, counts, sha256).
 --small: same recipe with STEP_SMALL, N_BASE_SMALL and N_QUERY_SMALL, for testing the pipeline.
+--smooth: the duplicate-heavy set "smooth-sift1m" (the exact benchmark's, bench/bench_exact.cpp):
+  the same recipe on the smooth digital art among the PNGs, SMOOTH_BASE_IMAGES and
+  SMOOTH_QUERY_IMAGES (the PNGs whose gray image is 0 everywhere give no descriptor and are left
+  out), at grid step STEP_SMOOTH, and without item 5: no duplicate is removed, so the identical
+  descriptors of flat colour gradients stay, and queries may equal base rows. Its query image is a
+  recolouring of three base images (Ubuntu-Mate-*), so a query's neighbourhood holds many near
+  duplicates: data like issue 36's, on which the fused FP16 path's certificate as it was failed
+  for 28% of the queries (CPU simulation, bench/RESULTS.md, "Exact k-NN on data with equal and
+  near-duplicate vectors").
+  scripts/fetch_deps.sh carries these PNGs to the GPU machine as grayscale PNGs: the same pixels
+  for cv2.IMREAD_GRAYSCALE, so the same descriptors (recipe.json's sha256 are of the files read).
 
-Usage: python3 scripts/make_dense_sift.py [OUTDIR] [--images DIR] [--gt-tool PATH] [--small]
+Usage: python3 scripts/make_dense_sift.py [OUTDIR] [--images DIR] [--gt-tool PATH] [--small | --smooth]
        [--threads N] [--no-gt]        (on Debian use /usr/bin/python3, which has python3-opencv)
 """
 import argparse, hashlib, json, os, subprocess, sys, time
@@ -49,6 +60,13 @@ MARGIN = 16          # px from the image border to the first/last grid point
 MIN_NORM = 100.0     # drop descriptors with L2 norm <= MIN_NORM (flat patches)
 N_BASE, N_QUERY, GT_K = 1_000_000, 10_000, 100
 STEP_SMALL, N_BASE_SMALL, N_QUERY_SMALL = 32, 20_000, 200
+SMOOTH_BASE_IMAGES = (
+    "abstract/Arc-Colors-Transparent-Wallpaper.png", "abstract/Flow.png", "abstract/Gulp.png",
+    "desktop/Float-into-MATE.png", "desktop/Stripes.png", "desktop/Ubuntu-Mate-Cold-no-logo.png",
+    "desktop/Ubuntu-Mate-Dark-no-logo.png", "desktop/Ubuntu-Mate-Radioactive-no-logo.png",
+)
+SMOOTH_QUERY_IMAGES = ("desktop/Ubuntu-Mate-Warm-no-logo.png",)
+STEP_SMOOTH = 5      # about 1.08M base rows (8 images) at this step
 DIM = 128
 
 
@@ -124,19 +142,37 @@ def main():
     ap.add_argument("outdir", nargs="?", default=None)
     ap.add_argument("--images", default=IMAGES_DIR)
     ap.add_argument("--gt-tool", default=os.path.join(repo, "build", "bench", "graft_groundtruth"))
-    ap.add_argument("--small", action="store_true")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--small", action="store_true")
+    mode.add_argument("--smooth", action="store_true", help="the duplicate-heavy set smooth-sift1m")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-gt", action="store_true", help="skip the ground truth")
     a = ap.parse_args()
     step, n_base, n_query = (STEP_SMALL, N_BASE_SMALL, N_QUERY_SMALL) if a.small else (STEP, N_BASE, N_QUERY)
-    outdir = a.outdir or os.path.join(repo, ".data", "dense-sift-small" if a.small else "dense-sift1m")
+    base_images, query_images = BASE_IMAGES, QUERY_IMAGES
+    if a.smooth:
+        step, base_images, query_images = STEP_SMOOTH, SMOOTH_BASE_IMAGES, SMOOTH_QUERY_IMAGES
+    name = "dense-sift-small" if a.small else "smooth-sift1m" if a.smooth else "dense-sift1m"
+    outdir = a.outdir or os.path.join(repo, ".data", name)
     os.makedirs(outdir, exist_ok=True)
     cv2.setNumThreads(a.threads)
     log(f"OpenCV {cv2.__version__}, numpy {np.__version__}, images {a.images}, out {outdir}, "
         f"step {step}, sizes {SIZES}")
 
-    base_all, base_stats = extract(BASE_IMAGES, a.images, step, "base")
-    query_all, query_stats = extract(QUERY_IMAGES, a.images, step, "query")
+    base_all, base_stats = extract(base_images, a.images, step, "base")
+    query_all, query_stats = extract(query_images, a.images, step, "query")
+    if a.smooth:  # duplicates kept (no item 5): spread straight to N
+        base_sel = base_all[spread(len(base_all), n_base)]
+        query = query_all[spread(len(query_all), n_query)]
+        n_unique = len(np.unique(base_sel, axis=0))
+        log(f"base: {len(base_all)} after the norm filter; kept {len(base_sel)}, {n_unique} distinct")
+        log(f"query: {len(query_all)} after the norm filter; kept {len(query)}")
+        counts = {"base_norm_kept": len(base_all), "base": len(base_sel), "base_distinct": n_unique,
+                  "query_norm_kept": len(query_all), "query": len(query)}
+        return write_set(a, outdir, name, step, base_sel, query, base_stats, query_stats,
+                         base_images + query_images, counts,
+                         "rows floor(i * M / N) of the M norm-kept rows in image/size/grid order; "
+                         "duplicates kept")
     pool = base_all[first_unique(base_all)]
     base_sel = base_all[spread(len(base_all), n_base + extra(n_base))]
     base_u = base_sel[first_unique(base_sel)]
@@ -156,25 +192,32 @@ def main():
     log(f"query: {len(query_all)} after the norm filter; selected {len(q_sel)}, {len(q_uniq)} unique, "
         f"{len(q_new)} not in the base images, kept {len(query)}")
 
+    counts = {"base_norm_kept": len(base_all), "base_pool_unique": len(pool),
+              "base_selected": len(base_sel), "base_selected_unique": len(base_u), "base": len(base),
+              "query_norm_kept": len(query_all), "query_selected": len(q_sel),
+              "query_selected_unique": len(q_uniq), "query_not_in_base": len(q_new),
+              "query": len(query)}
+    write_set(a, outdir, name, step, base, query, base_stats, query_stats, base_images + query_images,
+              counts, "rows floor(i * M / N') of the M norm-kept rows in image/size/grid order, "
+                      "N' = N + max(10, N // 1000); then first occurrences; then the first N")
+
+
+def write_set(a, outdir, name, step, base, query, base_stats, query_stats, images, counts, subsample):
+    """Writes base, queries, ground truth (unless --no-gt) and recipe.json into outdir."""
     paths = {k: os.path.join(outdir, k) for k in ("base.u8bin", "query.u8bin", "groundtruth.ibin")}
     write_u8bin(paths["base.u8bin"], base)
     write_u8bin(paths["query.u8bin"], query)
     log(f"wrote base {base.shape}, query {query.shape}")
     recipe = {
-        "name": "dense-sift-small" if a.small else "dense-sift1m",
+        "name": name,
         "source": "Debian mate-backgrounds 1.26.0, /usr/share/backgrounds/mate",
         "opencv": cv2.__version__, "numpy": np.__version__,
         "step": step, "sizes": list(SIZES), "angle": ANGLE, "margin": MARGIN, "min_norm": MIN_NORM,
         "sift": "cv2.SIFT_create() defaults, compute() on the grid", "dim": DIM,
         "base_images": base_stats, "query_images": query_stats,
-        "image_sha256": {n: sha256(os.path.join(a.images, n)) for n in BASE_IMAGES + QUERY_IMAGES},
-        "counts": {"base_norm_kept": len(base_all), "base_pool_unique": len(pool),
-                   "base_selected": len(base_sel), "base_selected_unique": len(base_u), "base": len(base),
-                   "query_norm_kept": len(query_all), "query_selected": len(q_sel),
-                   "query_selected_unique": len(q_uniq), "query_not_in_base": len(q_new),
-                   "query": len(query)},
-        "subsample": "rows floor(i * M / N') of the M norm-kept rows in image/size/grid order, "
-                     "N' = N + max(10, N // 1000); then first occurrences; then the first N",
+        "image_sha256": {n: sha256(os.path.join(a.images, n)) for n in images},
+        "counts": counts,
+        "subsample": subsample,
         "metric": "l2", "gt_k": GT_K,
     }
     if not a.no_gt:

@@ -102,6 +102,63 @@ void graft_test_random(float* x, size_t n, uint64_t seed) {
     }
 }
 
+static uint64_t mix64(uint64_t x) {  /* splitmix64's finalizer */
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* Moves 1 to 4 distinct components of row x (hashed from h) by +-step, staying in 0..255. */
+static void jitter_row(float* x, int64_t d, uint64_t h, int step) {
+    const int m = 1 + (int)(h & 3) < d ? 1 + (int)(h & 3) : (int)d;
+    int64_t moved[4];
+    for (int e = 0; e < m; e++) {
+        int64_t j;
+        int again;
+        do {
+            h = mix64(h);
+            j = (int64_t)(h % (uint64_t)d);
+            again = 0;
+            for (int f = 0; f < e; f++) again |= moved[f] == j;
+        } while (again);
+        moved[e] = j;
+        const float delta = (float)((h >> 32) & 1 ? step : -step);
+        x[j] += x[j] + delta < 0.f || x[j] + delta > 255.f ? -delta : delta;
+    }
+}
+
+int64_t graft_test_duplicates(const float* seeds, int64_t nseeds, const float* real_q, int64_t nreal_q,
+                              int64_t d, int64_t n, int64_t max_cluster, int64_t nq, float* xb, float* xq) {
+    int64_t* seed_of = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    int64_t rows = 0;
+    for (int64_t c = 0; c < nseeds && rows < n; c++) {
+        int64_t j = 0;
+        while (((int64_t)2 << j) - 1 <= c) j++;  /* c in [2^j - 1, 2^(j+1) - 1) */
+        int64_t size = j < 62 ? max_cluster >> j : 0;
+        if (size < 2) size = 1;
+        for (int64_t i = 0; i < size && rows < n; i++, rows++) {
+            float* x = xb + rows * d;
+            for (int64_t t = 0; t < d; t++) x[t] = seeds[c * d + t];
+            if (i % 2) jitter_row(x, d, mix64((uint64_t)rows), 1);
+            seed_of[rows] = c;
+        }
+    }
+    for (int64_t q = 0; q < nq; q++) {
+        float* x = xq + q * d;
+        if (q % 2 && nreal_q > 0) {
+            for (int64_t t = 0; t < d; t++) x[t] = real_q[(q / 2 % nreal_q) * d + t];
+            continue;
+        }
+        const uint64_t h = mix64((uint64_t)q ^ 0x5DEECE66Dull);
+        const int64_t c = rows ? seed_of[h % (uint64_t)rows] : 0;
+        for (int64_t t = 0; t < d; t++) x[t] = seeds[c * d + t];
+        jitter_row(x, d, mix64(h), 1 + (int)((h >> 40) & 1));
+    }
+    free(seed_of);
+    return rows;
+}
+
 void graft_test_check_graph(const graft_graph* g, int64_t n, int R, const float* x, int64_t d,
                             int l2, const char* what) {
     CHECK(g && g->nbrs && g->n == n && g->R == R, "%s: graph %lld x %d, expected %lld x %d", what,

@@ -74,6 +74,20 @@ double graft_test_recall(const int64_t* found, int64_t found_stride, const int32
 /* Deterministic uniform [0,1) floats (xorshift), for random-data tests. */
 void graft_test_random(float* x, size_t n, uint64_t seed);
 
+/* A duplicate-heavy set grown from real vectors (SIFT rows: integers 0..255), like dense SIFT of
+ * smooth images: many exact and near-duplicate descriptors. Deterministic; the recipe:
+ *  - Base: clusters in order, cluster c from seed row c (c < nseeds), of max_cluster >> j rows
+ *    for the 2^j clusters c in [2^j - 1, 2^(j+1) - 1) while that is >= 2 (each size class holds
+ *    max_cluster rows: one cluster of max_cluster, two of half, ...), then single rows. Row i of a
+ *    cluster is its seed, exact, for even i; for odd i the seed with 1 to 4 components (hashed)
+ *    moved by +-1 (inside 0..255). At most n rows; fewer when the seeds run out.
+ *  - Queries: even ones a base row's seed (the row hashed from the query number, uniform over the
+ *    rows: large clusters draw more queries, as smooth regions do) with 1 to 4 components moved by
+ *    +-1 or +-2; odd ones the rows of real_q in order (held-out real queries), nreal_q > 0.
+ * xb: n x d, xq: nq x d (caller's buffers). Returns the number of base rows written. */
+int64_t graft_test_duplicates(const float* seeds, int64_t nseeds, const float* real_q, int64_t nreal_q,
+                              int64_t d, int64_t n, int64_t max_cluster, int64_t nq, float* xb, float* xq);
+
 /* Records a failure (with `what`) unless g is a well-formed n x R graph: row v holds ids in
  * [0, n) first, then only -1; no self loop, no duplicate; entry in [0, n). With x (n x d, may be
  * NULL) each row's distances to its vertex must not decrease: squared L2, or -dot when l2 == 0,

@@ -231,9 +231,8 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
         return;
     }
     if (pq && n == "mode") {
+        // The core checks the value (graft_gindex_set_mode): 0 auto, 1 in-memory, 2 out-of-core.
         const int mode = param_as_int(cls, name_, value);
-        GRAFT_REQUIRE(mode >= GRAFT_BANG_AUTO && mode <= GRAFT_BANG_OUT_OF_CORE,
-                      "%s: mode %d (0 auto, 1 in-memory, 2 out-of-core)", cls, mode);
         throw_if_error(graft_gindex_set_mode(gindex, (graft_bang_mode)mode, p.gpu_budget), fn.c_str());
         return;
     }

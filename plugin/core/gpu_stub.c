@@ -18,6 +18,10 @@ void graft_gpu_ctx_set_certified_tf32(graft_gpu_ctx* ctx, int on) { (void)ctx; (
 void graft_gpu_ctx_set_fused(graft_gpu_ctx* ctx, int on) { (void)ctx; (void)on; }
 int64_t graft_gpu_ctx_last_fallbacks(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
 int graft_gpu_ctx_last_path(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
+void graft_gpu_ctx_last_band(const graft_gpu_ctx* ctx, int64_t* band, int64_t* second) {
+    (void)ctx;
+    *band = *second = 0;
+}
 size_t graft_gpu_ctx_scratch_peak(const graft_gpu_ctx* ctx) { (void)ctx; return 0; }
 int graft_gpu_malloc(graft_gpu_ctx* ctx, void** p, size_t n) { (void)ctx; (void)p; (void)n; return GRAFT_ENODEVICE; }
 void graft_gpu_free(graft_gpu_ctx* ctx, void* p) { (void)ctx; (void)p; }

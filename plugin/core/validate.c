@@ -1,8 +1,10 @@
 #include "core/validate.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "core/error.h"
+#include "graft/graph.h"
 
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
     int64_t bad = n;
@@ -18,5 +20,31 @@ int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
     if (bad < n)
         return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite values only",
                           what, (long long)bad);
+    return GRAFT_OK;
+}
+
+int graft_copy_finite(float* dst, const float* src, int64_t n, int64_t d, int64_t first_row,
+                      const char* what) {
+    const size_t len = (size_t)n * (size_t)d;
+    uint32_t bad = 0;
+    /* Bit tests rather than isfinite(): the loop vectorizes (an all-ones exponent is NaN or Inf). */
+    for (size_t i = 0; i < len; i++) {
+        uint32_t u;
+        memcpy(&u, src + i, 4);
+        memcpy(dst + i, &u, 4);
+        bad |= (~u & 0x7f800000u) == 0;
+    }
+    if (!bad) return GRAFT_OK;
+    for (size_t i = 0;; i++)
+        if (!isfinite(src[i]))
+            return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite "
+                              "values only", what, (long long)(first_row + (int64_t)(i / (size_t)d)));
+}
+
+int graft_check_graph(const graft_graph* g, const char* fn) {
+    if (!g || !g->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL or empty graph", fn);
+    if (g->n < 1 || g->n > INT32_MAX || g->R < 1 || g->entry < 0 || g->entry >= g->n)
+        return graft_fail(GRAFT_EINVAL, "%s: malformed graph (n=%lld R=%d entry=%lld)", fn,
+                          (long long)g->n, g->R, (long long)g->entry);
     return GRAFT_OK;
 }

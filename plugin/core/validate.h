@@ -7,15 +7,15 @@
 
 /* GRAFT_EINVAL naming `what` and the first offending row when x (n x d) holds NaN or +-Inf. */
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what);
+/* dst = src (n x d), with graft_check_finite's check and message (rows numbered from first_row)
+ * on the way: one pass, on the calling thread, no OpenMP region (the GPU search's staging of its
+ * queries into pinned memory, where a fork-join of every core would cost more than the copy). */
+int graft_copy_finite(float* dst, const float* src, int64_t n, int64_t d, int64_t first_row,
+                      const char* what);
 
-struct graft_rnnd_params;
 struct graft_graph;
-/* The checks every graph build shares (plugin/graph/rnnd.c): pointers, 0 < n < 2^31, d > 0, S and R
- * >= 1, T1 and T2 >= 0, rho in [0, 1], a known metric, finite x. fn names the caller. */
-int graft_check_graph_build(const float* x, int64_t n, int64_t d,
-                            const struct graft_rnnd_params* p, const struct graft_graph* out,
-                            const char* fn);
 /* GRAFT_EINVAL naming fn unless g is a well-formed graph struct: nbrs set, 1 <= n < 2^31,
- * R >= 1, entry in [0, n) (plugin/graph/graph.c). */
+ * R >= 1, entry in [0, n). Here rather than in graph/ because io/ (DiskANN graph files) checks
+ * the graphs it reads too. */
 int graft_check_graph(const struct graft_graph* g, const char* fn);
 #endif

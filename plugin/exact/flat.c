@@ -34,7 +34,7 @@ struct graft_flat {
     size_t d_io_bytes;
     int exact_path;           /* the resolved GPU path: GRAFT_EXACT_FP32, _TF32_CERTIFIED (also
                                  INT8's fallback) or _FP16_CERTIFIED */
-    int64_t fp32_fallbacks;   /* queries the certificate sent back to FP32, all searches */
+    graft_flat_exact_counts counts; /* what the GPU paths did, all searches */
     int last_path;            /* path of the last search (graft_flat_last_path) */
     /* The exact INT8 path: int8 codes of the stored vectors on the device, kept while every
      * stored value is an integer that fits them (exact/int8_range.h). */
@@ -329,13 +329,23 @@ graft_metric graft_flat_metric(const graft_flat* f) { return f ? f->p.metric : G
 int graft_flat_device(const graft_flat* f) { return f && f->ctx ? f->p.device : -1; }
 const float* graft_flat_vectors(const graft_flat* f) { return f ? f->xb : NULL; }
 int graft_flat_exact_path(const graft_flat* f, int64_t* fp32_fallbacks) {
-    if (fp32_fallbacks) *fp32_fallbacks = f ? f->fp32_fallbacks : 0;
+    if (fp32_fallbacks) *fp32_fallbacks = f ? f->counts.fp32_fallbacks : 0;
     if (!f) return GRAFT_EXACT_FP32;
     if (f->ctx && (f->p.exact_path == GRAFT_EXACT_INT8 || (int8_ready(f) && f->ntotal > 0)))
         return GRAFT_EXACT_INT8;
     return f->exact_path;
 }
 int graft_flat_last_path(const graft_flat* f) { return f ? f->last_path : 0; }
+void graft_flat_get_exact_counts(const graft_flat* f, graft_flat_exact_counts* out) {
+    if (!out) return;
+    if (f) {
+        pthread_mutex_lock(&((graft_flat*)f)->lock);
+        *out = f->counts;
+        pthread_mutex_unlock(&((graft_flat*)f)->lock);
+    } else {
+        memset(out, 0, sizeof *out);
+    }
+}
 size_t graft_flat_gpu_scratch_peak(const graft_flat* f) {
     return f && f->ctx ? graft_gpu_ctx_scratch_peak(f->ctx) : 0;
 }
@@ -389,7 +399,12 @@ static int gpu_search_locked(graft_flat* f, int64_t nq, const float* xq, int64_t
             a.exclude_self = q0;
         }
         GPU_TRY(graft_gpu_exact_knn(f->ctx, &a));
-        f->fp32_fallbacks += graft_gpu_ctx_last_fallbacks(f->ctx);
+        int64_t band = 0, second = 0;
+        graft_gpu_ctx_last_band(f->ctx, &band, &second);
+        f->counts.queries += nb;
+        f->counts.fp32_fallbacks += graft_gpu_ctx_last_fallbacks(f->ctx);
+        f->counts.band_reranks += band;
+        f->counts.second_passes += second;
         f->last_path = graft_gpu_ctx_last_path(f->ctx);
         GPU_TRY(graft_gpu_download(f->ctx, D + q0 * k, dD, (size_t)nb * k * sizeof(float)));
         GPU_TRY(graft_gpu_download(f->ctx, I + q0 * k, dI, (size_t)nb * k * sizeof(int64_t)));

@@ -23,7 +23,8 @@ int graft_bang_max_expand(const graft_bang_params* p) {
 
 int graft_bang_check_params(const graft_bang_params* p, int64_t k, int gpu, const char* fn) {
     if (!p) return graft_fail(GRAFT_EINVAL, "%s: NULL parameters", fn);
-    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
+    /* k itself was checked where the search entered the core (graft_bang_check_args,
+     * graft_check_search_call). */
     if (p->L < k || p->L > 1024)
         return graft_fail(GRAFT_EINVAL, "%s: worklist size L=%d must be in [k, 1024] (k=%lld)", fn,
                           p->L, (long long)k);
@@ -52,16 +53,16 @@ int graft_bang_check_args(const graft_graph* g, const graft_pq* pq, const uint8_
     if (pq->d != d || pq->M < 1 || !pq->centroids)
         return graft_fail(GRAFT_EINVAL, "%s: codebooks of dimension %lld (M=%d) for vectors of "
                           "dimension %lld", fn, (long long)pq->d, pq->M, (long long)d);
-    if (d < 1 || nq < 0)
-        return graft_fail(GRAFT_EINVAL, "%s: bad sizes d=%lld nq=%lld", fn, (long long)d,
-                          (long long)nq);
+    if (d < 1 || nq < 0 || k < 1)
+        return graft_fail(GRAFT_EINVAL, "%s: bad sizes d=%lld nq=%lld k=%lld", fn, (long long)d,
+                          (long long)nq, (long long)k);
     if (pq->dsub < 1 || (int64_t)pq->M * pq->dsub != d)
         return graft_fail(GRAFT_EINVAL, "%s: malformed codebooks (d=%lld M=%d dsub=%d)", fn,
                           (long long)pq->d, pq->M, pq->dsub);
     GRAFT_TRY(graft_bang_check_params(p, k, gpu, fn));
     if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)metric);
-    return graft_check_finite(xq, nq, d, fn);
+    return GRAFT_OK;
 }
 
 /* Asymmetric distance of one code: the table entries summed in sub-space order. */
@@ -135,6 +136,16 @@ int graft_bang_search_cpu(const graft_graph* g, const graft_pq* pq, const uint8_
     else
         graft_bang_params_defaults(&p);
     GRAFT_TRY(graft_bang_check_args(g, pq, codes, x, d, metric, xq, nq, k, &p, D, I, 0, fn));
+    return graft_bang_search_cpu_unchecked(g, pq, codes, x, d, metric, xq, nq, k, &p, D, I);
+}
+
+int graft_bang_search_cpu_unchecked(const graft_graph* g, const graft_pq* pq, const uint8_t* codes,
+                                    const float* x, int64_t d, graft_metric metric, const float* xq,
+                                    int64_t nq, int64_t k, const graft_bang_params* params, float* D,
+                                    int64_t* I) {
+    const char* fn = "graft_bang_search_cpu";
+    const graft_bang_params p = *params;
+    GRAFT_TRY(graft_check_finite(xq, nq, d, fn)); /* where the queries are read */
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L, E = graft_bang_max_expand(&p);
     int failed = 0;
 #pragma omp parallel

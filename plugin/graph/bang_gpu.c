@@ -613,9 +613,8 @@ int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const f
         p = *params;
     else
         graft_bang_params_defaults(&p);
-    if ((!xq && nq > 0) || !D || !I) return graft_fail(GRAFT_EINVAL, "%s: NULL pointer argument", fn);
-    if (nq < 0) return graft_fail(GRAFT_EINVAL, "%s: nq = %lld < 0", fn, (long long)nq);
-    GRAFT_TRY(graft_bang_check_params(&p, k, 1, fn));
+    /* The arguments were checked where the search entered the core (graft_bang_search_gpu,
+     * graft_gindex_search); the queries' values are checked here, where they are read. */
     GRAFT_TRY(graft_check_finite(xq, nq, dev->d, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;

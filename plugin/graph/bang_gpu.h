@@ -53,12 +53,20 @@ int graft_bang_encode_ctx(graft_gpu_ctx* ctx, const graft_pq* pq, int64_t n, con
                           uint8_t* codes, const char* fn);
 
 /* Every check of a BANG search's arguments, CPU (gpu = 0) or GPU (gpu = 1: also the GPU-only
- * parameters): graph, pointers, codebooks against d, sizes, parameters, metric, finite queries.
- * The message names fn. */
+ * parameters): graph, pointers, codebooks against d, sizes, parameters, metric; the message names
+ * fn. The queries' values are checked where the searches read them. */
 int graft_bang_check_args(const graft_graph* graph, const graft_pq* pq, const uint8_t* codes,
                           const float* x, int64_t d, graft_metric metric, const float* xq,
                           int64_t nq, int64_t k, const graft_bang_params* params, const float* D,
                           const int64_t* I, int gpu, const char* fn);
+
+/* graft_bang_search_cpu after its argument checks: the graph index's CPU walk of the PQ storage,
+ * whose arguments graft_gindex_search checked. params not NULL. Checks the queries' values (it
+ * reads them). */
+int graft_bang_search_cpu_unchecked(const graft_graph* graph, const graft_pq* pq, const uint8_t* codes,
+                                    const float* x, int64_t d, graft_metric metric, const float* xq,
+                                    int64_t nq, int64_t k, const graft_bang_params* params, float* D,
+                                    int64_t* I);
 
 /* Device bytes graft_bang_dev_upload keeps for n vectors of dimension d, degree R and M code
  * bytes: codebooks (256 d floats) and codes (n M), plus in-memory the graph (n R int32) and the
@@ -82,10 +90,11 @@ void graft_bang_dev_release(graft_bang_dev* dev);
 
 /* Host queries (nq x d) in, host results out (FAISS layout, graft_bang_search_cpu's), in batches
  * under p->memory_budget. host_nbrs (n x R) and host_x (n x d) are the graph rows and vectors
- * the out-of-core pipeline gathers from (ignored in-memory). params NULL = defaults (graft_bang_params_defaults). Checks: NULL
- * pointers, nq < 0, graft_bang_check_params (GPU fields included), NaN/Inf queries
- * (GRAFT_EINVAL); a budget below one query's working set (GRAFT_EGPU_NOMEM, naming the bytes).
- * report may be NULL. A failed call leaves the struct usable. */
+ * the out-of-core pipeline gathers from (ignored in-memory). params NULL = defaults
+ * (graft_bang_params_defaults). Trusts its arguments (graft_bang_search_gpu and
+ * graft_gindex_search checked them); checks the device data it was given and the queries' values
+ * (GRAFT_EINVAL), and a budget below one query's working set (GRAFT_EGPU_NOMEM, naming the
+ * bytes). report may be NULL. A failed call leaves the struct usable. */
 int graft_bang_dev_search(graft_bang_dev* dev, const int32_t* host_nbrs, const float* host_x,
                           const float* xq, int64_t nq, int64_t k,
                           const graft_bang_params* params, float* D, int64_t* I,

@@ -278,8 +278,6 @@ int graft_filtered_search(const graft_filter_data* dt, const uint8_t* allowed, i
         if (rep) *rep = r;
         return walk(walk_arg, L, D, I);
     }
-    /* The walks check their queries; the exact path's searches do not. */
-    GRAFT_TRY(graft_check_finite(xq, nq, dt->d, fn));
     const int64_t np = graft_filter_count(allowed, dt->n);
     r.passing = np;
     r.selectivity = dt->n > 0 ? (double)np / (double)dt->n : 0.0;
@@ -293,7 +291,9 @@ int graft_filtered_search(const graft_filter_data* dt, const uint8_t* allowed, i
     int rc;
     if (exact) {
         r.path = GRAFT_FILTER_EXACT;
-        rc = exact_search(dt, ids, np, xq, nq, k, D, I, fn);
+        /* The walks check their queries' values where they read them; the exact path here. */
+        rc = graft_check_finite(xq, nq, dt->d, fn);
+        if (rc == GRAFT_OK) rc = exact_search(dt, ids, np, xq, nq, k, D, I, fn);
     } else {
         r.path = GRAFT_FILTER_WALK;
         r.L = graft_filter_walk_beam(L, r.selectivity);

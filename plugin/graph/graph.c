@@ -58,14 +58,6 @@ int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d) {
     return entry;
 }
 
-int graft_check_graph(const graft_graph* g, const char* fn) {
-    if (!g || !g->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL or empty graph", fn);
-    if (g->n < 1 || g->n > INT32_MAX || g->R < 1 || g->entry < 0 || g->entry >= g->n)
-        return graft_fail(GRAFT_EINVAL, "%s: malformed graph (n=%lld R=%d entry=%lld)", fn,
-                          (long long)g->n, g->R, (long long)g->entry);
-    return GRAFT_OK;
-}
-
 /* What the walk reads a vertex's distance from: the FP32 vectors (st NULL or FP32) or the codes
  * of a compressed storage, decoded into buf (d floats) first, so that the distance is the one of
  * FAISS's decoded vector. */
@@ -149,7 +141,6 @@ void graft_search_params_defaults(graft_search_params* p) {
 }
 
 int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn) {
-    if (k < 1) return graft_fail(GRAFT_EINVAL, "%s: k must be >= 1, got %lld", fn, (long long)k);
     if (p->L < k || p->L > 1024)
         return graft_fail(GRAFT_EINVAL, "%s: worklist size L=%d must be in [k, 1024] (k=%lld)", fn,
                           p->L, (long long)k);
@@ -185,26 +176,29 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
     GRAFT_TRY(graft_check_search_params(p, k, gpu, fn));
     if (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)metric);
-    return graft_check_finite(xq, nq, d, fn);
+    return GRAFT_OK;
 }
 
 int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                               const float* xq, int64_t nq, int64_t k,
                               const graft_search_params* params, float* D, int64_t* I) {
-    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, params, D, I);
+    graft_search_params p;
+    if (params)
+        p = *params;
+    else
+        graft_search_params_defaults(&p);
+    GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0, "graft_graph_search_cpu"));
+    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, &p, D, I);
 }
 
 int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
                                  const uint8_t* codes, int64_t d, graft_metric metric,
                                  const float* xq, int64_t nq, int64_t k,
                                  const graft_search_params* params, float* D, int64_t* I) {
-    graft_search_params p;
-    if (params)
-        p = *params;
-    else
-        graft_search_params_defaults(&p);
-    GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0,
-                                      "graft_graph_search_cpu"));
+    /* Trusts its arguments (graft_graph_search_cpu_ex and graft_gindex_search checked them) but the
+     * queries' values, which each walk checks where it reads them. */
+    const graft_search_params p = *params;
+    GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu"));
     if (st && st->kind == GRAFT_STORAGE_FP32) codes = NULL;
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L;
     int failed = 0;

@@ -19,6 +19,7 @@ void graft_graph_dev_release(graft_graph_dev* dev) {
         graft_gpu_free(dev->ctx, dev->x);
         graft_gpu_free(dev->ctx, dev->nbrs);
         graft_gpu_free(dev->ctx, dev->io);
+        graft_gpu_host_free(dev->ctx, dev->host_io);
         graft_gpu_free(dev->ctx, dev->allowed);
         graft_gpu_free(dev->ctx, dev->codes);
         graft_gpu_free(dev->ctx, dev->sq);
@@ -103,8 +104,20 @@ static int grow(graft_gpu_ctx* ctx, void** buf, size_t* have, size_t bytes) {
     return GRAFT_OK;
 }
 
-/* One io set of the search buffer, for `chunk` queries: Bloom filters | queries | D | I, 8-byte
- * aligned pieces (offsets in bytes). */
+/* The same for page-locked host memory. */
+static int grow_pinned(graft_gpu_ctx* ctx, void** buf, size_t* have, size_t bytes) {
+    if (bytes <= *have) return GRAFT_OK;
+    graft_gpu_host_free(ctx, *buf);
+    *buf = NULL;
+    *have = 0;
+    GRAFT_TRY(graft_gpu_host_alloc(ctx, buf, bytes));
+    *have = bytes;
+    return GRAFT_OK;
+}
+
+/* One io set, for `chunk` queries: Bloom filters | queries | D | I, 16-byte aligned pieces
+ * (offsets in bytes; the kernel reads the queries as float4s). The host's pinned set is the same
+ * without the Bloom filters (offsets minus q). */
 typedef struct {
     size_t q, d, i, bytes;
 } io_set;
@@ -112,24 +125,26 @@ typedef struct {
 static io_set io_set_of(int64_t chunk, int64_t d, int64_t k, size_t bloom_bytes) {
     io_set s;
     s.q = bloom_bytes;
-    s.d = s.q + ((size_t)chunk * d * sizeof(float) + 7) / 8 * 8;
-    s.i = s.d + ((size_t)chunk * k * sizeof(float) + 7) / 8 * 8;
-    s.bytes = s.i + (size_t)chunk * k * sizeof(int64_t);
+    s.d = s.q + ((size_t)chunk * d * sizeof(float) + 15) / 16 * 16;
+    s.i = s.d + ((size_t)chunk * k * sizeof(float) + 15) / 16 * 16;
+    s.bytes = s.i + ((size_t)chunk * k * sizeof(int64_t) + 15) / 16 * 16;
     return s;
 }
 
-/* The pipeline's results of nb queries at q0 (io set l) to D and I: the copies wait for their
- * kernel on the set's stream and return when the host arrays are written. */
-static int pipe_results(graft_graph_dev* dev, io_set s, int l, int64_t q0, int64_t nb, int64_t k,
-                        float* D, int64_t* I) {
-    const char* io = (const char*)dev->io + l * s.bytes;
-    int rc = graft_gpu_copy_async(dev->ctx, D + q0 * k, io + s.d, (size_t)nb * k * sizeof(float),
-                                  dev->streams[l]);
-    if (rc == GRAFT_OK)
-        rc = graft_gpu_copy_async(dev->ctx, I + q0 * k, io + s.i, (size_t)nb * k * sizeof(int64_t),
-                                  dev->streams[l]);
-    if (rc == GRAFT_OK) rc = graft_gpu_stream_sync(dev->ctx, dev->streams[l]);
-    return rc;
+/* A chunk whose results are on their way to the host: nb queries from q0, in io set `set`. */
+typedef struct {
+    int64_t q0, nb;
+    int set;
+} chunk_in_flight;
+
+/* Waits for chunk c's copies and moves its results from pinned memory to D and I. */
+static int chunk_finish(graft_graph_dev* dev, io_set s, chunk_in_flight c, int64_t k, float* D,
+                        int64_t* I) {
+    GRAFT_TRY(graft_gpu_stream_sync(dev->ctx, dev->streams[c.set]));
+    const char* h = (const char*)dev->host_io + (size_t)c.set * (s.bytes - s.q);
+    memcpy(D + c.q0 * k, h + (s.d - s.q), (size_t)c.nb * k * sizeof(float));
+    memcpy(I + c.q0 * k, h + (s.i - s.q), (size_t)c.nb * k * sizeof(int64_t));
+    return GRAFT_OK;
 }
 
 int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const float* xq, int64_t nq,
@@ -142,9 +157,8 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         p = *params;
     else
         graft_search_params_defaults(&p);
-    /* The checker reads only the graph's sizes (nbrs is a device pointer here). */
-    const graft_graph shape = {dev->n, dev->R, dev->nbrs, dev->entry};
-    GRAFT_TRY(graft_check_search_args(&shape, dev->x, dev->d, metric, xq, nq, k, &p, D, I, 1, fn));
+    /* The arguments were checked where the search entered the core (graft_graph_search_gpu,
+     * graft_gindex_search); here only what the device data must allow. */
     if (dev->R > 256)
         return graft_fail(GRAFT_EINVAL, "%s: graph degree R=%d over the GPU search's 256", fn,
                           dev->R);
@@ -165,26 +179,30 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
                           fn, per_q, budget);
     int64_t batch = (int64_t)(budget / per_q);
     if (batch > nq) batch = nq;
-    /* Large calls without a report (which times the kernels alone) run as a pipeline of chunks
-     * on two streams: a chunk's queries go up (host-blocking copies of pageable memory) while
-     * the other stream's kernel runs, and its results come down after the next chunk's kernel
-     * is queued. At 10k queries the copies were 0.7 ms of a 2.5 ms call at d = 128 and about
-     * half of it at d = 784 (H100). Chunks of a quarter of the call, at least kPipeMin queries,
-     * still fill the GPU (132 SMs x ~20 resident warps: ~2.6k queries at once). */
+    /* Every call is a pipeline of chunks over two io sets, each with its stream: the host copies
+     * (and checks) a chunk's queries into pinned memory while the other set's kernel runs, the
+     * copies up and down are asynchronous, and the host moves a chunk's results out of pinned
+     * memory while the next chunk's kernel runs. So a caller's pageable buffers cost what pinned
+     * ones would, and the host work of a call is a memcpy on the calling thread: no OpenMP
+     * region, no allocation once the buffers have grown to the call's size. Chunks of a quarter
+     * of the call, at least kPipeMin queries, still fill the GPU (132 SMs x ~20 resident warps:
+     * ~2.6k queries at once); smaller calls are one chunk. With a report (benchmarks), each
+     * chunk's kernel is timed alone and the chunks run one after the other. */
     enum { kPipeMin = 1024 };
-    int sets = 1;
+    const int sets = !report && nq >= 2 * kPipeMin && batch >= 2 * kPipeMin ? 2 : 1;
     int64_t chunk = batch;
-    if (!report && nq >= 2 * kPipeMin && batch >= 2 * kPipeMin) {
-        sets = 2;
+    if (sets == 2) {
         chunk = (nq + 3) / 4 > kPipeMin ? (nq + 3) / 4 : kPipeMin;
         if (chunk > batch / 2) chunk = batch / 2;
     }
     const size_t bbytes = graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, chunk);
     const io_set set = io_set_of(chunk, dev->d, k, bbytes);
     int rc = grow(ctx, &dev->io, &dev->io_bytes, sets * set.bytes + 16); /* + 2 counters */
-    for (int l = 0; rc == GRAFT_OK && l < sets && sets > 1; l++)
+    if (rc == GRAFT_OK)
+        rc = grow_pinned(ctx, &dev->host_io, &dev->host_io_bytes, sets * (set.bytes - set.q));
+    for (int l = 0; rc == GRAFT_OK && l < sets; l++)
         if (!dev->streams[l]) rc = graft_gpu_stream_create(ctx, &dev->streams[l]);
-    if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    if (rc != GRAFT_OK) return gpu_status(rc, fn); /* names the allocation ("cudaHostAlloc ...") */
     /* Distance and iteration counters only when a report asks for them: zeroing them is a
      * synchronous copy, which a batch-1 search would pay on every call. */
     int64_t* counters = report ? (int64_t*)((char*)dev->io + sets * set.bytes) : NULL;
@@ -196,40 +214,52 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
                                NULL, counters, dev->storage, dev->codes, dev->sq,
                                dev->sq ? dev->sq + dev->d : NULL, p.rerank};
     double gpu_s = 0;
-    int batches = 0;
-    int64_t prev = -1, prev_nb = 0; /* the chunk whose results are still on the device */
+    int batches = 0, bad_query = 0;
+    chunk_in_flight prev = {0, 0, -1}; /* the chunk whose results are still on their way */
     for (int64_t q0 = 0; q0 < nq && rc == GRAFT_OK; q0 += chunk, batches++) {
         const int l = batches % sets;
+        const graft_gpu_stream st = dev->streams[l];
         char* io = (char*)dev->io + l * set.bytes;
-        graft_gpu_stream st = sets > 1 ? dev->streams[l] : NULL;
+        char* host = (char*)dev->host_io + l * (set.bytes - set.q);
         a.bloom = bbytes ? (uint32_t*)io : NULL;
         a.xq = (float*)(io + set.q);
         a.D = (float*)(io + set.d);
         a.I = (int64_t*)(io + set.i);
         a.nq = nq - q0 < chunk ? nq - q0 : chunk;
-        if (sets == 1) {
-            float ms = 0;
-            rc = graft_gpu_upload(ctx, (void*)a.xq, xq + q0 * dev->d, (size_t)a.nq * dev->d * sizeof(float));
-            if (rc == GRAFT_OK) rc = graft_gpu_graph_search(ctx, &a, report ? &ms : NULL);
-            if (rc == GRAFT_OK) rc = graft_gpu_download(ctx, D + q0 * k, a.D, (size_t)a.nq * k * sizeof(float));
-            if (rc == GRAFT_OK) rc = graft_gpu_download(ctx, I + q0 * k, a.I, (size_t)a.nq * k * sizeof(int64_t));
-            gpu_s += ms / 1000.0;
-            continue;
+        /* Set l is free: its last chunk finished below, in the previous round but one. */
+        rc = graft_copy_finite((float*)host, xq + q0 * dev->d, a.nq, dev->d, q0,
+                               "graft_graph_search_gpu: queries");
+        if (rc != GRAFT_OK) {
+            bad_query = 1;
+            break;
         }
-        rc = graft_gpu_copy_async(ctx, (void*)a.xq, xq + q0 * dev->d, (size_t)a.nq * dev->d * sizeof(float), st);
-        if (rc == GRAFT_OK) rc = graft_gpu_graph_search_async(ctx, &a, st);
-        if (rc == GRAFT_OK && prev >= 0) rc = pipe_results(dev, set, 1 - l, prev, prev_nb, k, D, I);
-        prev = q0;
-        prev_nb = a.nq;
+        rc = graft_gpu_copy_async(ctx, (void*)a.xq, host, (size_t)a.nq * dev->d * sizeof(float), st);
+        if (rc == GRAFT_OK && report) {
+            /* Timed, on the context's stream after the copy on st: one after the other. */
+            float ms = 0;
+            rc = graft_gpu_stream_sync(ctx, st);
+            if (rc == GRAFT_OK) rc = graft_gpu_graph_search(ctx, &a, &ms);
+            gpu_s += ms / 1000.0;
+        } else if (rc == GRAFT_OK) {
+            rc = graft_gpu_graph_search_async(ctx, &a, st);
+        }
+        if (rc == GRAFT_OK)
+            rc = graft_gpu_copy_async(ctx, host + (set.d - set.q), a.D, (size_t)a.nq * k * sizeof(float), st);
+        if (rc == GRAFT_OK)
+            rc = graft_gpu_copy_async(ctx, host + (set.i - set.q), a.I, (size_t)a.nq * k * sizeof(int64_t), st);
+        if (rc == GRAFT_OK && prev.set >= 0) rc = chunk_finish(dev, set, prev, k, D, I);
+        prev = (chunk_in_flight){q0, a.nq, l};
+        if (rc == GRAFT_OK && sets == 1) {
+            rc = chunk_finish(dev, set, prev, k, D, I);
+            prev.set = -1;
+        }
     }
-    if (rc == GRAFT_OK && prev >= 0) rc = pipe_results(dev, set, (batches - 1) % 2, prev, prev_nb, k, D, I);
-    for (int l = 0; l < sets && sets > 1; l++) {
-        const int sync = graft_gpu_stream_sync(ctx, dev->streams[l]); /* also after a failure */
-        if (rc == GRAFT_OK) rc = sync;
-    }
+    if (rc == GRAFT_OK && prev.set >= 0) rc = chunk_finish(dev, set, prev, k, D, I);
+    for (int l = 0; l < sets && rc != GRAFT_OK; l++)
+        graft_gpu_stream_sync(ctx, dev->streams[l]); /* nothing in flight after a failure */
     int64_t counts[2] = {0, 0};
     if (rc == GRAFT_OK && report) rc = graft_gpu_download(ctx, counts, counters, sizeof counts);
-    if (rc != GRAFT_OK) return gpu_status(rc, fn);
+    if (rc != GRAFT_OK) return bad_query ? rc : gpu_status(rc, fn);
     if (report) {
         report->gpu_seconds = gpu_s;
         report->distances = counts[0];

@@ -15,8 +15,10 @@ typedef struct graft_graph_dev {
     int64_t n, d, entry;
     int R;
     void* io;           /* grow-only batch buffer: queries, results */
-    graft_gpu_stream streams[2]; /* the pipeline of large searches (created on first use) */
+    graft_gpu_stream streams[2]; /* the pipeline's streams (created on first use) */
     size_t io_bytes;
+    void* host_io;      /* grow-only page-locked staging of io's queries and results */
+    size_t host_io_bytes;
     uint32_t* allowed;  /* filter bitmap of the current search */
     size_t allowed_bytes;
     int storage;        /* graft_storage_kind the walk reads */
@@ -25,10 +27,16 @@ typedef struct graft_graph_dev {
     size_t bytes;       /* x + nbrs + codes + sq */
 } graft_graph_dev;
 
-/* Validates search parameters for k (gpu: also the GPU-only fields). */
+/* Validates search parameters for k (gpu: also the GPU-only fields). k itself is not checked:
+ * the caller checked it where the search entered the core (graft_check_search_call,
+ * graft_check_search_args). */
 int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, const char* fn);
-/* Every check of a graph search's arguments (graph, pointers, sizes, parameters, metric, finite
- * queries); the message names fn. */
+/* Every check of a graph search's arguments but the queries' values (graph, pointers, sizes,
+ * parameters, metric); the message names fn. The one-shot searches' boundary
+ * (graft_graph_search_cpu_ex, graft_graph_search_gpu): the walks below trust what it passed. Each
+ * search checks that its queries are finite where it reads them: the CPU walk before it starts,
+ * the GPU's as it copies them into pinned memory (graft_copy_finite), so that a GPU search makes
+ * one pass over its queries on the host. */
 int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                             const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
                             const float* D, const int64_t* I, int gpu, const char* fn);
@@ -36,7 +44,7 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
 /* The CPU reference of every storage: graft_graph_search_cpu_ex's walk on the distances of st's
  * decoded codes (codes: n codes of st; st NULL or FP32: x itself), then, for a compressed
  * storage, exact re-ranking of the final list's first p->rerank entries (0 = all; with a filter,
- * of the k allowed results) with x. */
+ * of the k allowed results) with x. Trusts its arguments (p not NULL): its callers checked them. */
 int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
                                  const uint8_t* codes, int64_t d, graft_metric metric,
                                  const float* xq, int64_t nq, int64_t k,

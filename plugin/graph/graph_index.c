@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/index_common.h"
 #include "core/validate.h"
+#include "graph/build.h"
 #include "graph/gindex_internal.h"
 #include "io/io_stream.h"
 
@@ -278,7 +279,8 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     tie_params(p);
 }
 
-/* A search's parameters for k on this storage (gpu: also the GPU-only fields). */
+/* A search's parameters for k on this storage (gpu: also the GPU-only fields); k itself was
+ * checked where the search entered (graft_check_search_call). */
 static int check_search(int storage, const graft_search_params* s, int64_t k, int gpu, const char* fn) {
     if (storage == GRAFT_STORAGE_PQ) return graft_bang_check_params(s, k, gpu, fn);
     return graft_check_search_params(s, k, gpu, fn);
@@ -461,7 +463,9 @@ static int train_locked(graft_gindex* g, int64_t n, const float* x, const char* 
 
 int graft_gindex_train(graft_gindex* g, int64_t n, const float* x) {
     const char* fn = "graft_gindex_train";
-    if (!g || !x || n < 1) return graft_fail(GRAFT_EINVAL, "%s: NULL argument or n < 1", fn);
+    /* x and n are checked once, by the trainer that takes them (graft_pq_train,
+     * graft_storage_train). */
+    if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
     pthread_mutex_lock(&g->wlock);
     const int rc = train_locked(g, n, x, fn);
     pthread_mutex_unlock(&g->wlock);
@@ -595,8 +599,8 @@ static int walk(void* arg, int L, float* D, int64_t* I) {
     if (gindex_is_pq(g)) {
         if (p.max_expand && p.max_expand < L) p.max_expand = L;
         if (!g->ctx)
-            return graft_bang_search_cpu(&s->graph, &c->pq, codes, xb, g->d, s->p.metric, w->xq,
-                                         w->nq, w->k, &p, D, I);
+            return graft_bang_search_cpu_unchecked(&s->graph, &c->pq, codes, xb, g->d, s->p.metric,
+                                                   w->xq, w->nq, w->k, &p, D, I);
         graft_bang_dev v = bang_view(g, s);
         rc = graft_bang_dev_search(&v, s->graph.nbrs, xb, w->xq, w->nq, w->k, &p, D, I, w->report);
         bang_keep(g, &v);
@@ -647,8 +651,9 @@ static int search_snapshot(graft_gindex* g, const gsnap* s, int64_t nq, const fl
     GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, held, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
-    /* The searches check the queries for NaN/Inf themselves (once: a second pass over a batch
-     * costs an OpenMP region and a read of every query); an empty index checks them here. */
+    /* The queries' values are checked once, where they are read: by the walks (the GPU's as it
+     * copies them into pinned memory), by the filtered search's exact path, or here when the index
+     * is empty. */
     if (held == 0) {
         int rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
         if (rc == GRAFT_OK) graft_fill_empty(nq, k, s->p.metric, D, I);
@@ -697,6 +702,8 @@ int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int
     const char* fn = "graft_gindex_search";
     graft_gindex* g = (graft_gindex*)cg; /* the pending build and the search buffers are the
                                             mutable part */
+    /* The boundary: the call's arguments are checked here, once, and the parameters in
+     * search_snapshot; the walks below trust them. */
     GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
     gsnap* s = gindex_acquire(g);
     if (!search_ready(g, s)) {

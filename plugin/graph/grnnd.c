@@ -9,6 +9,7 @@
 #include "graft_gpu.h"
 #include "core/index_common.h"
 #include "core/validate.h"
+#include "graph/build.h"
 
 void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     if (!p) return;

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "graft/graph.h"
 #include "core/index_common.h"
+#include "graph/build.h"
 #include "core/rng.h"
 #include "core/validate.h"
 #include "core/vec_dist.h"

@@ -31,6 +31,7 @@
 #include "graft/graph.h"
 #include "core/rng.h"
 #include "core/validate.h"
+#include "graph/build.h"
 #include "core/vec_dist.h"
 
 typedef struct {

@@ -74,7 +74,8 @@ static const char* path_label(int path) {
     return path == GRAFT_EXACT_FP32 ? "fp32" : path == GRAFT_EXACT_TF32_CERTIFIED ? "tf32c"
            : path == GRAFT_EXACT_FP16_CERTIFIED ? "fp16c" : "fp16f";
 }
-static int fused_runs; /* searches that took the fused path (some must) */
+static int fused_runs; /* searches that took the fused FP16 path (some must) */
+static graft_flat_exact_counts fused_counts; /* summed over the searches that took it */
 
 static void run_case_path(const char* name, const float* xb, int64_t nb, const float* xq,
                           int64_t nq, int64_t d, int64_t k, graft_metric metric, size_t budget,
@@ -118,8 +119,21 @@ static void run_case_path(const char* name, const float* xb, int64_t nb, const f
     const int fused_or_not = path == GRAFT_EXACT_FP16_FUSED && ran == GRAFT_EXACT_FP16_CERTIFIED;
     CHECK(ran == want_ran || (!graph && fused_or_not), "%s: the search took path %d, want %d", name, ran, want_ran);
     fused_runs += ran == GRAFT_EXACT_FP16_FUSED;
-    char fb[48] = "";
-    if (path != GRAFT_EXACT_FP32) snprintf(fb, sizeof fb, " (%lld to fp32)", (long long)fallbacks);
+    graft_flat_exact_counts counts;
+    graft_flat_get_exact_counts(g, &counts);
+    CHECK(counts.queries == rows && counts.fp32_fallbacks == fallbacks, "%s: counts %lld queries, %lld to fp32",
+          name, (long long)counts.queries, (long long)counts.fp32_fallbacks);
+    if (ran == GRAFT_EXACT_FP16_FUSED) {
+        fused_counts.queries += counts.queries;
+        fused_counts.fp32_fallbacks += counts.fp32_fallbacks;
+        fused_counts.band_reranks += counts.band_reranks;
+        fused_counts.second_passes += counts.second_passes;
+    }
+    char fb[80] = "";
+    if (ran == GRAFT_EXACT_FP16_FUSED)
+        snprintf(fb, sizeof fb, " (%lld to fp32, %lld band, %lld second)", (long long)fallbacks,
+                 (long long)counts.band_reranks, (long long)counts.second_passes);
+    else if (path != GRAFT_EXACT_FP32) snprintf(fb, sizeof fb, " (%lld to fp32)", (long long)fallbacks);
     snprintf(what, sizeof what, "%s nq=%lld nb=%lld d=%lld k=%lld %s%s %s%s", name, (long long)rows,
              (long long)nb, (long long)d, (long long)k, metric == GRAFT_METRIC_L2 ? "L2" : "IP",
              budget ? " small-budget" : "", path_label(ran == GRAFT_EXACT_FP16_CERTIFIED ? ran : path), fb);
@@ -211,6 +225,35 @@ static void certified_cases(void) {
     free(xq);
 }
 
+/* Many equal and near-duplicate vectors (graft_test_duplicates: clusters of exact and +-1 copies
+ * of sift5k rows, of up to 8192 rows, queries near them or real), the data of issue 36: on the
+ * fused path a query whose cluster holds k' or more rows fails its certificate, and one whose
+ * cluster holds more than a list's 4096 overflows; both are answered from the ambiguous band (a
+ * re-rank from the list, or a second pass). A cluster of 131072 rows is wider than a second
+ * pass's lists (65536): those queries go to FP32. */
+static void duplicate_cases(const graft_test_sift* s) {
+    const int64_t d = s->d, n = 140000, nq = 300;
+    float* xb = malloc(sizeof(float) * (size_t)(n * d));
+    float* xq = malloc(sizeof(float) * (size_t)(nq * d));
+    const graft_flat_exact_counts before = fused_counts;
+    int64_t nb = graft_test_duplicates(s->xb, s->nb, s->xq, s->nq, d, n, 8192, nq, xb, xq);
+    run_case("duplicates", xb, nb, xq, nq, d, 10, GRAFT_METRIC_L2, 0, 0);
+    run_case("duplicates", xb, nb, xq, nq, d, 100, GRAFT_METRIC_L2, 0, 0);
+    run_case("duplicates", xb, nb, xq, nq, d, 10, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+    CHECK(fused_counts.band_reranks > before.band_reranks && fused_counts.second_passes > before.second_passes,
+          "duplicates: the fused path took no band re-rank (%lld) or no second pass (%lld)",
+          (long long)(fused_counts.band_reranks - before.band_reranks),
+          (long long)(fused_counts.second_passes - before.second_passes));
+    const graft_flat_exact_counts mid = fused_counts;
+    nb = graft_test_duplicates(s->xb, s->nb, s->xq, s->nq, d, n, 131072, 64, xb, xq);
+    run_case("one cluster of 131072", xb, nb, xq, 64, d, 10, GRAFT_METRIC_L2, 0, 0);
+    CHECK(fused_counts.fp32_fallbacks > mid.fp32_fallbacks && fused_counts.second_passes > mid.second_passes,
+          "a band of 131072: %lld second passes, %lld to fp32", (long long)(fused_counts.second_passes - mid.second_passes),
+          (long long)(fused_counts.fp32_fallbacks - mid.fp32_fallbacks));
+    free(xb);
+    free(xq);
+}
+
 int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift s;
@@ -222,6 +265,14 @@ int main(void) {
         run_case("sift5k tiled", s.xb, s.nb, s.xq, 40, s.d, 100, GRAFT_METRIC_L2, 1u << 20, 0);
         run_case("sift5k graph tiled", s.xb, 1500, NULL, 0, s.d, 16, GRAFT_METRIC_L2, 1u << 20, 1);
         run_case("sift5k k>ntotal", s.xb, 300, s.xq, 8, s.d, 400, GRAFT_METRIC_INNER_PRODUCT, 0, 0);
+        {   /* the band re-rank and the second pass (clusters of up to 8192 equal rows) */
+            float* xb = malloc(sizeof(float) * 20000 * s.d);
+            float* xq = malloc(sizeof(float) * 24 * s.d);
+            int64_t nb = graft_test_duplicates(s.xb, s.nb, s.xq, s.nq, s.d, 20000, 8192, 24, xb, xq);
+            run_case_path("duplicates", xb, nb, xq, 24, s.d, 10, GRAFT_METRIC_L2, 0, 0, GRAFT_EXACT_FP16_FUSED);
+            free(xb);
+            free(xq);
+        }
         CHECK(fused_runs > 0, "no search took the fused FP16 path");
         graft_test_free_sift(&s);
         return graft_test_finish("test_gpu_exact (quick)");
@@ -258,6 +309,7 @@ int main(void) {
         free(xq);
     }
     certified_cases();
+    duplicate_cases(&s);
     /* All-identical vectors: every distance ties, so ids must come out 0, 1, 2, ... */
     {
         int64_t nb = 5000, d = 16, k = 50;

@@ -98,7 +98,7 @@ def test_graph_pq_recall(sift):
     _, I = idx.search(sift.xq, K)
     r = sift.recall(I)
     print(f"GraftGraph,PQ32 recall@10 {r:.4f} at L = 64")
-    assert r >= 0.98  # README: 0.994 at L = 64
+    assert r >= 0.98  # bench/RESULTS.md: 0.994 at L = 64
 
 
 def test_parameters(sift, graph):

@@ -1,6 +1,6 @@
-/* The concurrency contract of graft's indexes (README "Reliability"), under load: 16 threads on
- * one index of each type (GraftFlat, GraftGraph, GraftGraph,PQ), on the CPU reference and, where
- * a GPU is visible, on GPU 0.
+/* The concurrency contract of graft's indexes (docs/reliability.md, "Threads"), under load: 16
+ * threads on one index of each type (GraftFlat, GraftGraph, GraftGraph,PQ), on the CPU reference
+ * and, where a GPU is visible, on GPU 0.
  *
  * Phase 1, search vs search: an index built once; 16 threads search it at the same time and every
  * result must equal, bit for bit, the single-threaded search of the same queries.

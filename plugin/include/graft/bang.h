@@ -40,7 +40,8 @@ void graft_bang_params_defaults(graft_bang_params* params);
 /* The effective expansion cap of params for a search (max_expand, or 2 L + 64 when 0). */
 int graft_bang_max_expand(const graft_bang_params* params);
 
-/* Checks params for k (gpu: also bloom_log2 and memory_budget's room for one query). */
+/* Checks params for a search of k (gpu: also bloom_log2 and memory_budget's room for one query).
+ * k itself (>= 1) is the search's to check: the search functions do. */
 int graft_bang_check_params(const graft_bang_params* params, int64_t k, int gpu, const char* fn);
 
 /* The CPU reference (OpenMP over queries): graph (n x R over the vectors x), PQ codebooks and

@@ -68,7 +68,12 @@ typedef struct graft_flat_params {
                               matrix: a tensor-core GEMM kernel of graft's own keeps, per query,
                               only the vectors at or below a threshold set from an evenly spaced
                               sample (about 1k a query), and the certificate and FP32 re-ranking
-                              follow as on path 4. It applies where d <= 256 and the sample is
+                              follow as on path 4. A query whose certificate fails (equal or
+                              near-duplicate vectors crowding its k-th distance) is answered
+                              exactly all the same: the candidates within the certificate's
+                              error band are re-ranked in FP32, from its list or after a second
+                              pass of the fused GEMM (graft_flat_get_exact_counts); only a band
+                              of over 64k vectors goes to FP32. It applies where d <= 256 and the sample is
                               at most a quarter of the base (k + margin <= 256 or so at 1M
                               vectors); elsewhere the search takes path 4 (graft_flat_last_path
                               says which ran). Same FP16 codes as path 4. Ignored on the CPU. */
@@ -118,6 +123,17 @@ int graft_flat_device(const graft_flat* index);
  * integer queries in their range take it; FP32 on the CPU), and how many queries of its searches
  * so far the certificate sent back to FP32. */
 int graft_flat_exact_path(const graft_flat* index, int64_t* fp32_fallbacks);
+/* What the GPU paths did with the queries of the index's searches so far (zeros on the CPU). */
+typedef struct graft_flat_exact_counts {
+    int64_t queries;         /* queries searched on the GPU (k-NN graph rows included) */
+    int64_t fp32_fallbacks;  /* searched again, or directly, in FP32 (graft_flat_exact_path's) */
+    int64_t band_reranks;    /* fused path (5): certificate failed; answered by re-ranking in FP32
+                                the candidates of their list within the error band */
+    int64_t second_passes;   /* fused path: answered after a second fused pass whose threshold is
+                                the band's edge (where the list overflowed, or the band reached
+                                past it; those whose band overflowed again are fp32_fallbacks too) */
+} graft_flat_exact_counts;
+void graft_flat_get_exact_counts(const graft_flat* index, graft_flat_exact_counts* out);
 /* The path the last search (or k-NN graph) took: GRAFT_EXACT_FP32 (also every CPU search),
  * GRAFT_EXACT_TF32_CERTIFIED, GRAFT_EXACT_INT8, GRAFT_EXACT_FP16_CERTIFIED or
  * GRAFT_EXACT_FP16_FUSED; 0 before the first. */

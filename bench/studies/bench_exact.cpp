@@ -1,14 +1,24 @@
 // Exact k-NN benchmark: graft's GPU flat index against its peers in one run.
 //
 //   bench_exact --out results.jsonl [--commit C] [--run-id R] [--quick | --focus] [--dense-sift DIR]
+//               [--smooth-sift DIR]
 //
 // --focus: only k = 10 and 1024 on dense-SIFT (DIR), random-uniform and random-uint8 1M x 128, and
 // random-uniform 1M x 960 (the exact paths' targets, against the same peers). GRAFT_EXACT_PATHS
-// (digits of graft/flat.h's exact_path, e.g. "45") keeps only those GraftFlat paths.
+// (digits of graft/flat.h's exact_path, e.g. "45") keeps only those GraftFlat paths, and
+// GRAFT_EXACT_SETS (names, e.g. "dense-sift1m,dup-sift1m") only those data sets.
+// Two sets with many equal or near-duplicate vectors (issue 36), k = 10: with --dense-sift,
+// "dup-sift1m", grown from it by graft_test_duplicates (tests/testutil.h: clusters of exact and
+// +-1 copies of its rows, one of 32768 rows, two of 16384, ... down to 2, then single rows, 49% of
+// the base in clusters; half the queries near a base row's cluster seed, half its real queries);
+// with --smooth-sift DIR, "smooth-sift1m": dense SIFT of smooth digital art, duplicates kept
+// (scripts/make_dense_sift.py --smooth). Records of the certified paths give the share of queries
+// searched in FP32 (fp32_fallback_frac) and, on the fused path, of those answered by re-ranking
+// their ambiguous band from the list (band_frac) or after a second fused pass (second_frac).
 //
 // Peers in the same process: FAISS GPU GpuIndexFlatL2 (when built with GRAFT_BENCH_FAISS_GPU),
 // FAISS CPU IndexFlatL2 on all cores, graft's CPU reference. The torch peer is
-// bench/torch_exact.py (same shapes, same JSON fields). Every search is timed from host arrays
+// bench/studies/torch_exact.py (same shapes, same JSON fields). Every search is timed from host arrays
 // to host arrays (query upload and result download included, as FAISS GPU does), after a warm-up,
 // as the median of repeats. The floors printed beside it: the FP32 GEMM at the rate cuBLAS reaches
 // on this device, and the bytes of the distance matrix (written once, read once) at the measured
@@ -41,6 +51,9 @@
 #include "graft/dataset.h"
 #include "graft/flat.h"
 #include "graft_gpu.h"
+extern "C" {
+#include "testutil.h"  // graft_test_duplicates
+}
 
 namespace {
 
@@ -240,11 +253,42 @@ double select_seconds_per_row(int64_t rows, int64_t cols, int64_t k) {
     return t / rows;
 }
 
+// Where graft's ids differ from FAISS IndexFlat's (nq x k each), the ranks whose difference a
+// tie does not explain: FAISS's distance at that rank differs from graft's, or from the exact
+// distance (double) of graft's id, by more than FP32 rounding of the GEMM formula,
+// 1e-5 (||q||^2 + max ||b||^2) (as tests/gpu/test_gpu_exact.c).
+int64_t not_ties(const std::vector<float>& xb, const std::vector<float>& xq, int64_t d, int64_t nq, int64_t k,
+                 const float* Dg, const int64_t* Ig, const float* Df, const int64_t* If) {
+    double bmax = 0;
+    for (size_t i = 0; i < xb.size(); i += d) {
+        double n2 = 0;
+        for (int64_t j = 0; j < d; j++) n2 += (double)xb[i + j] * xb[i + j];
+        bmax = std::max(bmax, n2);
+    }
+    int64_t bad = 0;
+    for (int64_t q = 0; q < nq; q++) {
+        const float* x = xq.data() + q * d;
+        double q2 = 0;
+        for (int64_t j = 0; j < d; j++) q2 += (double)x[j] * x[j];
+        const double tol = 1e-5 * (q2 + bmax) + 1e-6;
+        for (int64_t r = q * k; r < (q + 1) * k; r++) {
+            if (Ig[r] == If[r]) continue;
+            double e = 0;
+            for (int64_t j = 0; Ig[r] >= 0 && j < d; j++) {
+                const double t = (double)x[j] - xb[Ig[r] * d + j];
+                e += t * t;
+            }
+            bad += Ig[r] < 0 || std::fabs((double)Dg[r] - Df[r]) > tol || std::fabs(e - Df[r]) > tol;
+        }
+    }
+    return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);  // a deadline's kill keeps every line printed so far
-    std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id, dense;
+    std::string out_path = "bench_exact.jsonl", commit = "unknown", run_id, dense, smooth;
     bool quick = false, focus = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -254,8 +298,10 @@ int main(int argc, char** argv) {
         else if (a == "--quick") quick = true;
         else if (a == "--focus") focus = true;
         else if (a == "--dense-sift" && i + 1 < argc) dense = argv[++i];
+        else if (a == "--smooth-sift" && i + 1 < argc) smooth = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick | --focus] [--dense-sift DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--quick | --focus] [--dense-sift DIR] "
+                    "[--smooth-sift DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -286,7 +332,8 @@ int main(int argc, char** argv) {
            bw / 1e12, peak_sgemm / 1e12, peak_i8 / 1e12);
 
     // dataset "" is random-uniform; "random-uint8" uniform integers 0..255 (the INT8 path's data
-    // without SIFT's structure); "dense-sift1m" reads DIR/base.u8bin and DIR/query.u8bin.
+    // without SIFT's structure); "dense-sift1m" reads DIR/base.u8bin and DIR/query.u8bin,
+    // "smooth-sift1m" the same of --smooth-sift's DIR; "dup-sift1m" is grown from dense-sift1m.
     struct Shape { int64_t nb, d, nq; std::vector<int64_t> ks; std::string dataset; };
     std::vector<Shape> shapes = {{1000000, 128, 10000, {1, 10, 100, 1024, 2048, 4096}, ""},
                                  {1000000, 128, 10000, {1, 10, 100, 1024, 4096}, "random-uint8"},
@@ -294,8 +341,22 @@ int main(int argc, char** argv) {
     if (focus) shapes = {{1000000, 128, 10000, {10, 1024}, ""},
                          {1000000, 960, 1000, {10, 1024}, ""},
                          {1000000, 128, 10000, {10, 1024}, "random-uint8"}};
-    if (!dense.empty()) shapes.insert(shapes.begin(), Shape{1000000, 128, 10000, {10, 1024}, "dense-sift1m"});
+    if (!smooth.empty()) shapes.insert(shapes.begin(), Shape{1000000, 128, 10000, {10}, "smooth-sift1m"});
+    if (!dense.empty()) {
+        shapes.insert(shapes.begin(), Shape{1000000, 128, 10000, {10}, "dup-sift1m"});
+        shapes.insert(shapes.begin(), Shape{1000000, 128, 10000, {10, 1024}, "dense-sift1m"});
+    }
     if (quick) shapes = {{200000, 128, 2000, {10, 1024}, ""}, {200000, 128, 2000, {10, 1024}, "random-uint8"}};
+    // GRAFT_EXACT_SETS=dense-sift1m,dup-sift1m (say) keeps those data sets alone (random-uniform
+    // names both uniform shapes).
+    if (const char* only = getenv("GRAFT_EXACT_SETS")) {
+        const std::string list = std::string(",") + only + ",";
+        std::vector<Shape> keep;
+        for (const Shape& sh : shapes)
+            if (list.find("," + (sh.dataset.empty() ? std::string("random-uniform") : sh.dataset) + ",") != std::string::npos)
+                keep.push_back(sh);
+        shapes = keep;
+    }
     printf("\n%-10s %-8s %6s %6s %6s %12s %10s  %s\n", "system", "index", "d", "nq", "k", "QPS", "ms",
            "notes");
     for (const Shape& s : shapes) {
@@ -310,12 +371,24 @@ int main(int argc, char** argv) {
             for (auto* x : {&xb, &xq})
                 for (float& v : *x) v = std::min(255.f, std::floor(v * 256.f));
         } else {
+            const std::string& dir = s.dataset == "smooth-sift1m" ? smooth : dense;
             float *b = nullptr, *q = nullptr;
             int64_t nb, nq, d, dq;
-            CK(graft_dataset_read_f32((dense + "/base.u8bin").c_str(), 0, s.nb, &b, &nb, &d));
-            CK(graft_dataset_read_f32((dense + "/query.u8bin").c_str(), 0, s.nq, &q, &nq, &dq));
-            std::copy(b, b + nb * d, xb.begin());
-            std::copy(q, q + nq * dq, xq.begin());
+            CK(graft_dataset_read_f32((dir + "/base.u8bin").c_str(), 0, s.nb, &b, &nb, &d));
+            CK(graft_dataset_read_f32((dir + "/query.u8bin").c_str(), 0, s.nq, &q, &nq, &dq));
+            if (nb != s.nb || nq != s.nq || d != s.d || dq != s.d) {
+                fprintf(stderr, "bench_exact: %s holds %lld x %lld base and %lld x %lld query vectors, want %lld x %lld "
+                        "and %lld\n", dir.c_str(), (long long)nb, (long long)d, (long long)nq, (long long)dq,
+                        (long long)s.nb, (long long)s.d, (long long)s.nq);
+                return 1;
+            }
+            if (s.dataset == "dup-sift1m") {
+                const int64_t rows = graft_test_duplicates(b, nb, q, nq, d, s.nb, 32768, s.nq, xb.data(), xq.data());
+                CK(rows != s.nb);
+            } else {
+                std::copy(b, b + nb * d, xb.begin());
+                std::copy(q, q + nq * dq, xq.begin());
+            }
             free(b);
             free(q);
         }
@@ -411,24 +484,33 @@ int main(int argc, char** argv) {
             for (int64_t k : s.ks) {
                 std::vector<float> D((size_t)s.nq * k);
                 std::vector<int64_t> I((size_t)s.nq * k);
-                int64_t fb0 = 0, fb1 = 0;
-                graft_flat_exact_path(g, &fb0);
+                graft_flat_exact_counts c0, c1;
+                graft_flat_get_exact_counts(g, &c0);
                 double t = median_time(5, [&] { CK(graft_flat_search(g, s.nq, xq.data(), k, D.data(), I.data())); });
-                graft_flat_exact_path(g, &fb1);
-                const double fallback_frac = (double)(fb1 - fb0) / (6.0 * s.nq);  // median_time runs 6 times
+                graft_flat_get_exact_counts(g, &c1);
+                // Shares of the queries of all 6 searches (median_time's warm-up and 5 timed).
+                const double nqs = (double)std::max<int64_t>(1, c1.queries - c0.queries);
+                const double fallback_frac = (double)(c1.fp32_fallbacks - c0.fp32_fallbacks) / nqs;
+                const double band_frac = (double)(c1.band_reranks - c0.band_reranks) / nqs;
+                const double second_frac = (double)(c1.second_passes - c0.second_passes) / nqs;
                 // The path that ran (graft_flat_last_path), not the one asked for.
-                const char* ran = path_name(graft_flat_last_path(g));
+                const int ran_path = graft_flat_last_path(g);
+                const char* ran = path_name(ran_path);
                 snprintf(params, sizeof params,
-                         "{\"memory_budget_gb\":%zu,\"path\":\"%s\",\"fp32_fallback_frac\":%.4f,\"floor_ms\":%.2f}",
-                         budget_gb, ran, fallback_frac, floor_s * 1e3);
+                         "{\"memory_budget_gb\":%zu,\"path\":\"%s\",\"fp32_fallback_frac\":%.4f,\"band_frac\":%.4f,"
+                         "\"second_frac\":%.4f,\"floor_ms\":%.2f}",
+                         budget_gb, ran, fallback_frac, band_frac, second_frac, floor_s * 1e3);
                 out.record("graft", "flat", "GraftFlat", s.nb, s.d, s.nq, k, params, s.nq / t, t * 1e3,
                            -1, graft_flat_gpu_scratch_peak(g) + (size_t)s.nb * (s.d + 1) * 4 + codes, 0);
+                char notes[160] = "";
+                if (ran_path == GRAFT_EXACT_FP16_FUSED)
+                    snprintf(notes, sizeof notes, ", to fp32 %.4f, band re-rank %.4f, second pass %.4f", fallback_frac,
+                             band_frac, second_frac);
+                else if (path != GRAFT_EXACT_FP32 && path != GRAFT_EXACT_INT8)
+                    snprintf(notes, sizeof notes, ", fp32 fallbacks %.4f", fallback_frac);
                 printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %s ran, %.2fx its floor (%.1f ms)%s\n", "graft",
                        ran, (long long)s.d, (long long)s.nq, (long long)k, s.nq / t, t * 1e3, ran, t / floor_s,
-                       floor_s * 1e3,
-                       path == GRAFT_EXACT_FP32 || path == GRAFT_EXACT_INT8
-                           ? ""
-                           : (std::string(", fp32 fallbacks ") + std::to_string(fallback_frac)).c_str());
+                       floor_s * 1e3, notes);
             }
             graft_flat_free(g);
         }
@@ -464,12 +546,17 @@ int main(int argc, char** argv) {
                 CK(graft_flat_search(g, nq_cpu, xq.data(), k, Dg.data(), Ig.data()));
                 graft_flat_free(g);
                 double rec = bench::recall_at_k(Ig.data(), reinterpret_cast<int64_t*>(I.data()), nq_cpu, k);
-                snprintf(params, sizeof params, "{}");
+                // graft (auto path) is exact: its ids equal FAISS's but for ties.
+                const int64_t bad = not_ties(xb, xq, s.d, nq_cpu, k, Dg.data(), Ig.data(), D.data(),
+                                             reinterpret_cast<int64_t*>(I.data()));
+                snprintf(params, sizeof params, "{\"graft_agreement\":%.4f,\"graft_diff_not_ties\":%lld}", rec,
+                         (long long)bad);
                 out.record("faiss-cpu", "flat", "Flat", s.nb, s.d, nq_cpu, k, params, nq_cpu / t, t * 1e3,
                            -1, 0, threads);
-                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %d threads; graft GPU agrees: recall %.4f\n",
+                printf("%-10s %-8s %6lld %6lld %6lld %12.0f %10.2f  %d threads; graft GPU agrees: recall %.4f, "
+                       "%lld differences not ties%s\n",
                        "faiss-cpu", "Flat", (long long)s.d, (long long)nq_cpu, (long long)k, nq_cpu / t,
-                       t * 1e3, threads, rec);
+                       t * 1e3, threads, rec, (long long)bad, bad ? "  NOT EXACT" : "");
             }
         }
         {

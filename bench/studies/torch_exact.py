@@ -1,6 +1,6 @@
 """Torch peer of bench_exact: dist = ||b||^2 - 2 q b^T in FP32 (TF32 off) + torch.topk, chunked.
 
-Same shapes and accounting as bench/bench_exact.cpp (queries from host memory, results back to
+Same shapes and accounting as bench/studies/bench_exact.cpp (queries from host memory, results back to
 host memory, warm-up, median of 5) and the same JSON record fields (system "torch").
 """
 import argparse

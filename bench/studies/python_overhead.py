@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What the Python face costs: one search of 10,000 queries from Python (graft's index through
 FAISS's numpy wrappers) against the same search from C (faiss_Index_search in
-build/bench/search_timing), same index file, same queries, same process environment.
+build/bench/studies/search_timing), same index file, same queries, same process environment.
 
 The 10k queries are sift5k's 500 real queries, each repeated 20 times with a small Gaussian
 perturbation (sigma 1.0 on values 0..255), so no two rows are equal. The index is built in Python,
@@ -10,7 +10,7 @@ pairs of calls (C, then Python) are timed; the table gives median and minimum se
 the overhead (median over the pairs of Python / C - 1) and, in milliseconds, what FAISS's numpy
 wrapper adds to the same C++ call made directly from Python (index.search_c).
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [--index GraftFlat GraftGraph]
+    PYTHONPATH=build/python /usr/bin/python3 bench/studies/python_overhead.py [--index GraftFlat GraftGraph]
         [--repeats 7] [--build build] [--record bench/results/cpu.jsonl]
 """
 import argparse
@@ -30,7 +30,8 @@ import numpy as np
 import graft
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+ROOT = os.path.join(HERE, "..", "..")  # the repository (this file is bench/studies/python_overhead.py)
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 from conftest import Sift5k  # noqa: E402  (the tests' reader of the real data)
 
 
@@ -46,8 +47,8 @@ def main():
     ap.add_argument("--index", nargs="*", default=["GraftGraph", "GraftGraph,PQ32", "GraftFlat"])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
-    ap.add_argument("--data", default=os.environ.get("GRAFT_DATA_DIR", os.path.join(HERE, "..", "..", "shared", "data")))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--data", default=os.environ.get("GRAFT_DATA_DIR", os.path.join(ROOT, "..", "shared", "data")))
     ap.add_argument("--record", help="append one JSON record per index to this file")
     args = ap.parse_args()
 
@@ -55,7 +56,7 @@ def main():
     rng = np.random.default_rng(1234)
     xq = np.repeat(sift.xq, 20, axis=0) + rng.normal(0, 1.0, (20 * len(sift.xq), sift.d)).astype(np.float32)
     xq = np.ascontiguousarray(xq, dtype=np.float32)
-    timing = os.path.join(args.build, "bench", "search_timing")
+    timing = os.path.join(args.build, "bench", "studies", "search_timing")
     commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-pyoverhead"

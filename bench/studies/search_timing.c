@@ -1,4 +1,4 @@
-/* search_timing: the C side of bench/python_overhead.py. Loads an index written by
+/* search_timing: the C side of bench/studies/python_overhead.py. Loads an index written by
  * faiss_graft_write_index (or FAISS) and a query file, then times faiss_Index_search of all the
  * queries in one call: one warm-up, then REPEATS timed calls. Prints one line per call,
  * "search_s <seconds>", for the Python script to compare with the same search from Python.

@@ -1,0 +1,69 @@
+/* The graph index's build dispatch and the checks of build parameters and outside graphs
+ * (graph/build.h). */
+#include "graph/build.h"
+
+#include "core/error.h"
+#include "core/index_common.h"
+#include "core/validate.h"
+
+int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* fn) {
+    const float one_vector = 0.0f;
+    graft_graph unused = {0};
+    GRAFT_TRY(graft_check_graph_build(&one_vector, 1, 1, &b->base, &unused, fn));
+    if (gpu && (b->base.R > GRAFT_GPU_BUILD_MAX_R || b->pairs < 0 || b->pairs > 256 || b->staged < -1 ||
+                b->staged > 1 || (b->order != GRAFT_GRNND_SORTED && b->order != GRAFT_GRNND_RANDOM)))
+        return graft_fail(GRAFT_EINVAL,
+                          "%s: R=%d order=%d pairs=%d staged=%d (a GPU index builds with GRNND: "
+                          "R <= %d, order GRAFT_GRNND_SORTED or GRAFT_GRNND_RANDOM, "
+                          "0 <= pairs <= 256, staged -1, 0 or 1)",
+                          fn, b->base.R, b->order, b->pairs, b->staged, GRAFT_GPU_BUILD_MAX_R);
+    return GRAFT_OK;
+}
+
+int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
+                           const char* fn) {
+    if (!x || !graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL vectors or graph", fn);
+    if (n < 1 || n > INT32_MAX)
+        return graft_fail(GRAFT_EINVAL, "%s: n = %lld out of range [1, 2^31)", fn, (long long)n);
+    if (graph->n != n)
+        return graft_fail(GRAFT_EINVAL, "%s: the graph has %lld rows for %lld vectors", fn,
+                          (long long)graph->n, (long long)n);
+    const int max_r = gpu ? GRAFT_GPU_SEARCH_MAX_R : GRAFT_GRAPH_MAX_R;
+    if (graph->R < 1 || graph->R > max_r)
+        return graft_fail(GRAFT_EINVAL, "%s: degree R = %d out of range [1, %d]%s", fn, graph->R,
+                          max_r, gpu ? " (the GPU search kernel's limit)" : "");
+    if (graph->entry < 0 || graph->entry >= n)
+        return graft_fail(GRAFT_EINVAL, "%s: entry %lld out of range [0, %lld)", fn,
+                          (long long)graph->entry, (long long)n);
+    const int64_t slots = n * graph->R;
+    int64_t bad = slots;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+    for (int64_t i = 0; i < slots; i++)
+        if ((graph->nbrs[i] < -1 || graph->nbrs[i] >= n) && i < bad) bad = i;
+    if (bad < slots)
+        return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
+                          (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);
+    return graft_check_finite(x, n, d, fn);
+}
+
+int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
+                            graft_graph* out, double* seconds, graft_pieces_report* rep) {
+    const double t0 = graft_now_s();
+    /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built on the
+     * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). Data
+     * past the pools' room goes to the pieces at once: a whole build would first fault in its
+     * n x R host graph and upload every vector, only to find no room for the pools. */
+    const int64_t fit = gpu ? graft_grnnd_max_vectors(d, b) : 0;
+    int rc = gpu && n <= fit ? graft_grnnd_build_gpu(x, n, d, b, out, NULL) : GRAFT_EGPU_NOMEM;
+    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n};
+    for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
+        rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
+    /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
+    if (rc == GRAFT_EGPU_NOMEM) {
+        rc = graft_rnnd_build_cpu(x, n, d, &b->base, out);
+        *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n};
+    }
+    *seconds = graft_now_s() - t0;
+    if (rep->pieces < 2) rep->build_seconds = *seconds;
+    return rc;
+}

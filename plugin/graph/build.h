@@ -1,0 +1,37 @@
+/* Internal: how a graph index gets its graph, and the checks of what a build takes. The build
+ * dispatch (GRNND on the GPU, GRNND in pieces, RNN-Descent on the CPU) lives here, beside the
+ * builders it calls, so that core/ never calls up into graph/. */
+#ifndef GRAFT_GRAPH_BUILD_H
+#define GRAFT_GRAPH_BUILD_H
+
+#include "graft/graph.h"
+
+#define GRAFT_GPU_BUILD_MAX_R 64   /* GRNND's pools (graft_grnnd_build_gpu) */
+#define GRAFT_GPU_SEARCH_MAX_R 256 /* the GPU search kernels' rows */
+#define GRAFT_GRAPH_MAX_R 4096     /* set_data / read: larger degrees are taken as a mistake */
+
+/* The checks every graph build shares (rnnd.c): pointers, 0 < n < 2^31, d > 0, S and R >= 1,
+ * T1 and T2 >= 0, rho in [0, 1], a known metric, finite x. fn names the caller. */
+int graft_check_graph_build(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
+                            const graft_graph* out, const char* fn);
+
+/* The build parameters the next add will use, checked when they are set so that a bad value
+ * fails then and not after the vectors were taken. gpu: also GRNND's limits. */
+int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* fn);
+
+/* GRAFT_EINVAL naming fn and the first fault unless graph is n rows of ids in [-1, n), R in
+ * [1, GRAFT_GRAPH_MAX_R] (GRAFT_GPU_SEARCH_MAX_R when gpu), with entry in [0, n), over n finite
+ * vectors x (n x d). */
+int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
+                           const char* fn);
+
+/* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu; when GRNND's device
+ * pools do not fit (GRAFT_EGPU_NOMEM: the device or b->memory_budget), GRNND in pieces that fit
+ * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,
+ * RNN-Descent on the CPU. *seconds gets the build's wall time, *rep how it was built (pieces 0: on
+ * the CPU, 1: GRNND on the whole, P: GRNND in P pieces, with graft_graph_build_pieces's times).
+ * Errors as the builders'. */
+int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
+                            graft_graph* out, double* seconds, graft_pieces_report* rep);
+
+#endif
