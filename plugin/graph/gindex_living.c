@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/index_common.h"
+#include "graph/build.h"
 #include "graph/gindex_internal.h"
 #include "graph/insert_gpu.h"
 
@@ -22,7 +23,7 @@
  * 10k 2.1 ms against 1.6 ms: about 1.3. GPU: the walk of the inserted vectors is a search at beam
  * 64, which on the H100 runs at ~1-2 us a query over 1M dense SIFT (bench/RESULTS.md) against
  * GRNND's 0.64 us a vector built; with the prune and the reverse edges about 3 (an estimate:
- * bench/bench_living.cpp measures both, and its H100 run replaces it). */
+ * bench/studies/bench_living.cpp measures both, and its H100 run replaces it). */
 #define CPU_INSERT_PER_BUILD 1.3
 #define GPU_INSERT_PER_BUILD 3.0
 
@@ -441,7 +442,8 @@ static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn
     const double share = rebuild_share(g, s);
     /* Inserting m into a graph of `held` is the cheaper choice while m / (held + m) stays under the
      * share (graft_gindex_rebuild_share); INSERT inserts whatever the batch. */
-    const int built = s->graph.nbrs != NULL || s->host_stale;
+    /* A graph from elsewhere wider than the inserts take (graph/insert.c) is rebuilt instead. */
+    const int built = (s->graph.nbrs != NULL || s->host_stale) && s->graph.R <= GRAFT_GRAPH_INSERT_MAX_R;
     const int do_insert = built && held > 0 && lp.policy != GRAFT_ADD_REBUILD &&
                           (lp.policy == GRAFT_ADD_INSERT || (double)m / (double)(held + m) <= share);
     gsnap* t = snap_clone(s);
