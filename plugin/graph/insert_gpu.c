@@ -49,12 +49,15 @@ int graft_gindex_insert_gpu(graft_gpu_ctx* ctx, const gindex_gpu_graph* g, int64
     const int W = cand_given ? C : L;
     int64_t most = cand_given ? m : graft_insert_round_size(total);
     if (most > m) most = m;
-    float* dD = NULL;
+    float *dD = NULL, *dQ = NULL;
     int64_t* dI = NULL;
     void* scratch = NULL;
     const size_t sbytes = graft_gpu_graph_insert_scratch(most, g->R, W);
     if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dD, (size_t)most * L * sizeof(float));
     if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dI, (size_t)most * L * sizeof(int64_t));
+    /* The walk's queries in a buffer of their own: a search's queries start aligned as a
+     * cudaMalloc'd block (row n of the vectors is only 4-byte aligned for some d). */
+    if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dQ, (size_t)most * d * sizeof(float));
     if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, &scratch, sbytes);
     graft_gpu_insert_counts counts = {0, 0, 0};
     int rounds = 0;
@@ -73,7 +76,8 @@ int graft_gindex_insert_gpu(graft_gpu_ctx* ctx, const gindex_gpu_graph* g, int64
             a.graph = g->out;
             a.R = g->R;
             a.entry = g->entry;
-            a.xq = g->x + n * d;
+            rc = graft_gpu_copy_d2d(ctx, dQ, g->x + n * d, (size_t)r * d * sizeof(float));
+            a.xq = dQ;
             a.nq = r;
             a.k = L;
             a.L = L;
@@ -86,7 +90,7 @@ int graft_gindex_insert_gpu(graft_gpu_ctx* ctx, const gindex_gpu_graph* g, int64
             a.D = dD;
             a.I = dI;
             a.storage = GRAFT_STORAGE_FP32;
-            rc = graft_gpu_graph_search(ctx, &a, NULL);
+            if (rc == GRAFT_OK) rc = graft_gpu_graph_search(ctx, &a, NULL);
             cand = dI;
         }
         graft_gpu_insert_args ia = {g->x, n, r, d, g->out, g->R, cand, W, live,
@@ -95,6 +99,7 @@ int graft_gindex_insert_gpu(graft_gpu_ctx* ctx, const gindex_gpu_graph* g, int64
         n += r;
     }
     graft_gpu_free(ctx, dD);
+    graft_gpu_free(ctx, dQ);
     graft_gpu_free(ctx, dI);
     graft_gpu_free(ctx, scratch);
     graft_gpu_free(ctx, live);
