@@ -9,11 +9,13 @@
 #define GRAFT_BENCH_RECORD_H
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -119,6 +121,9 @@ struct Dataset {
     int64_t k = K;                // neighbours searched and scored (graft-bench's --k)
     std::string metric = "L2";    // the records' metric: "L2" or "IP"
     std::vector<int64_t> gt;      // nq x k, exact
+    // Recall with ties (count_ties): each query's k-th exact distance; a returned id at that
+    // distance or closer counts as found. Empty: recall by ids (recall_at_k).
+    std::vector<double> kth;
 };
 
 // Options::replicate: D.xb followed by R - 1 jittered copies (offsets from a hash of the copy,
@@ -190,6 +195,72 @@ inline void scale_by_cells(Dataset& D, int C) {
 }
 
 
+// --scale's copies made never equal (graft-bench): every value of every copy moved by a seeded
+// offset of -1, 0, 0 or +1 (one draw of 2 bits a value from a splitmix64 hash of the row, so the
+// same on every run and thread count), then clamped to [0, 255] where the data is uint8 (integer
+// values in that range: dense SIFT's u8bin) so that it stays so. The cell permutation maps many
+// vectors with all-zero cells onto other copies' vectors exactly; the offsets part them by a few
+// units of squared L2 (an expected 64 between two copies of one vector, against thousands between
+// near neighbours), so the copies keep their neighbour structure and ids can be scored.
+inline void jitter_copies(Dataset& D, uint64_t seed) {
+    const int64_t total = D.nb * D.d;
+    int integral = 1;
+#pragma omp parallel for reduction(&& : integral) schedule(static)
+    for (int64_t i = 0; i < total; i++) {
+        const float v = D.xb[i];
+        integral = integral && v >= 0 && v <= 255 && v == std::floor(v);
+    }
+    const int64_t d = D.d;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < D.nb; r++) {
+        float* row = D.xb.data() + r * d;
+        uint64_t h = 0;
+        for (int64_t j = 0; j < d; j++) {
+            if (j % 32 == 0) {  // 64 bits: 32 two-bit draws
+                h = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(r * ((d + 31) / 32) + j / 32 + 1));
+                h ^= h >> 30, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 27, h *= 0x94D049BB133111EBull, h ^= h >> 31;
+            }
+            static const float kStep[4] = {-1.f, 0.f, 0.f, 1.f};
+            float v = row[j] + kStep[h & 3];
+            h >>= 2;
+            if (integral) v = std::min(255.f, std::max(0.f, v));
+            row[j] = v;
+        }
+    }
+    D.name += "-jit";
+}
+
+// Exact distance of query q to base vector id, in double (the same arithmetic for every id, so
+// equal vectors give equal distances): squared L2, or the inner product.
+inline double exact_distance(const Dataset& D, int64_t q, int64_t id) {
+    const float* a = D.xq.data() + q * D.d;
+    const float* b = D.xb.data() + id * D.d;
+    double s = 0;
+    if (D.metric == "IP") {
+        for (int64_t j = 0; j < D.d; j++) s += (double)a[j] * b[j];
+    } else {
+        for (int64_t j = 0; j < D.d; j++) {
+            const double t = (double)a[j] - b[j];
+            s += t * t;
+        }
+    }
+    return s;
+}
+
+// Recall that counts ties at the k-th distance: D.kth from D.gt. A query whose true k-th
+// neighbour has equal-distance twins has several exact top-k answers; recall by ids scores all
+// but one of them as misses (the grown --scale set has many such ties: copies of vectors whose
+// cells are all zero).
+inline void count_ties(Dataset& D) {
+    D.kth.assign((size_t)D.nq, NAN);
+    const bool ip = D.metric == "IP";
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < D.nq; q++) {
+        const int64_t id = D.gt[q * D.k + D.k - 1];
+        D.kth[q] = id >= 0 ? exact_distance(D, q, id) : (ip ? -INFINITY : INFINITY);
+    }
+}
+
 inline bool read_matrix(const std::string& path, bool fmnist, std::vector<float>& x, int64_t& n, int64_t& d) {
     float* p = nullptr;
     int rc = fmnist ? graft_fmnist_read(path.c_str(), -1, &p, &n, &d)
@@ -204,7 +275,28 @@ inline bool read_matrix(const std::string& path, bool fmnist, std::vector<float>
 }
 
 // recall@k of I (n rows of D.k) against the ground truth; rows beyond nq repeat the query set.
+// With D.kth (count_ties): of each row's distinct returned ids, those at the query's k-th exact
+// distance or closer, at most k, over k.
 inline double recall_vs_gt(const Dataset& D, const int64_t* I, int64_t n) {
+    if (!D.kth.empty()) {
+        const bool ip = D.metric == "IP";
+        int64_t hits = 0;
+#pragma omp parallel for reduction(+ : hits) schedule(static)
+        for (int64_t r = 0; r < n; r++) {
+            const int64_t q = r % D.nq;
+            std::vector<int64_t> row(I + r * D.k, I + (r + 1) * D.k);
+            std::sort(row.begin(), row.end());
+            int64_t h = 0;
+            for (int64_t j = 0; j < D.k; j++) {
+                const int64_t id = row[j];
+                if (id < 0 || id >= D.nb || (j > 0 && id == row[j - 1])) continue;
+                const double dist = exact_distance(D, q, id);
+                h += ip ? dist >= D.kth[q] : dist <= D.kth[q];
+            }
+            hits += std::min(h, D.k);
+        }
+        return n ? (double)hits / (double)(n * D.k) : 0.0;
+    }
     double hits = 0;
     for (int64_t r = 0; r < n; r += D.nq) {
         int64_t m = std::min(D.nq, n - r);
@@ -525,45 +617,90 @@ inline bool ground_truth(Recorder& out, Dataset& D) {
     return true;
 }
 
-// Exact top-D.k neighbours of every query into D.gt: graft's flat index on GPU 0 when one is
-// usable, else FAISS's IndexFlat on the CPU (L2 or inner product as D.metric says). The queries
-// go in blocks of `block`; progress(done) is called after each. False (said) on failure.
+// Exact top-D.k neighbours of every query into D.gt: graft's flat index on the GPUs when one is
+// usable, else FAISS's IndexFlat on the CPU (L2 or inner product as D.metric says). On the GPU
+// the base goes in blocks of at most kExactBlockBytes (a block's FP32 vectors and FP16 codes fit
+// any of our devices; 10M x 128 is one block), each block on the next GPU, one host thread per
+// GPU, every block searched for all queries (in calls of `block` queries); the blocks' top-k
+// lists are merged on the host, ties to the smaller id as graft's flat index orders them.
+// progress(done) reports queries done (after the last block: all of them). False (said) on
+// failure.
+constexpr size_t kExactBlockBytes = size_t(8) << 30;
+
 template <class P>
 bool exact_neighbours(Dataset& D, int64_t block, P&& progress) {
     const bool ip = D.metric == "IP";
-    std::vector<float> dist((size_t)(block * D.k));
     D.gt.assign((size_t)(D.nq * D.k), -1);
-    graft_flat* flat = nullptr;
-    std::unique_ptr<faiss::IndexFlat> cpu;
-    if (graft_gpu_available()) {
-        graft_flat_params fp;
-        graft_flat_params_defaults(&fp);
-        fp.device = 0;
-        fp.metric = ip ? GRAFT_METRIC_INNER_PRODUCT : GRAFT_METRIC_L2;
-        if (graft_flat_new(D.d, &fp, &flat) != GRAFT_OK || graft_flat_add(flat, D.nb, D.xb.data()) != GRAFT_OK) {
-            printf("graft flat index failed: %s\n", graft_last_error());
+    if (!graft_gpu_available()) {
+        faiss::IndexFlat cpu(D.d, ip ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2);
+        cpu.add(D.nb, D.xb.data());
+        std::vector<float> dist((size_t)(block * D.k));
+        for (int64_t q = 0; q < D.nq; q += block) {
+            const int64_t m = std::min(block, D.nq - q);
+            cpu.search(m, D.xq.data() + q * D.d, D.k, dist.data(), D.gt.data() + q * D.k);
+            progress(q + m);
+        }
+        return true;
+    }
+    const int64_t rows = std::max<int64_t>(1, (int64_t)(kExactBlockBytes / ((size_t)D.d * sizeof(float))));
+    const int64_t nblocks = (D.nb + rows - 1) / rows;
+    const int ngpu = std::max(1, std::min<int>(graft_gpu_count(), (int)nblocks));
+    std::vector<std::vector<float>> bd((size_t)nblocks);
+    std::vector<std::vector<int64_t>> bi((size_t)nblocks);
+    std::vector<std::string> errors((size_t)ngpu);
+    auto run_gpu = [&](int g) {
+        for (int64_t b = g; b < nblocks; b += ngpu) {
+            const int64_t b0 = b * D.nb / nblocks, b1 = (b + 1) * D.nb / nblocks;
+            graft_flat_params fp;
+            graft_flat_params_defaults(&fp);
+            fp.device = g;
+            fp.metric = ip ? GRAFT_METRIC_INNER_PRODUCT : GRAFT_METRIC_L2;
+            graft_flat* flat = nullptr;
+            bd[b].resize((size_t)(D.nq * D.k));
+            bi[b].resize((size_t)(D.nq * D.k));
+            int rc = graft_flat_new(D.d, &fp, &flat);
+            if (rc == GRAFT_OK) rc = graft_flat_add(flat, b1 - b0, D.xb.data() + b0 * D.d);
+            for (int64_t q = 0; rc == GRAFT_OK && q < D.nq; q += block) {
+                const int64_t m = std::min(block, D.nq - q);
+                rc = graft_flat_search(flat, m, D.xq.data() + q * D.d, D.k, bd[b].data() + q * D.k,
+                                       bi[b].data() + q * D.k);
+            }
+            if (rc != GRAFT_OK) errors[g] = graft_last_error();
             graft_flat_free(flat);
+            if (rc != GRAFT_OK) return;
+            for (int64_t& id : bi[b])
+                if (id >= 0) id += b0;
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int g = 0; g < ngpu; g++) threads.emplace_back(run_gpu, g);
+    for (std::thread& t : threads) t.join();
+    for (const std::string& e : errors)
+        if (!e.empty()) {
+            printf("graft flat index failed: %s\n", e.c_str());
             return false;
         }
-    } else {
-        cpu.reset(new faiss::IndexFlat(D.d, ip ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2));
-        cpu->add(D.nb, D.xb.data());
-    }
-    for (int64_t q = 0; q < D.nq; q += block) {
-        const int64_t m = std::min(block, D.nq - q);
-        int64_t* I = D.gt.data() + q * D.k;
-        if (flat) {
-            if (graft_flat_search(flat, m, D.xq.data() + q * D.d, D.k, dist.data(), I) != GRAFT_OK) {
-                printf("graft flat search failed: %s\n", graft_last_error());
-                graft_flat_free(flat);
-                return false;
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < D.nq; q++) {
+        std::vector<int64_t> pos((size_t)nblocks, 0);
+        for (int64_t j = 0; j < D.k; j++) {
+            int64_t best = -1, bid = -1;
+            float bdist = 0;
+            for (int64_t b = 0; b < nblocks; b++) {
+                if (pos[b] >= D.k) continue;
+                const size_t o = (size_t)(q * D.k + pos[b]);
+                const int64_t id = bi[b][o];
+                if (id < 0) continue;
+                const float dist = bd[b][o];
+                if (best < 0 || (ip ? dist > bdist : dist < bdist) || (dist == bdist && id < bid))
+                    best = b, bdist = dist, bid = id;
             }
-        } else {
-            cpu->search(m, D.xq.data() + q * D.d, D.k, dist.data(), I);
+            if (best < 0) break;
+            D.gt[q * D.k + j] = bid;
+            pos[best]++;
         }
-        progress(q + m);
     }
-    graft_flat_free(flat);
+    progress(D.nq);
     return true;
 }
 

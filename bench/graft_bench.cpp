@@ -9,7 +9,7 @@
 // graph indexes, efSearch for HNSW, nprobe for IVF, tau for GGNN; --sweep KNOB=V,... replaces the
 // values of the indexes that sweep KNOB) at each --batch size, and at batch 1 for the p50/p99
 // latency. Recall@k is against exact ground truth: --gt, the HDF5 file's neighbors, or computed
-// (graft's flat index on the GPU, FAISS's IndexFlat on the CPU) and cached in DIR. Records go to
+// (graft's flat index on the GPUs, FAISS's IndexFlat on the CPU) and cached in DIR. Records go to
 // DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
 // DIR/recall-qps-<dataset>.svg and .png.
 //
@@ -30,6 +30,11 @@
 // searched unfiltered only. graft's graph indexes are searched once per --filter-modes entry:
 // auto (the cost model's choice), walk (filter_exact_below = 0), exact (= 1); their records say
 // which path the search took (params.path) and the walk's beam.
+// Several GPUs (docs/multi-gpu.md): graft's ",gpus=LIST" (",replicas") and FAISS's "@gpus=N"
+// ("@gpus=N,replicas") indexes' records carry params.gpus and params.shards or params.replicas; on
+// a CUDA machine every record carries gpu_bytes_per_device (each device's peak use over the
+// index's run, cudaMemGetInfo), and graft's graph shards gpu_bytes_per_shard (each shard's own
+// resident bytes).
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,7 +59,10 @@
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVF.h>
 #include <faiss/IndexNSG.h>
+#include <map>
 #include <faiss/impl/IDSelector.h>
+#include <faiss/IndexReplicas.h>
+#include <faiss/clone_index.h>
 #ifdef GRAFT_BENCH_FAISS_GPU
 #include <faiss/gpu/GpuAutoTune.h>
 #include <faiss/gpu/GpuCloner.h>
@@ -97,6 +105,7 @@ struct Options {
     double deadline_s = 1e9;
     int threads = 0;
     int scale = 0;                      // --scale C: the base grown to C cell-permuted copies
+    int64_t repeat = 1;                 // the queries repeated to fill the largest --batch
     bool plot = false;
     double refine_gap = 0.02;           // --refine: the adaptive sweep's recall gap (0: off)
     std::vector<double> selectivities;            // --selectivity: filtered searches (empty: none)
@@ -114,10 +123,16 @@ const char* kUsage =
     "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
     "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
     "         \"IVF4096,Flat\", ...); DESC@gpu puts a FAISS index on GPU 0, DESC@gpus=N sharded on\n"
-    "         GPUs 0..N-1 (FAISS's index_cpu_to_gpu_multiple, trained on GPU 0 first); graft's\n"
-    "         \",gpus=0-3\" shards its index itself; GGNN[<k_build>] is GGNN\n"
+    "         GPUs 0..N-1 and DESC@gpus=N,replicas replicated on them (FAISS's\n"
+    "         index_cpu_to_gpu_multiple, shard = true / false; trained once on GPU 0, the training\n"
+    "         reused by later --index of the same DESC); graft's \",gpus=0-3\" shards its index\n"
+    "         itself (\",gpus=0-3,replicas\": replicas); GGNN[<k_build>] is GGNN\n"
     "  --scale C: a d = 128 SIFT base grown to C cell-permuted copies (bench_bang --scale's data;\n"
-    "         queries permuted as copy q mod C; the ground truth is computed, --gt is refused)\n"
+    "         queries permuted as copy q mod C), each value then moved by a seeded -1/0/0/+1 (kept\n"
+    "         in 0..255 for uint8 data) so that no two copies are equal; recall counts an id at the\n"
+    "         query's k-th exact distance as found (ties; records: params.recall_ties); the ground\n"
+    "         truth is computed (on every GPU, in blocks), --gt is refused\n"
+    "  --batch N larger than the query count repeats the queries to fill it (records: params.repeat)\n"
     "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n"
     "  --refine GAP: after the sweep, more knob values until each recall bar (0.90, 0.95, 0.99)\n"
     "         lies between two points at most GAP apart in recall (default 0.02; 0: the sweep as given)\n";
@@ -459,7 +474,9 @@ bool ground_truth(const Options& o, Dataset& D, std::string* err) {
         return false;
     }
     printf("ground truth: computed by %s in %.1f s, cached as %s\n",
-           gpu ? "graft's flat index on GPU 0" : "FAISS IndexFlat on the CPU", now_s() - t0, cache.c_str());
+           gpu ? "graft's flat index on the GPUs (bench::exact_neighbours: blocks of the base, one GPU each)"
+               : "FAISS IndexFlat on the CPU",
+           now_s() - t0, cache.c_str());
     std::vector<int32_t> ids(D.gt.begin(), D.gt.end());
     if (graft_dataset_write(cache.c_str(), ids.data(), D.nq, D.k, GRAFT_DTYPE_I32) != GRAFT_OK)
         printf("  (cache not written: %s)\n", graft_last_error());
@@ -539,6 +556,7 @@ struct IndexSpec {
     const char* family = "";
     bool graft = false, faiss_gpu = false, ggnn = false;
     int faiss_gpus = 0;  // DESC@gpus=N: FAISS's sharded GPU index over GPUs 0..N-1
+    bool faiss_replicas = false;  // DESC@gpus=N,replicas: replicated on them instead
     int ggnn_k_build = 24, ggnn_iterations = 400;
     float ggnn_tau_build = 0.5f;
     std::string knob;  // "" when nothing is swept
@@ -555,8 +573,11 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
     const size_t at_gpus = desc.rfind("@gpus=");
     if (at_gpus != std::string::npos) {
         s->faiss_gpus = atoi(desc.c_str() + at_gpus + 6);
-        if (s->faiss_gpus < 1 || desc.find_first_not_of("0123456789", at_gpus + 6) != std::string::npos) {
-            *err = desc + ": @gpus=N takes the number of GPUs (0..N-1), N >= 1";
+        const size_t tail = desc.find_first_not_of("0123456789", at_gpus + 6);
+        s->faiss_replicas = tail != std::string::npos && desc.compare(tail, std::string::npos, ",replicas") == 0;
+        if (s->faiss_gpus < 1 || (tail != std::string::npos && !s->faiss_replicas)) {
+            *err = desc + ": @gpus=N takes the number of GPUs (0..N-1), N >= 1, optionally \",replicas\" "
+                          "(@gpus=2,replicas)";
             return false;
         }
     }
@@ -668,42 +689,58 @@ Built make_index(const IndexSpec& s, int d, faiss::MetricType metric) {
     if (faiss_graft_index_factory(&p, d, s.factory.c_str(), (FaissMetricType)metric) != 0)
         throw std::runtime_error(faiss_get_last_error() ? faiss_get_last_error() : "index factory failed");
     b.index.reset(reinterpret_cast<faiss::Index*>(p));
-#ifdef GRAFT_BENCH_FAISS_GPU
-    if (s.faiss_gpu && s.faiss_gpus == 0) {
-        b.res.reset(new faiss::gpu::StandardGpuResources());
-        b.index.reset(faiss::gpu::index_cpu_to_gpu(b.res.get(), 0, b.index.get()));
-    }
-    // @gpus=N stays on the CPU, untrained, until build_faiss_sharded.
-#endif
+    // A FAISS GPU index stays on the CPU, untrained, until build_faiss_gpu.
     return b;
 }
 
+// FAISS GPU indexes' trained CPU copies by factory string: a later --index of the same factory
+// (IVF16384,Flat@gpu, then @gpus=2, then @gpus=2,replicas) starts from the same quantizer instead
+// of running the same k-means again (its record says params.train_reused).
+using TrainedCache = std::map<std::string, std::unique_ptr<faiss::Index>>;
+
 #ifdef GRAFT_BENCH_FAISS_GPU
-// FAISS's sharded GPU index, the way FAISS's own multi-GPU benchmarks make one: trained once on
-// GPU 0, the trained index cloned onto GPUs 0..N-1 as shards (GpuMultipleClonerOptions::shard;
-// adds split over them, searches on all at once, merged), then filled by add.
-void build_faiss_sharded(Built& b, const IndexSpec& s, const Dataset& D) {
-    faiss::gpu::StandardGpuResources res0;
+// FAISS's GPU index, the way FAISS's own multi-GPU benchmarks make one: trained once on GPU 0
+// (or taken from the cache), the trained index cloned onto GPU 0 (@gpu) or GPUs 0..N-1 as shards
+// (@gpus=N: GpuMultipleClonerOptions::shard, adds split over them, searches on all at once,
+// merged) or replicas (@gpus=N,replicas: every GPU holds all, a search's queries split over them),
+// then filled by add. True when the training came from the cache.
+bool build_faiss_gpu(Built& b, const IndexSpec& s, const Dataset& D, TrainedCache& trained) {
+    bool reused = false;
     if (!b.index->is_trained) {
-        std::unique_ptr<faiss::Index> g(faiss::gpu::index_cpu_to_gpu(&res0, 0, b.index.get()));
-        g->train(D.nb, D.xb.data());
-        b.index.reset(faiss::gpu::index_gpu_to_cpu(g.get()));
+        auto it = trained.find(s.factory);
+        if (it != trained.end()) {
+            b.index.reset(faiss::clone_index(it->second.get()));
+            reused = true;
+        } else {
+            faiss::gpu::StandardGpuResources res0;
+            std::unique_ptr<faiss::Index> g(faiss::gpu::index_cpu_to_gpu(&res0, 0, b.index.get()));
+            g->train(D.nb, D.xb.data());
+            b.index.reset(faiss::gpu::index_gpu_to_cpu(g.get()));
+            trained[s.factory].reset(faiss::clone_index(b.index.get()));
+        }
     }
-    std::vector<faiss::gpu::GpuResourcesProvider*> provs;
-    std::vector<int> devs;
-    for (int i = 0; i < s.faiss_gpus; i++) {
-        b.multi.emplace_back(new faiss::gpu::StandardGpuResources());
-        provs.push_back(b.multi.back().get());
-        devs.push_back(i);
+    if (s.faiss_gpus == 0) {
+        b.res.reset(new faiss::gpu::StandardGpuResources());
+        b.index.reset(faiss::gpu::index_cpu_to_gpu(b.res.get(), 0, b.index.get()));
+    } else {
+        std::vector<faiss::gpu::GpuResourcesProvider*> provs;
+        std::vector<int> devs;
+        for (int i = 0; i < s.faiss_gpus; i++) {
+            b.multi.emplace_back(new faiss::gpu::StandardGpuResources());
+            provs.push_back(b.multi.back().get());
+            devs.push_back(i);
+        }
+        faiss::gpu::GpuMultipleClonerOptions opt;
+        opt.shard = !s.faiss_replicas;
+        b.index.reset(faiss::gpu::index_cpu_to_gpu_multiple(provs, devs, b.index.get(), &opt));
     }
-    faiss::gpu::GpuMultipleClonerOptions opt;
-    opt.shard = true;
-    b.index.reset(faiss::gpu::index_cpu_to_gpu_multiple(provs, devs, b.index.get(), &opt));
     b.index->add(D.nb, D.xb.data());
+    return reused;
 }
 #endif
 
-// A sharded graft index's shard count and the distinct GPUs its shards live on (0, 0 otherwise).
+// A sharded (or replicated) graft index's shard count and the distinct GPUs its shards live on
+// (0, 0 otherwise).
 std::pair<int, int> graft_shards(faiss::Index* index) {
     int n = 1;
     if (faiss_graft_shard_count(reinterpret_cast<FaissIndex*>(index), &n) != 0 || n <= 1) return {0, 0};
@@ -872,6 +909,9 @@ std::string number(double v) {
 struct IndexResult {
     double build_s = -1;
     size_t gpu_bytes = 0, host_bytes = 0;
+    std::string multi_gpu_json;  // ,"gpu_bytes_per_device":[...] (and per shard): the records' tail
+    std::pair<int, int> shards{0, 0};  // graft_shards()
+    bool replicas = false, train_reused = false;
     bool ok = false;
     std::vector<bench::SweepPoint> swept;  // every configuration at the largest --batch (the summary's)
 };
@@ -880,8 +920,24 @@ struct IndexResult {
 constexpr int kMaxRefined = 12;
 
 // Builds one index and runs its sweep; records every configuration.
+// The params every record of an index carries: the GPUs of a multi-GPU index and how its data is
+// spread (graft's shards / replicas, FAISS's @gpus=N), how its recall is counted and how its
+// queries were repeated.
+void common_params(bench::Params& p, const IndexSpec& s, const std::pair<int, int>& shards, bool replicas,
+                   bool train_reused, const Options& o, const Dataset& D) {
+    if (shards.first > 1) {
+        if (shards.second > 0) p.add("gpus", shards.second, false);
+        p.add(replicas ? "replicas" : "shards", shards.first, false);
+    }
+    if (s.faiss_gpus > 0) p.add("gpus", s.faiss_gpus, false).add(s.faiss_replicas ? "replicas" : "shards", s.faiss_gpus, false);
+    if (train_reused) p.add("train_reused", true, false);
+    if (!D.kth.empty()) p.add("recall_ties", true, false);
+    if (o.repeat > 1) p.add("repeat", (long long)o.repeat, false);
+}
+
 IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, bench::Recorder& out,
-                      const bench::Deadline& deadline, const std::vector<Filter>& filters) {
+                      const bench::Deadline& deadline, const std::vector<Filter>& filters,
+                      TrainedCache& trained) {
     IndexResult res;
     const faiss::MetricType metric = D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
     // Every device's use: sharded indexes spread over several.
@@ -893,12 +949,13 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
         const std::vector<size_t> now = bench::gpu_used_bytes_per_device();
         for (size_t i = 0; i < now.size() && i < gpu_max.size(); i++) gpu_max[i] = std::max(gpu_max[i], now[i]);
     };
-    auto per_device = [&](std::string* note) {
+    auto per_device = [&](std::string* note, std::string* json) {
         size_t sum = 0;
         for (size_t i = 0; i < gpu0.size(); i++) {
             const size_t used = gpu_max[i] - gpu0[i];
             sum += used;
             if (note) *note += (note->empty() ? "GPU MiB per device: " : "/") + std::to_string(used >> 20);
+            *json += (i ? "," : ",\"gpu_bytes_per_device\":[") + std::to_string(used) + (i + 1 == gpu0.size() ? "]" : "");
         }
         return sum;
     };
@@ -907,12 +964,13 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
     try {
         Built b = make_index(s, (int)D.d, metric);
         faiss::Index* index = b.index.get();
+        bool train_reused = false;
         {
             Ticker tick("building " + s.desc);
             const double t0 = now_s();
 #ifdef GRAFT_BENCH_FAISS_GPU
-            if (s.faiss_gpus > 0) {
-                build_faiss_sharded(b, s, D);
+            if (s.faiss_gpu) {
+                train_reused = build_faiss_gpu(b, s, D, trained);
                 index = b.index.get();
             } else
 #endif
@@ -921,8 +979,9 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 index->add(D.nb, D.xb.data());
             }
             // graft's graph index (every storage) builds its graph at the first search after the
-            // adds (on every shard at once when sharded): a one-query search puts that build in
-            // build_s.
+            // adds (on every shard or replica at once when spread over several: GraftIndexShards
+            // and GraftIndexReplicas build all of them before the first search's queries go out):
+            // a one-query search puts that build in build_s.
             if (s.graft && contains(s.factory, "GraftGraph")) {
                 std::vector<float> d1(D.k);
                 std::vector<faiss::Index::idx_t> i1(D.k);
@@ -931,10 +990,26 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             res.build_s = now_s() - t0;
         }
         sample();
-        printf("%s: built in %.2f s\n", s.desc.c_str(), res.build_s);
+        const std::pair<int, int> shards = s.graft ? graft_shards(index) : std::pair<int, int>{0, 0};
+        const bool replicas = dynamic_cast<faiss::IndexReplicas*>(index) != nullptr;
+        res.shards = shards;
+        res.replicas = replicas;
+        res.train_reused = train_reused;
+        // graft's own account of each shard's resident device bytes (graph indexes).
+        std::string per_shard;
+        for (int i = 0; i < shards.first; i++) {
+            double bytes = 0;
+            if (faiss_graft_get_shard_param(reinterpret_cast<FaissIndex*>(index), i, "gpu_bytes", &bytes) != 0) {
+                per_shard.clear();
+                break;
+            }
+            per_shard += (i ? "," : ",\"gpu_bytes_per_shard\":[") + std::to_string((long long)bytes) +
+                         (i + 1 == shards.first ? "]" : "");
+        }
+        printf("%s: built in %.2f s%s\n", s.desc.c_str(), res.build_s,
+               train_reused ? " (training reused from the first index of this factory string)" : "");
         fflush(stdout);
 
-        const std::pair<int, int> shards = s.graft ? graft_shards(index) : std::pair<int, int>{0, 0};
         std::vector<double> values = s.sweep;
         if (values.empty()) values.push_back(NAN);  // one configuration, no knob
         const size_t coarse = values.size();
@@ -968,10 +1043,11 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
                 r.build_s = res.build_s;
                 if (cpu_system) r.threads = threads;
+                // Every record says the OpenMP setting it ran under (a GPU index's search call
+                // should cost the same at any: examples/search_loop checks it from a user's side).
+                r.json_tail = ",\"omp_threads\":" + std::to_string(threads);
                 if (!filters.empty()) r.params.add("selectivity", 1.0);
-                // The GPU count of sharded indexes (graft's distinct shard devices, FAISS's @gpus=N).
-                if (shards.first > 1) r.params.add("gpus", shards.second, false).add("shards", shards.first, false);
-                if (s.faiss_gpus > 0) r.params.add("gpus", s.faiss_gpus, false);
+                common_params(r.params, s, shards, replicas, train_reused, o, D);
                 return r;
             };
             std::vector<bench::Rec> recs;
@@ -1004,7 +1080,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 recs.push_back(std::move(r));
             }
             if (o.latency_queries > 0 && !refined) {
-                const Latency L = time_batch1(index, D, o.latency_queries);
+                const Latency L = time_batch1(index, D, std::min(o.latency_queries, D.nq / o.repeat));
                 bench::Rec r = base_rec(1);
                 r.nq = L.n;
                 r.qps = L.qps;
@@ -1070,12 +1146,14 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
             }
             Status::clear();
-            std::string dev_note;
-            res.gpu_bytes = per_device(gpu0.size() > 1 ? &dev_note : nullptr);
+            std::string dev_note, dev_json;
+            res.gpu_bytes = per_device(gpu0.size() > 1 ? &dev_note : nullptr, &dev_json);
             res.host_bytes = std::max<size_t>(proc_status_kb("VmHWM:") * 1024, host0) - host0;
+            res.multi_gpu_json = dev_json + per_shard;
             for (bench::Rec& r : recs) {
                 r.gpu_bytes = res.gpu_bytes;
                 r.host_bytes = res.host_bytes;
+                r.json_tail += res.multi_gpu_json;
                 if (!dev_note.empty()) r.note += (r.note.empty() ? "" : "; ") + dev_note;
                 out.record(D, std::move(r));
             }
@@ -1104,10 +1182,11 @@ std::string bracket_label(const bench::BarFigure& b, const std::string& knob) {
 
 // One summary record: the index's QPS at recall `bar` at the summary batch, read off its frontier;
 // "interpolated" says how, and "bracket" lists the measured point(s) it comes from.
-bench::Rec summary_record(const IndexSpec& s, const IndexResult& res, const Dataset& D, int64_t batch, double bar,
-                          const bench::BarFigure& b) {
+bench::Rec summary_record(const Options& o, const IndexSpec& s, const IndexResult& res, const Dataset& D,
+                          int64_t batch, double bar, const bench::BarFigure& b) {
     bench::Rec r{s.system, s.family, s.desc.c_str(), D.nq, batch};
     r.params.add("recall_bar", bar);
+    common_params(r.params, s, res.shards, res.replicas, res.train_reused, o, D);
     r.qps = b.qps;
     r.recall = b.interpolated ? bar : b.hi.recall;
     r.build_s = res.build_s;
@@ -1122,7 +1201,8 @@ bench::Rec summary_record(const IndexSpec& s, const IndexResult& res, const Data
         return "{" + (s.knob.empty() ? std::string() : "\"" + s.knob + "\":" + number(p.knob) + ",") + t;
     };
     r.json_tail = std::string(",\"summary\":true,\"interpolated\":") + (b.interpolated ? "true" : "false") +
-                  ",\"bracket\":[" + (b.interpolated ? point(b.lo) + "," : "") + point(b.hi) + "]";
+                  ",\"bracket\":[" + (b.interpolated ? point(b.lo) + "," : "") + point(b.hi) + "]" +
+                  res.multi_gpu_json;
     return r;
 }
 
@@ -1167,6 +1247,7 @@ int main(int argc, char** argv) {
         }
         Ticker tick("growing the base to " + std::to_string(o.scale) + " cell-permuted copies");
         bench::scale_by_cells(D, o.scale);
+        bench::jitter_copies(D, 0x5EED0033ull);
     }
     // Every index string is checked on the data's dimension before any long phase starts.
     for (const IndexSpec& s : specs) {
@@ -1177,7 +1258,15 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    for (int64_t& b : o.batches) b = std::min(b, D.nq);
+    // A batch over the query count repeats the queries (after the ground truth: it is theirs).
+    const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+    if (max_batch > D.nq && !o.selectivities.empty()) {
+        printf("--batch %lld > %lld queries: with --selectivity, batches stop at the query count\n",
+               (long long)max_batch, (long long)D.nq);
+    } else if (max_batch > D.nq) {
+        o.repeat = (max_batch + D.nq - 1) / D.nq;
+    }
+    for (int64_t& b : o.batches) b = std::min(b, D.nq * o.repeat);
 
     mkdirs(o.out_dir);
     if (!o.gt_cache.empty()) mkdirs(o.gt_cache);
@@ -1213,6 +1302,11 @@ int main(int argc, char** argv) {
         fprintf(stderr, "graft-bench: %s\n", err.c_str());
         return 2;
     }
+    if (o.scale > 1) {
+        bench::count_ties(D);
+        printf("recall@%lld counts ties: a returned id at the query's k-th exact distance or closer is found\n",
+               (long long)D.k);
+    }
 
     // The selectors and their exact filtered ground truths (--selectivity).
     std::vector<Filter> filters;
@@ -1230,6 +1324,20 @@ int main(int argc, char** argv) {
                fl.ids.size(), now_s() - t0);
         filters.push_back(std::move(fl));
     }
+    if (o.repeat > 1) {
+        const int64_t nq = D.nq, R = o.repeat;
+        D.xq.resize((size_t)(nq * R * D.d));
+        for (int64_t r = 1; r < R; r++) std::copy_n(D.xq.data(), nq * D.d, D.xq.data() + r * nq * D.d);
+        D.gt.resize((size_t)(nq * R * D.k));
+        for (int64_t r = 1; r < R; r++) std::copy_n(D.gt.data(), nq * D.k, D.gt.data() + r * nq * D.k);
+        if (!D.kth.empty()) {
+            D.kth.resize((size_t)(nq * R));
+            for (int64_t r = 1; r < R; r++) std::copy_n(D.kth.data(), nq, D.kth.data() + r * nq);
+        }
+        D.nq = nq * R;
+        printf("queries repeated %lld times (%lld) to fill a batch of %lld; recall is theirs\n", (long long)R,
+               (long long)D.nq, (long long)max_batch);
+    }
 
     bench::Recorder out(f, "graft-bench", run_id, date, o.commit, device);
     int index_w = 13;
@@ -1237,11 +1345,12 @@ int main(int argc, char** argv) {
     out.set_widths(index_w, 24, index_w + 8);
     bench::Deadline deadline(o.deadline_s);
     std::vector<IndexResult> results;
+    TrainedCache trained;
     printf("\n");
     out.header();
     for (const IndexSpec& s : specs) {
         if (deadline.stops(s.desc)) break;
-        results.push_back(run_index(o, s, D, out, deadline, filters));
+        results.push_back(run_index(o, s, D, out, deadline, filters, trained));
     }
 
     // Summary at the largest batch: build, memory, and each index's QPS at each recall bar read off
@@ -1278,7 +1387,7 @@ int main(int argc, char** argv) {
                     snprintf(q, sizeof q, " %.2fx", b.qps / first[j].qps);
                     cell += q;
                 }
-                out.record(D, summary_record(s, r, D, batch, bar, b));
+                out.record(D, summary_record(o, s, r, D, batch, bar, b));
             }
             printf("   %-*s", cell_w, cell.c_str());
         }

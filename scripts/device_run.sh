@@ -79,17 +79,23 @@
 #                                              #     OMP_NUM_THREADS unset and 1; Nsight Compute's instruction
 #                                              #     count of both walks at dense-SIFT L = 48; into $OUT:
 #                                              #     walk-ab.log, walk-ab.jsonl
-#   bash scripts/device_run.sh --no-tests --bench-shards
-#                                              # ... issue 25's multi-GPU benchmark (implies --faiss-gpu):
-#                                              #     graft-bench on the 1M dense-SIFT set grown to 10M and
-#                                              #     50M cell-permuted copies (--scale 10 / 50), build time and
-#                                              #     QPS by recall of GraftGraph on 1 GPU, "GraftGraph,gpus=0-1"
-#                                              #     and (4+ GPUs) "GraftGraph,gpus=0-3", against FAISS's
-#                                              #     IVF16384,Flat@gpu / @gpus=2 / @gpus=4 (sharded GPU
-#                                              #     IVF-Flat); records carry params.gpus; into $OUT:
-#                                              #     shards.log, graft-bench.jsonl. GRAFT_SHARDS_SCALES="10 50"
-#                                              #     (default) picks the sizes, GRAFT_SHARDS_INDEX="GraftGraph"
-#                                              #     the graft index (e.g. "GraftGraph,PQ32")
+#   bash scripts/device_run.sh --bench-shards  # ... issue 33's multi-GPU benchmark in one call (implies
+#                                              #     --faiss-gpu; alone, it builds only graft-bench and
+#                                              #     test_gpu_shards and tests only the latter): the 1M
+#                                              #     dense-SIFT set grown to 10M (--scale, jittered copies,
+#                                              #     recall with ties), GraftGraph on 1 GPU, sharded and
+#                                              #     replicated over all GPUs; FAISS IVF16384,Flat on 1 GPU,
+#                                              #     @gpus=N and @gpus=N,replicas; the same graft runs at
+#                                              #     GRAFT_SHARDS_SCALES (default 40M on 2 GPUs); with 4+
+#                                              #     GPUs an index larger than one GPU, sharded in memory
+#                                              #     vs GraftGraph,PQ32,ooc on one (GRAFT_SHARDS_BIG=C
+#                                              #     millions, 0: off); then scripts/shards_summary.py's
+#                                              #     ratios and targets. Into $OUT: shards.log,
+#                                              #     shards.jsonl, recall-qps-multi-gpu-*.svg. Set
+#                                              #     GRAFT_DEADLINE (e.g. 550) so that it ends in time;
+#                                              #     GRAFT_SHARDS_INDEX picks the graft index,
+#                                              #     GRAFT_SHARDS_BATCHES the batches (10000),
+#                                              #     GRAFT_SHARDS_FAISS=0 leaves FAISS out
 #   bash scripts/device_run.sh --no-tests --bench-living
 #                                              # ... issue 34's living-index benchmark (bench/studies/bench_living.cpp)
 #                                              #     on the 1M dense-SIFT set, then grown to 10M (--scale 10):
@@ -261,7 +267,16 @@ cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTU
      -DGRAFT_FAISS_ROOT=$fr -DGRAFT_BLAS_LIBRARIES="$blas" -DGRAFT_FAISS_SOURCE_DIR="$root/.deps/faiss-src"
      -DGRAFT_DATA_DIR="$root/.deps/data")
 cmake -S . -B build-device "${cfg[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-jobs=$([ $faiss_gpu = 1 ] && echo 6 || nproc)
+# Beside the FAISS GPU build (background, all cores): a quarter of the cores, at least 6.
+jobs=$([ $faiss_gpu = 1 ] && echo $(( $(nproc) / 4 > 6 ? $(nproc) / 4 : 6 )) || nproc)
+# --bench-shards alone builds only what it runs (graft-bench, test_gpu_shards) and tests only
+# test_gpu_shards (unless GRAFT_TESTS says otherwise): the call's minutes go to the GPUs.
+only_shards=$(( bench_shards && !bench && !bench_build && !bench_search && !bench_bang && !graft_bench && !filter_bench && !storage_bench && !search_ncu && !walk_ab && !sanitize && !install_check ))
+targets=()
+if [ $only_shards = 1 ]; then
+  targets=(graft-bench test_gpu_shards)
+  GRAFT_TESTS=${GRAFT_TESTS:-test_gpu_shards}
+fi
 # What a package ships (libraries and programs), timed alone: the single-architecture figure.
 shipped=(graft_core graft_faiss faiss_c faiss_swap graph_build graft-bench)
 if [ $install_check = 1 ]; then
@@ -269,8 +284,8 @@ if [ $install_check = 1 ]; then
   ninja -C build-device -j$jobs "${shipped[@]}" >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
   stamp "shipped targets, sm_90 only: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $s0 }") s on $jobs jobs"
 fi
-ninja -C build-device -j$jobs >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
-stamp "graft built"
+ninja -C build-device -j$jobs "${targets[@]}" >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
+stamp "graft built${targets:+ (${targets[*]})}"
 
 if [ $install_check = 1 ]; then
   # The package build: no architectures named, so CMake's default list (CMakeLists.txt).
@@ -665,31 +680,121 @@ if [ $storage_bench = 1 ]; then
 fi
 
 if [ $bench_shards = 1 ]; then
-  link_faiss_gpu
-  ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | tail -40; exit 1; }
+  # Issue 33 in one call (docs/multi-gpu.md, "Measuring"): graft-bench on the 1M dense-SIFT set
+  # grown by --scale (cell-permuted copies, each value jittered so that no two are equal; recall
+  # counts ties at the k-th distance), batch 10k, k = 10, one run id for every step:
+  #   1. 10M: GraftGraph on one GPU, sharded over the N GPUs ("gpus=0-(N-1)") and replicated on
+  #      them (",replicas"): build time (every device's graph, before the first search returns)
+  #      and QPS by recall;
+  #   2. FAISS's IVF16384,Flat at 10M on one GPU, sharded (@gpus=N) and replicated
+  #      (@gpus=N,replicas), one k-means for the three, once the FAISS GPU build is done
+  #      (background, started at the top; graft-bench is relinked against it in the background
+  #      while the GPUs run step 1 on a copy of the graft-only binary);
+  #   3. step 1 at the sizes of GRAFT_SHARDS_SCALES (default "40" with 2 GPUs: 40M, the largest
+  #      whose one-GPU build is one GRNND piece; none with 4, whose large size is step 4) -- before
+  #      step 2 when FAISS is not built yet;
+  #   4. with 4+ GPUs: an index larger than one GPU, GraftGraph sharded in memory over the GPUs
+  #      against GraftGraph,PQ32,ooc (out-of-core) on one GPU, at the size C (millions) whose FP32
+  #      graph index (768 B a vector) needs 1.1x one device's memory (GRAFT_SHARDS_BIG=C
+  #      overrides, 0 skips; skipped when the host has under 1.6 KB a vector).
+  # A step starts only when GRAFT_DEADLINE leaves it its time (graft-bench's --deadline and a
+  # timeout end it inside that). NCCL is not used (graft's devices share nothing; FAISS 1.7.3's
+  # multi-GPU indexes run one thread a GPU); NCCL_NVLS_ENABLE=0 all the same. Then
+  # scripts/shards_summary.py: ratios to one GPU (same L, and at equal recall), the targets,
+  # per-device memory. Into $OUT: shards.log, shards.jsonl, recall-qps-multi-gpu-*.svg.
+  export NCCL_NVLS_ENABLE=0
   wait_dense_sift
-  ngpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
-  stamp "sharded benchmark on $ngpu GPU(s): $(nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tr '\n' ';')"
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+  gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n1)
+  host_mib=$(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo)
+  stamp "sharded benchmark: $ngpu GPU(s) of ${gpu_mib:-?} MiB, ${host_mib} MiB host memory, $(nproc) cores: $(nvidia-smi --query-gpu=index,name --format=csv,noheader | tr '\n' ';')" | tee -a "$OUT/shards.log"
+  last=$(( ngpu >= 4 ? 3 : ngpu >= 2 ? 1 : 0 )) N=$(( ngpu >= 4 ? 4 : ngpu >= 2 ? 2 : 1 ))
+  spread=$([ $ngpu -ge 2 ] && echo "gpus=0-$last" || echo "gpus=0,0")
+  [ $ngpu -ge 2 ] || stamp "one GPU: its rows and two shards / replicas on it (the ratios need nvidia-h100-x2 or larger)"
   gidx=${GRAFT_SHARDS_INDEX:-GraftGraph}
-  idx=(--index "$gidx")
-  fidx=(--index IVF16384,Flat@gpu)
-  [ $ngpu -ge 2 ] && idx+=(--index "$gidx,gpus=0-1") && fidx+=(--index IVF16384,Flat@gpus=2)
-  [ $ngpu -ge 4 ] && idx+=(--index "$gidx,gpus=0-3") && fidx+=(--index IVF16384,Flat@gpus=4)
-  fidx+=(--sweep nprobe=16,32,64,128,256)
-  [ -f $fgpu/faiss/libfaiss.a ] || { fidx=(); stamp "no FAISS GPU (setup.log, build.log): graft alone"; }
-  [ $ngpu -ge 2 ] || stamp "one GPU: the 1-GPU rows only (the comparison needs nvidia-h200-x2 or larger)"
-  for c in ${GRAFT_SHARDS_SCALES:-10 50}; do
-    left=$(seconds_left)
-    [ $left -ge 120 ] || { stamp "--scale $c skipped: ${left}s left before GRAFT_DEADLINE"; continue; }
-    stamp "graft-bench --scale $c (${left}s at most); nvidia-smi memory per GPU after each index: shards.log"
-    # One search batch of all 10k queries; L / nprobe swept to recall@10 >= 0.95 and past it.
+  rid=shards-$(date -u +%Y%m%dT%H%M%SZ)
+  # Records straight into $OUT (a call cut short by the tool keeps what it measured).
+  sdir="$OUT/shards"
+  rm -rf "$sdir" && mkdir -p "$sdir"
+  gbin=/tmp/graft-bench-graft
+  cp build-device/bench/graft-bench $gbin
+  faiss_ready=/tmp/graft-shards-faiss
+  rm -f $faiss_ready.ok $faiss_ready.failed
+  if [ "${GRAFT_SHARDS_FAISS:-1}" = 1 ]; then
+    ( while pgrep -f device_faiss_gpu.sh >/dev/null; do sleep 3; done
+      if [ -f $fgpu/faiss/libfaiss.a ] &&
+         cmake -S . -B build-device "${cfg[@]}" -DGRAFT_FAISS_GPU_DIR=$fgpu -DGRAFT_FAISS_GPU_SRC=$fgpu-src >>"$OUT/build.log" 2>&1 &&
+         nice -n 10 ninja -C build-device -j4 graft-bench >>"$OUT/build.log" 2>&1; then
+        touch $faiss_ready.ok
+      else
+        touch $faiss_ready.failed
+      fi ) &
+  else
+    touch $faiss_ready.failed
+  fi
+  gbs() {  # WHAT SECONDS BINARY ARGS...: one graft-bench run into $sdir, logged
+    local what=$1 secs=$2 bin=$3; shift 3
+    stamp "$what (${secs}s at most)" | tee -a "$OUT/shards.log"
     GRAFT_DEVICE_NAME="$gpu_name x$ngpu" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 \
-      timeout $left ./build-device/bench/graft-bench --base $dense/base.u8bin --query $dense/query.u8bin \
-      --name dense-sift1m --scale $c --k 10 --batch 10000 --latency-queries 0 --out "$OUT" \
-      --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) \
-      --sweep L=32,64,96,128,192,256 "${idx[@]}" "${fidx[@]}" 2>&1 | tee -a "$OUT/shards.log"
-    nvidia-smi --query-gpu=index,memory.used --format=csv >>"$OUT/shards.log" 2>&1
-  done
+      timeout $secs $bin --base $dense/base.u8bin --query $dense/query.u8bin --name dense-sift1m --k 10 \
+      --batch ${GRAFT_SHARDS_BATCHES:-10000} --latency-queries 0 --min-time 0.3 --out "$sdir" \
+      --gt-cache /tmp/graft-bench-gt --commit "${GRAFT_COMMIT:-unknown}" --run-id $rid \
+      --deadline $(( secs - 30 )) "$@" 2>&1 | tee -a "$OUT/shards.log"
+    nvidia-smi --query-gpu=index,memory.used --format=csv,noheader >>"$OUT/shards.log" 2>&1
+  }
+  sweep_L=(--sweep L=24,32,48,64,96,128,192,256)
+  graft_step() {  # C NEED_SECONDS: step 1 / 3 at C million vectors
+    local left=$(seconds_left)
+    [ $left -ge $2 ] || { stamp "--scale $1 (graft) skipped: ${left}s left, it needs ~$2" | tee -a "$OUT/shards.log"; return; }
+    gbs "graft at ${1}M: 1 GPU, $spread, $spread,replicas" $(( left - 20 )) $gbin --scale $1 "${sweep_L[@]}" \
+      --index "$gidx" --index "$gidx,$spread" --index "$gidx,$spread,replicas"
+  }
+  scales=${GRAFT_SHARDS_SCALES-$([ $ngpu -eq 2 ] && echo 40)}
+  scales_done=0
+  scale_steps() { for c in $scales; do graft_step $c $(( 60 + 5 * c )); done; scales_done=1; }
+  faiss_step() {
+    if [ ! -f $faiss_ready.ok ] && [ ! -f $faiss_ready.failed ]; then
+      stamp "waiting for FAISS GPU and graft-bench linked with it" | tee -a "$OUT/shards.log"
+      while [ ! -f $faiss_ready.ok ] && [ ! -f $faiss_ready.failed ] && [ $(seconds_left) -gt 100 ]; do sleep 3; done
+    fi
+    setup_log "FAISS GPU build" $faiss_log 3
+    local left=$(seconds_left)
+    if [ ! -f $faiss_ready.ok ]; then
+      stamp "no FAISS GPU peer: its build or graft-bench's link failed or is not done (setup.log, build.log)" | tee -a "$OUT/shards.log"
+    elif [ $left -lt 100 ]; then
+      stamp "FAISS at 10M skipped: ${left}s left" | tee -a "$OUT/shards.log"
+    else
+      local f=(--index IVF16384,Flat@gpu)
+      [ $N -ge 2 ] && f+=(--index IVF16384,Flat@gpus=$N --index IVF16384,Flat@gpus=$N,replicas)
+      gbs "FAISS IVF16384,Flat at 10M: 1 GPU, @gpus=$N, @gpus=$N,replicas" $(( left - 20 )) ./build-device/bench/graft-bench \
+        --scale 10 --sweep nprobe=16,32,64,128,256 "${f[@]}"
+    fi
+  }
+  big_step() {
+    local c=${GRAFT_SHARDS_BIG-$([ $ngpu -ge 4 ] && [ -n "$gpu_mib" ] && echo $(( (gpu_mib * 1048576 / 768 * 11 / 10 + 999999) / 1000000 )) || echo 0)}
+    [ "$c" -gt 0 ] 2>/dev/null || return 0
+    # ~2 s a million (measured rates: GRNND in pieces and the host's merges for the out-of-core
+    # build dominate) and ~1.6 KB a vector of host memory at its peak (the base, the out-of-core
+    # index while it builds).
+    local left=$(seconds_left) need_mib=$(( c * 1600 )) need_s=$(( 2 * c + 30 ))
+    if [ $need_mib -gt $host_mib ]; then
+      stamp "${c}M (larger than one GPU) skipped: ~${need_mib} MiB of host memory needed, ${host_mib} here" | tee -a "$OUT/shards.log"
+    elif [ $left -lt $need_s ]; then
+      stamp "${c}M (larger than one GPU) skipped: ${left}s left, it needs ~${need_s}" | tee -a "$OUT/shards.log"
+    else
+      gbs "${c}M, larger than one GPU: GraftGraph over gpus=0-$last in memory vs GraftGraph,PQ32,ooc on one GPU" \
+        $(( left - 20 )) $gbin --scale $c --sweep L=32,48,64,96,128,192,256 \
+        --index "GraftGraph,gpus=0-$last" --index "GraftGraph,PQ32,ooc"
+    fi
+  }
+  graft_step 10 90
+  [ -f $faiss_ready.ok ] || [ -f $faiss_ready.failed ] || scale_steps
+  faiss_step
+  [ $scales_done = 1 ] || scale_steps
+  big_step
+  mv "$sdir/graft-bench.jsonl" "$OUT/shards.jsonl" 2>/dev/null && rmdir "$sdir"
+  python3 scripts/shards_summary.py "$OUT/shards.jsonl" --run-id $rid --charts "$OUT" ${gpu_mib:+--gpu-mib $gpu_mib} \
+    2>&1 | tee -a "$OUT/shards.log"
   stamp "sharded benchmark done"
 fi
 

@@ -74,7 +74,9 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //             "consolidate_seconds", "last_add" (1 inserted, 2 graph left to rebuild),
     //             "rebuild_share_applied", "gpu_inserts" (1: inserts run on the GPU);
     //             "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
-    //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU),
+    //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU,
+    //             -1 a graph given: set_data, a file, a replica's copy), "build_pending" (1 while
+    //             adds wait for the graph build the next search or write runs, else 0),
     //             "storage" (0 FP32, 1 FP16, 2 SQ8, 3 PQ), "gpu_bytes" (device bytes held
     //             resident; 0 on the CPU), the last search's filter_* report;
     //             PQ: "M" (code bytes per vector), "active_mode" (the placement searches use

@@ -1,8 +1,12 @@
 #include "GraftIndexShards.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <typeinfo>
@@ -19,6 +23,44 @@ using idx_t = faiss::Index::idx_t;
 
 namespace {
 
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The OpenMP threads of a worker whose host work runs beside `parts` others': its share of the
+// caller's, so that the shards' adds (copies, checks, encodes), builds and CPU searches at once
+// use the cores once rather than `parts` times over. Called on the worker thread (the setting is
+// that thread's own).
+void share_cores(int threads, int parts) { omp_set_num_threads(std::max(1, threads / std::max(1, parts))); }
+
+// A graph shard of any storage (nullptr for other indexes: nothing to build).
+const GraftIndexGraph* graph_of(const faiss::Index* index) {
+    return dynamic_cast<const GraftIndexGraph*>(index);
+}
+
+// Adds left its graph to be built (graft/graph_index.h: the first search, or graft_gindex_build).
+bool build_pending(const GraftIndexGraph* g) {
+    return g && graft_gindex_build_pending(g->gindex);
+}
+
+// Whether b holds a's vectors, so that a's graph is b's too: the same count, dimension, storage
+// and degree, and the same rows at 4097 places spread over them (replicas made by graft always
+// match; the sample catches hand-assembled ones that do not, at no cost next to a build).
+bool same_vectors(const GraftIndexGraph* a, const GraftIndexGraph* b) {
+    const int64_t n = graft_gindex_ntotal(a->gindex), d = graft_gindex_d(a->gindex);
+    if (graft_gindex_ntotal(b->gindex) != n || graft_gindex_d(b->gindex) != d ||
+        graft_gindex_storage(a->gindex)->kind != graft_gindex_storage(b->gindex)->kind ||
+        graft_gindex_get_params(a->gindex).build.base.R != graft_gindex_get_params(b->gindex).build.base.R)
+        return false;
+    const float* xa = graft_gindex_vectors(a->gindex);
+    const float* xb = graft_gindex_vectors(b->gindex);
+    for (int64_t j = 0; j <= 4096; j++) {
+        const int64_t row = j * (n - 1) / 4096;
+        if (memcmp(xa + row * d, xb + row * d, (size_t)d * sizeof(float))) return false;
+    }
+    return true;
+}
+
 idx_t run_global(const std::vector<IdRun>& runs, idx_t local) {
     if (local < 0 || runs.empty()) return -1;
     // Runs are few (one per add); the last one holds the local ids of the latest add.
@@ -27,6 +69,17 @@ idx_t run_global(const std::vector<IdRun>& runs, idx_t local) {
     if (it == runs.begin()) return -1;
     --it;
     return it->global + (local - it->local);
+}
+
+// Shard s's results, local ids made the sharded index's (one add, the common case: an offset).
+void globalize(const std::vector<IdRun>& runs, idx_t* I, size_t m) {
+    if (runs.size() == 1 && runs[0].local == 0) {
+        const idx_t off = runs[0].global;
+        for (size_t j = 0; j < m; j++)
+            if (I[j] >= 0) I[j] += off;
+        return;
+    }
+    for (size_t j = 0; j < m; j++) I[j] = run_global(runs, I[j]);
 }
 
 // A shard's view of a selector over the sharded index's ids.
@@ -195,6 +248,20 @@ void GraftIndexShards::add_with_ids(idx_t n, const float* x, const idx_t* xids) 
                   fn, failed.c_str(), (long long)n);
 }
 
+void GraftIndexShards::build() const {
+    std::lock_guard<std::mutex> lock(build_mu_);
+    std::vector<char> todo(count());
+    int parts = 0;
+    for (int s = 0; s < count(); s++) parts += todo[s] = build_pending(graph_of(at(s)));
+    if (parts == 0) return;
+    const int threads = omp_get_max_threads();
+    runOnIndex([&](int s, const faiss::Index* index) {
+        if (!todo[s]) return;
+        share_cores(threads, parts);
+        throw_if_error(graft_gindex_build(graph_of(index)->gindex), "GraftIndexShards::build");
+    });
+}
+
 void GraftIndexShards::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                               const faiss::SearchParameters* params) const {
     const char* fn = "GraftIndexShards::search";
@@ -202,10 +269,12 @@ void GraftIndexShards::search(idx_t n, const float* x, idx_t k, float* distances
     GRAFT_REQUIRE(n >= 0, "%s: n = %lld", fn, (long long)n);
     GRAFT_REQUIRE(count() > 0, "%s: the sharded index has no shards", fn);
     if (n == 0) return;
+    build();
     const int ns = count();
     const size_t stride = (size_t)n * k;
-    std::vector<float> all_d(stride * ns);
-    std::vector<idx_t> all_i(stride * ns);
+    // Every shard's k best of every query, then merged; not zeroed (each shard writes its own).
+    std::unique_ptr<float[]> all_d(new float[stride * ns]);
+    std::unique_ptr<idx_t[]> all_i(new idx_t[stride * ns]);
     // Per shard: its own copy of params whose selector sees global ids.
     std::vector<std::unique_ptr<faiss::SearchParameters>> shard_params(ns);
     std::vector<ShardSelector> sels(ns);
@@ -218,31 +287,37 @@ void GraftIndexShards::search(idx_t n, const float* x, idx_t k, float* distances
                 shard_params[s]->sel = &sels[s];
             }
         }
+    std::vector<const std::vector<IdRun>*> runs(ns);
+    for (int s = 0; s < ns; s++) runs[s] = &shard_runs(s);
+    const int threads = omp_get_max_threads();
+    // Each shard's worker searches, then makes its ids global, at once with the others.
     runOnIndex([&](int s, const faiss::Index* index) {
-        index->search(n, x, k, all_d.data() + s * stride, all_i.data() + s * stride,
-                      shard_params[s].get());
+        share_cores(threads, ns);
+        index->search(n, x, k, all_d.get() + s * stride, all_i.get() + s * stride, shard_params[s].get());
+        globalize(*runs[s], all_i.get() + s * stride, stride);
     });
-    for (int s = 0; s < ns; s++) {
-        const std::vector<IdRun>& runs = shard_runs(s);
-        idx_t* I = all_i.data() + s * stride;
-        for (size_t j = 0; j < stride; j++) I[j] = run_global(runs, I[j]);
-    }
     // k-way merge of the shards' sorted lists: the best distance first, ties to the smaller id
-    // (a single graft index's order), missing slots as a single index fills them.
+    // (a single graft index's order), missing slots as a single index fills them. About
+    // n k ns comparisons (0.4M for 10k queries, k = 10, 4 shards): the query rows split over the
+    // caller's threads.
     const bool l2 = metric_type == faiss::METRIC_L2;
-#pragma omp parallel for if (n > 64)
+    constexpr int kStackShards = 64;
+#pragma omp parallel for schedule(static) if (n > 64)
     for (idx_t q = 0; q < n; q++) {
-        std::vector<idx_t> pos(ns, 0);
+        idx_t pos_stack[kStackShards];
+        std::vector<idx_t> pos_heap(ns > kStackShards ? ns : 0);
+        idx_t* pos = ns > kStackShards ? pos_heap.data() : pos_stack;
+        std::fill(pos, pos + ns, 0);
         for (idx_t j = 0; j < k; j++) {
             int best = -1;
             float bd = 0;
             idx_t bi = -1;
             for (int s = 0; s < ns; s++) {
                 if (pos[s] >= k) continue;
-                size_t o = s * stride + (size_t)q * k + pos[s];
-                idx_t id = all_i[o];
+                const size_t o = s * stride + (size_t)q * k + pos[s];
+                const idx_t id = all_i[o];
                 if (id < 0) continue;
-                float dist = all_d[o];
+                const float dist = all_d[o];
                 if (best < 0 || (l2 ? dist < bd : dist > bd) || (dist == bd && id < bi)) {
                     best = s;
                     bd = dist;
@@ -355,20 +430,104 @@ void GraftIndexReplicas::train(idx_t n, const float* x) {
     syncWithSubIndexes();
 }
 
+void GraftIndexReplicas::build() const {
+    std::lock_guard<std::mutex> lock(build_mu_);
+    const int nr = count();
+    std::vector<char> todo(nr);
+    int source = -1, parts = 0;
+    for (int i = 0; i < nr; i++) {
+        const GraftIndexGraph* g = graph_of(at(i));
+        parts += todo[i] = build_pending(g);
+        if (source < 0 && g && !todo[i] && graft_gindex_ntotal(g->gindex) > 0) source = i;
+    }
+    if (parts == 0) return;
+    const char* fn = "GraftIndexReplicas::build";
+    if (source < 0) {  // none built yet: the first builds, with all the host's threads
+        source = (int)(std::find(todo.begin(), todo.end(), 1) - todo.begin());
+        throw_if_error(graft_gindex_build(graph_of(at(source))->gindex), fn);
+        todo[source] = 0;
+        if (--parts == 0) return;
+    }
+    const GraftIndexGraph* src = graph_of(at(source));
+    const int threads = omp_get_max_threads();
+    runOnIndex([&](int i, const faiss::Index* index) {
+        if (!todo[i]) return;
+        share_cores(threads, parts);
+        const GraftIndexGraph* g = graph_of(index);
+        if (same_vectors(src, g))  // the source's graph over the same vectors, uploaded to g's device
+            throw_if_error(graft_gindex_set_graph(g->gindex, graft_gindex_graph(src->gindex)), fn);
+        else
+            throw_if_error(graft_gindex_build(g->gindex), fn);
+    });
+}
+
+std::vector<double> GraftIndexReplicas::pace() const {
+    std::lock_guard<std::mutex> lock(pace_mu_);
+    std::vector<double> p = pace_;
+    p.resize(count(), 0.0);
+    return p;
+}
+
 void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                                 const faiss::SearchParameters* params) const {
-    if (!params) return faiss::IndexReplicas::search(n, x, k, distances, labels);
-    GRAFT_REQUIRE(k > 0 && n >= 0, "GraftIndexReplicas::search: n = %lld, k = %lld", (long long)n,
-                  (long long)k);
-    GRAFT_REQUIRE(count() > 0, "GraftIndexReplicas::search: %s", "no replicas");
-    const idx_t per = (n + count() - 1) / count(), dim = d;
-    // Every replica holds every id: the selector applies as it is, read by all at once (const).
-    runOnIndex([&](int i, const faiss::Index* index) {
-        const idx_t base = (idx_t)i * per;
-        if (base < n)
-            index->search(std::min(per, n - base), x + base * dim, k, distances + base * k, labels + base * k,
-                          params);
-    });
+    const char* fn = "GraftIndexReplicas::search";
+    GRAFT_REQUIRE(k > 0 && n >= 0, "%s: n = %lld, k = %lld", fn, (long long)n, (long long)k);
+    GRAFT_REQUIRE(count() > 0, "%s: the replicated index has no replicas", fn);
+    if (n == 0) return;
+    build();
+    const int nr = count();
+    // The replicas that take a part: all of them, or for a small batch as many as get kMinPart
+    // queries each, in turn from call to call (concurrent small searches spread over devices).
+    const int parts = (int)std::min<idx_t>(nr, std::max<idx_t>(1, n / kMinPart));
+    const int first = parts < nr ? (int)(turn_.fetch_add(1, std::memory_order_relaxed) % (unsigned)nr) : 0;
+    // Part sizes in proportion to the replicas' paces; one not yet measured counts as the mean of
+    // those that are (all equal at first), and each weight stays within 4x of the mean, so that
+    // one slow measurement (a host stall) cannot starve a replica of the work that would show
+    // it is fast again.
+    std::vector<double> w = pace();
+    double known = 0;
+    int nknown = 0;
+    for (double v : w)
+        if (v > 0) known += v, nknown++;
+    const double mean = nknown ? known / nknown : 1.0;
+    for (double& v : w) v = std::min(4 * mean, std::max(mean / 4, v > 0 ? v : mean));
+    std::vector<idx_t> lo(nr, 0), hi(nr, 0);
+    double total = 0;
+    for (int j = 0; j < parts; j++) total += w[(first + j) % nr];
+    double cum = 0;
+    idx_t at_q = 0;
+    for (int j = 0; j < parts; j++) {
+        const int i = (first + j) % nr;
+        cum += w[i];
+        lo[i] = at_q;
+        hi[i] = j + 1 == parts ? n : std::min<idx_t>(n, std::llround(n * (cum / total)));
+        at_q = hi[i];
+    }
+    std::vector<double> secs(nr, 0.0);
+    auto part = [&](int i, const faiss::Index* index) {
+        if (hi[i] <= lo[i]) return;
+        const double t0 = now_s();
+        // Every replica holds every id: params (a selector too) apply as they are.
+        index->search(hi[i] - lo[i], x + lo[i] * d, k, distances + lo[i] * k, labels + lo[i] * k, params);
+        secs[i] = now_s() - t0;
+    };
+    if (parts == 1) {
+        part(first, at(first));  // one device: no hand-over to its worker
+    } else {
+        const int threads = omp_get_max_threads();
+        runOnIndex([&](int i, const faiss::Index* index) {
+            share_cores(threads, parts);
+            part(i, index);
+        });
+    }
+    std::lock_guard<std::mutex> lock(pace_mu_);
+    pace_.resize(nr, 0.0);
+    for (int i = 0; i < nr; i++) {
+        const idx_t m = hi[i] - lo[i];
+        if (m < kMinPart || secs[i] <= 0) continue;
+        const double qps = m / secs[i];
+        pace_[i] = pace_[i] > 0 ? (1 - kPaceWeight) * pace_[i] + kPaceWeight * qps : qps;
+    }
 }
 
 size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
@@ -384,6 +543,8 @@ size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
 void GraftIndexReplicas::reset() {
     runOnIndex([](int, faiss::Index* index) { index->reset(); });
     syncWithSubIndexes();  // FAISS's reset marks the replicas untrained; graft's keep their codebooks
+    std::lock_guard<std::mutex> lock(pace_mu_);
+    pace_.clear();
 }
 
 }  // namespace graft

@@ -3,13 +3,17 @@
 // (",replicas" for GraftIndexReplicas) and read back from a GRFTSHRD record (graft_io.cpp);
 // FAISS's own IndexShards over graft indexes works too, without the extras below.
 //
-// Both run every shard's add, train and search on its own thread at once (FAISS's threaded
-// ThreadedIndex: one WorkerThread per shard), so each shard's graph is built on its own GPU while
-// the others build theirs. graft's per-index GPU context sets its device on every call
-// (gpu/context.cu), so indexes on different devices share no GPU state.
+// Both run every shard's add, train, build and search on its own thread at once (FAISS's threaded
+// ThreadedIndex: one persistent WorkerThread per shard, so one host thread per device), so each
+// shard's graph is built on its own GPU while the others build theirs. graft's per-index GPU
+// context sets its device on every call (gpu/context.cu), so indexes on different devices share
+// no GPU state. Each worker's OpenMP regions get its share of the cores (all shards' host work at
+// once would otherwise start count() x cores threads). docs/multi-gpu.md has the contract.
 #pragma once
 
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include <faiss/IndexReplicas.h>
@@ -52,6 +56,12 @@ struct GraftIndexShards : faiss::IndexShards {
     // (a shard's runs stay runs, shifted down). Returns the number removed.
     size_t remove_ids(const faiss::IDSelector& sel) override;
 
+    // Builds every graph shard's pending graph (a graph index builds at the first search after
+    // its adds, graft/graph_index.h), all shards at once, and puts its device data in place.
+    // search() calls it first, so the first search after the adds returns with every device's
+    // graph built, and a single timed call covers all of them. Nothing to do when none is pending.
+    void build() const;
+
     // The sharded index's id of shard s's local id (-1 stays -1).
     idx_t global_id(int s, idx_t local) const;
     // Shard s's runs (empty for an empty shard).
@@ -66,20 +76,50 @@ struct GraftIndexShards : faiss::IndexShards {
 
    private:
     std::map<const faiss::Index*, std::vector<IdRun>> runs_;
+    mutable std::mutex build_mu_;  // one build at a time (two first searches at once)
 };
 
 // Replicas: every replica holds all vectors; a search's queries are split over them. Training as
 // GraftIndexShards's.
+//
+// The graph is built once: replicas hold the same vectors, so the first replica builds it (GRNND
+// on its GPU) and the others take a copy at once (graft_gindex_set_graph: their copies and
+// uploads run in parallel). Every replica then searches the same graph, and a replicated search returns exactly
+// what one replica (a single-GPU index) returns for the same queries, however they were split. A
+// replica whose vectors differ from the first's (hand-assembled replicas) builds its own.
 struct GraftIndexReplicas : faiss::IndexReplicas {
     explicit GraftIndexReplicas(idx_t d, faiss::MetricType metric = faiss::METRIC_L2);
     void train(idx_t n, const float* x) override;
-    // FAISS's split of the queries (consecutive blocks, one per replica, all at once), with
-    // params (graft's SearchParameters, a selector) passed to every replica.
+    // The batch in consecutive blocks, one per replica, sized in proportion to each replica's
+    // measured speed (pace below; equal at first), searched at once by the replicas' worker
+    // threads, each writing its rows of distances / labels in place. A batch too small to feed
+    // every replica (under kMinPart queries a replica) goes to fewer, in turn, the smallest (one
+    // part) on the calling thread. params (graft's SearchParameters, a selector) reach every
+    // replica as they are.
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;
     // Every replica removes the same ids (ids are the same in all); returns the number removed.
     size_t remove_ids(const faiss::IDSelector& sel) override;
+
+    // Builds the pending graph once and copies it to every replica (see above), all at once;
+    // search() calls it first.
+    void build() const;
+
+    // Queries a replica must get for a search to be split onto it: below this a GPU's share
+    // is latency-bound and another replica serves the batch as fast.
+    static constexpr idx_t kMinPart = 256;
+    // Each replica's speed in queries per second, an exponential moving average over the
+    // searches whose part was at least kMinPart (weight kPaceWeight for the newest); 0 before the
+    // first. Read by search() to size the parts.
+    std::vector<double> pace() const;
+    static constexpr double kPaceWeight = 0.25;
+
+   private:
+    mutable std::mutex build_mu_;
+    mutable std::mutex pace_mu_;
+    mutable std::vector<double> pace_;
+    mutable std::atomic<unsigned> turn_{0};  // the replica that takes the next small batch
 };
 
 // Shards / replicas: trains as GraftIndexShards::train says.

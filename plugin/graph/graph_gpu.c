@@ -184,16 +184,20 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
      * copies up and down are asynchronous, and the host moves a chunk's results out of pinned
      * memory while the next chunk's kernel runs. So a caller's pageable buffers cost what pinned
      * ones would, and the host work of a call is a memcpy on the calling thread: no OpenMP
-     * region, no allocation once the buffers have grown to the call's size. Chunks of a quarter
-     * of the call, at least kPipeMin queries, still fill the GPU (132 SMs x ~20 resident warps:
-     * ~2.6k queries at once); smaller calls are one chunk. With a report (benchmarks), each
+     * region, no allocation once the buffers have grown to the call's size. The pipeline starts with a small chunk (an eighth of the call, at least kPipeMin queries)
+     * so that the GPU starts early, and each chunk after is twice the one before (up to half the
+     * call): its kernel is launched while the previous one runs, and fills the multiprocessors
+     * that the previous one's last queries leave idle (a 2.5k-query kernel alone holds ~19 warps
+     * a multiprocessor, under the walk's 20 resident). The last chunk takes the rest when it is
+     * under twice the next size. Smaller calls are one chunk. With a report (benchmarks), each
      * chunk's kernel is timed alone and the chunks run one after the other. */
     enum { kPipeMin = 1024 };
     const int sets = !report && nq >= 2 * kPipeMin && batch >= 2 * kPipeMin ? 2 : 1;
-    int64_t chunk = batch;
+    int64_t chunk = batch, first = batch;
     if (sets == 2) {
-        chunk = (nq + 3) / 4 > kPipeMin ? (nq + 3) / 4 : kPipeMin;
-        if (chunk > batch / 2) chunk = batch / 2;
+        chunk = (nq + 1) / 2 < batch / 2 ? (nq + 1) / 2 : batch / 2; /* the largest */
+        first = (nq + 7) / 8 > kPipeMin ? (nq + 7) / 8 : kPipeMin;
+        if (first > chunk) first = chunk;
     }
     const size_t bbytes = graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, chunk);
     const io_set set = io_set_of(chunk, dev->d, k, bbytes);
@@ -216,7 +220,9 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
     double gpu_s = 0;
     int batches = 0, bad_query = 0;
     chunk_in_flight prev = {0, 0, -1}; /* the chunk whose results are still on their way */
-    for (int64_t q0 = 0; q0 < nq && rc == GRAFT_OK; q0 += chunk, batches++) {
+    for (int64_t q0 = 0, nb = first; q0 < nq && rc == GRAFT_OK; q0 += nb, batches++) {
+        if (batches > 0) nb = 2 * nb < chunk ? 2 * nb : chunk;
+        if (nq - q0 - nb < 2 * nb && nq - q0 <= chunk) nb = nq - q0; /* the rest, when it fits */
         const int l = batches % sets;
         const graft_gpu_stream st = dev->streams[l];
         char* io = (char*)dev->io + l * set.bytes;
@@ -225,7 +231,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         a.xq = (float*)(io + set.q);
         a.D = (float*)(io + set.d);
         a.I = (int64_t*)(io + set.i);
-        a.nq = nq - q0 < chunk ? nq - q0 : chunk;
+        a.nq = nq - q0 < nb ? nq - q0 : nb;
         /* Set l is free: its last chunk finished below, in the previous round but one. */
         rc = graft_copy_finite((float*)host, xq + q0 * dev->d, a.nq, dev->d, q0,
                                "graft_graph_search_gpu: queries");

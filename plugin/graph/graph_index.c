@@ -794,6 +794,12 @@ const graft_graph* graft_gindex_graph(const graft_gindex* cg) {
     return gr;
 }
 
+int graft_gindex_build_pending(const graft_gindex* g) {
+    int pending = 0;
+    if (g) WITH_SNAP((graft_gindex*)g, s, pending = s->n > s->ndead && !s->graph.nbrs);
+    return pending;
+}
+
 int graft_gindex_reconstruct(const graft_gindex* cg, int64_t id, float* out) {
     const char* fn = "graft_gindex_reconstruct";
     graft_gindex* g = (graft_gindex*)cg;
@@ -1046,6 +1052,43 @@ int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graf
     memcpy(xc, x, xbytes);
     memcpy(gc.nbrs, graph->nbrs, gbytes);
     return adopt_data(g, n, xc, NULL, &gc, NULL, 0, "graft_gindex_set_data: ");
+}
+
+int graft_gindex_set_graph(graft_gindex* g, const graft_graph* graph) {
+    const char* fn = "graft_gindex_set_graph";
+    if (!g || !graph) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    pthread_mutex_lock(&g->wlock);
+    gsnap* s = g->cur;
+    int rc = s->n > 0 ? graft_check_graph_data(s->n, g->d, s->xb->p, graph, g->ctx != NULL, fn)
+                      : graft_fail(GRAFT_EINVAL, "%s: the index holds no vectors", fn);
+    const size_t row = (size_t)graph->R * sizeof(int32_t);
+    gbuf* nb = rc == GRAFT_OK ? gbuf_host((size_t)graph->n * row) : NULL;
+    if (rc == GRAFT_OK && !nb)
+        rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, (size_t)graph->n * row);
+    gsnap* t = rc == GRAFT_OK ? snap_clone(s) : NULL;
+    if (rc == GRAFT_OK && !t) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    if (rc == GRAFT_OK) {
+        /* On all cores: the copy into fresh pages is bound by their faults (GBs at scale). */
+        const int64_t rows = graph->n;
+        int32_t* dst = nb->p;
+#pragma omp parallel for schedule(static)
+        for (int64_t v = 0; v < rows; v++) memcpy(dst + v * graph->R, graph->nbrs + v * graph->R, row);
+        snap_drop_graph(t); /* build_seconds 0, pieces -1: a graph given */
+        t->nbrs = nb;
+        nb = NULL;
+        t->graph = (graft_graph){rows, graph->R, t->nbrs->p, graph->entry};
+        if (g->ctx) {
+            const graft_bang_mode mode = gindex_resolve_mode(g, t, t->p.mode, t->p.gpu_budget, t->n, t->graph.R);
+            rc = gindex_upload(g, t, mode, t->p.gpu_budget, t->n, "graft_gindex_set_graph: ");
+        }
+    }
+    if (rc == GRAFT_OK)
+        gindex_publish(g, t);
+    else
+        snap_release(t);
+    gbuf_unref(nb);
+    pthread_mutex_unlock(&g->wlock);
+    return rc;
 }
 
 /* ---- the GRFTGRPH record (and the GRFTBANG reader) --------------------------------------------- */

@@ -4,9 +4,12 @@
  * them over several adds, replicas, IDMap over shards, selectors through the shards, GRFTSHRD
  * write/read onto the same, fewer and more shards, set_param reaching every shard, a hand-built
  * FAISS IndexShards over graft indexes, and bad option strings and placements failing with clear
- * messages. tests/gpu/test_gpu_shards.c runs the same on a GPU ("gpus=0,0"). */
+ * messages; replicas built once (the first search leaves every replica with the first one's graph)
+ * and equal to one replica searched alone at any split of the batch. tests/gpu/test_gpu_shards.c
+ * runs the same on one GPU ("gpus=0,0") and on 2 and 4 GPUs. */
 #include <pthread.h>
 
+#include <faiss/c_api/IndexReplicas_c.h>
 #include <faiss/c_api/IndexShards_c.h>
 #include <faiss/c_api/MetaIndexes_c.h>
 
@@ -58,6 +61,76 @@ static void test_against_single(void) {
     compare("GraftGraph32,PQ16,cpu", "GraftGraph32,PQ16,shards=2,cpu", 0, 1);
     compare("GraftFlat,cpu", "GraftFlat,shards=2,replicas,cpu", 1, 0);
     compare("GraftGraph,cpu", "GraftGraph,shards=2,replicas,cpu", 1, 0);
+}
+
+/* nt queries: sift5k's 500 repeated, so that a batch splits over 3 replicas of >= kMinPart (256). */
+static float* tiled_queries(int64_t nt) {
+    float* q = malloc(sizeof(float) * nt * s.d);
+    for (int64_t i = 0; i < nt; i++) memcpy(q + i * s.d, s.xq + (i % s.nq) * s.d, sizeof(float) * s.d);
+    return q;
+}
+static int same_search(const FaissIndex* a, const FaissIndex* b, int64_t n, const float* xq) {
+    float* Da = malloc(sizeof(float) * n * K);
+    float* Db = malloc(sizeof(float) * n * K);
+    idx_t* Ia = malloc(sizeof(idx_t) * n * K);
+    idx_t* Ib = malloc(sizeof(idx_t) * n * K);
+    FAISS_OK(faiss_Index_search(a, n, xq, K, Da, Ia));
+    FAISS_OK(faiss_Index_search(b, n, xq, K, Db, Ib));
+    const int same = !memcmp(Da, Db, sizeof(float) * n * K) && !memcmp(Ia, Ib, sizeof(idx_t) * n * K);
+    free(Da), free(Db), free(Ia), free(Ib);
+    return same;
+}
+
+/* Replicas (issue 33): the first search after the adds builds once and leaves every replica
+ * with that graph; a replicated search then equals each replica's own search, however the batch
+ * is split (by the replicas' measured pace, or one replica for a small batch). */
+static void test_replicas(void) {
+    const char* descs[] = {"GraftGraph,shards=3,replicas,cpu", "GraftGraph32,PQ16,shards=2,replicas,cpu"};
+    const int64_t nt = 2 * s.nq;  /* 1000: 3 parts of >= 256 */
+    float* xt = tiled_queries(nt);
+    for (int c = 0; c < 2; c++) {
+        FaissIndex* rep = make(descs[c]);
+        if (!faiss_Index_is_trained(rep)) FAISS_OK(faiss_Index_train(rep, s.nb, s.xb));
+        FAISS_OK(faiss_Index_add(rep, s.nb, s.xb));
+        int n = 0;
+        FAISS_OK(faiss_graft_shard_count(rep, &n));
+        double v = 0;
+        for (int i = 0; i < n; i++) {
+            FAISS_OK(faiss_graft_get_shard_param(rep, i, "build_pending", &v));
+            CHECK(v == 1, "%s replica %d: build_pending %g after the add", descs[c], i, v);
+        }
+        float D1[K];
+        idx_t I1[K];
+        FAISS_OK(faiss_Index_search(rep, 1, s.xq, K, D1, I1));  /* one query: one replica searches */
+        for (int i = 0; i < n; i++) {
+            double pending = -1, pieces = -9;
+            FAISS_OK(faiss_graft_get_shard_param(rep, i, "build_pending", &pending));
+            FAISS_OK(faiss_graft_get_shard_param(rep, i, "build_pieces", &pieces));
+            /* Replica 0 built by RNN-Descent on the CPU (0), the others took its graph (-1). */
+            CHECK(pending == 0 && pieces == (i == 0 ? 0 : -1),
+                  "%s replica %d after the first search: build_pending %g, build_pieces %g", descs[c], i,
+                  pending, pieces);
+        }
+        FaissIndexReplicas* r = (FaissIndexReplicas*)rep;
+        for (int pass = 0; pass < 3; pass++)  /* the pace moves the split between passes */
+            CHECK(same_search(rep, faiss_IndexReplicas_at(r, pass % n), nt, xt),
+                  "%s: %lld queries (pass %d) differ from replica %d's own results", descs[c],
+                  (long long)nt, pass, pass % n);
+        CHECK(same_search(rep, faiss_IndexReplicas_at(r, 1), 100, xt), "%s: 100 queries (one replica)", descs[c]);
+        const double rr = recall_of(rep);
+        printf("  %-40s %d replicas, recall@10 %.4f, every replica equal to the first\n", descs[c], n, rr);
+        CHECK(rr >= 0.9, "%s: recall@10 %.4f", descs[c], rr);
+        /* Adds after the build: the next search builds again, once. */
+        FAISS_OK(faiss_Index_add(rep, 10, s.xb));
+        FAISS_OK(faiss_Index_search(rep, 1, s.xq, K, D1, I1));
+        for (int i = 0; i < n; i++) {
+            FAISS_OK(faiss_graft_get_shard_param(rep, i, "build_pending", &v));
+            CHECK(v == 0, "%s replica %d: build_pending %g after a second add and search", descs[c], i, v);
+        }
+        CHECK(same_search(rep, faiss_IndexReplicas_at(r, n - 1), nt, xt), "%s: after the second add", descs[c]);
+        faiss_Index_free(rep);
+    }
+    free(xt);
 }
 
 /* Adds in several calls number the vectors as a single index does. */
@@ -148,8 +221,10 @@ static void test_params(void) {
     }
     double longest = 0;
     for (int i = 0; i < n; i++) {
-        double b = 0;
+        double b = 0, pending = -1;
         FAISS_OK(faiss_graft_get_shard_param(sh, i, "build_seconds", &b));
+        FAISS_OK(faiss_graft_get_shard_param(sh, i, "build_pending", &pending));
+        CHECK(pending == 0, "shard %d: build_pending %g after the first search", i, pending);
         longest = b > longest ? b : longest;
     }
     CHECK(longest > 0 && param(sh, "build_seconds") == longest, "build_seconds %g, longest shard's %g",
@@ -380,6 +455,7 @@ int main(void) {
     (void)filtered;  /* the fixture's helpers this test does not use */
     truth = exact_truth(NULL);
     test_against_single();
+    test_replicas();
     test_several_adds();
     test_idmap();
     test_params();

@@ -1,6 +1,6 @@
 /* The graph index object (plugin/graph/graph_index.c) on the CPU references (device -1): add = rebuild,
  * search, FAISS's conventions for empty indexes and k > ntotal, state kept across failed calls,
- * set_data, and the GRFTGRPH record (round trip, truncation, corruption). Real data: sift5k.
+ * set_data, set_graph, and the GRFTGRPH record (round trip, truncation, corruption). Real data: sift5k.
  * Where a GPU is visible, the same object on the GPU: GRNND build, kernel search against the CPU
  * reference over the same graph, filter, failed calls, records moved between devices. */
 #include <float.h>
@@ -395,6 +395,39 @@ static void test_set_data(const graft_test_sift* s) {
     graft_gindex_free(g);
 }
 
+/* set_graph: another index's graph over the same vectors (replicas); refused for another count,
+ * a bad graph or NULL, the index unchanged; accepted, the same results as the index that built
+ * it, and no build left pending. */
+static void test_set_graph(const graft_test_sift* s) {
+    const int64_t n = 600, nq = 20;
+    graft_gindex* a = new_cpu(s->d, GRAFT_METRIC_L2);
+    graft_gindex* b = new_cpu(s->d, GRAFT_METRIC_L2);
+    CHECK_OK(graft_gindex_add(a, n, s->xb));
+    CHECK_OK(graft_gindex_add(b, n, s->xb));
+    CHECK_OK(graft_gindex_build(a));
+    const graft_graph* ga = graft_gindex_graph(a);
+    CHECK(ga && !graft_gindex_graph(b), "a built, b pending");
+    graft_graph bad = *ga;
+    bad.n = n - 1;
+    CHECK_ERR(graft_gindex_set_graph(b, &bad), GRAFT_EINVAL);
+    bad = *ga, bad.entry = n;
+    CHECK_ERR(graft_gindex_set_graph(b, &bad), GRAFT_EINVAL);
+    CHECK_ERR(graft_gindex_set_graph(b, NULL), GRAFT_EINVAL);
+    CHECK_ERR(graft_gindex_set_graph(NULL, ga), GRAFT_EINVAL);
+    CHECK(!graft_gindex_graph(b) && graft_gindex_ntotal(b) == n, "a refused set_graph changed the index");
+    CHECK_OK(graft_gindex_set_graph(b, ga));
+    CHECK(graft_gindex_graph(b) && graft_gindex_graph(b) != ga &&
+          !memcmp(graft_gindex_graph(b)->nbrs, ga->nbrs, sizeof(int32_t) * n * ga->R) &&
+          graft_gindex_build_pieces(b) == -1 && graft_gindex_build_seconds(b) == 0,
+          "set_graph: a copy of the rows, nothing pending, pieces -1");
+    results ra = search(a, s->xq, nq, 10, NULL), rb = search(b, s->xq, nq, 10, NULL);
+    CHECK(same_results(ra, rb, nq * 10), "set_graph: the same results as the index that built the graph");
+    free_results(&ra);
+    free_results(&rb);
+    graft_gindex_free(a);
+    graft_gindex_free(b);
+}
+
 /* ---- the GRFTGRPH record ---------------------------------------------------------------------- */
 
 static unsigned char* record_of(const graft_gindex* g, size_t* len) {
@@ -704,6 +737,7 @@ int main(void) {
     test_edges(&s);
     test_bad_args(&s);
     test_set_data(&s);
+    test_set_graph(&s);
     test_io(&s);
     test_gpu(&s);
     printf("total %.2f s\n", omp_get_wtime() - t0);

@@ -184,12 +184,13 @@ enum {
     GRAFT_VISITED_BLOOM = 1  /* BANG: per-query Bloom filter (2 hashes) in global memory, never
                                 cleared during a query */
 };
-/* Worklist update of the GPU search. */
+/* Worklist update of the GPU search. Since the wave-3 walk (gpu/graph_search.cu) both values run
+ * the same update: the candidates that enter are placed by rank with ballots, in place. The
+ * field is kept so that programs and index files that set it keep working; results never
+ * depended on it. */
 enum {
-    GRAFT_MERGE_SORT = 0,   /* BANG: sort the new candidates in the warp, merge-path them into
-                               the sorted worklist (every element placed by rank, in parallel) */
-    GRAFT_MERGE_INSERT = 1  /* SONG: insert the new candidates one by one (ballot for the
-                               position, warp-parallel shift) */
+    GRAFT_MERGE_SORT = 0,
+    GRAFT_MERGE_INSERT = 1
 };
 
 /* Filtered search (the graph index, every storage: graft_gindex_search). With a filter
@@ -230,7 +231,7 @@ typedef struct graft_search_params {
     int probes;      /* multi-step probing: the best `probes` unexpanded vertices are expanded
                         together each iteration, 1..8. Default 1 */
     int visited;     /* GRAFT_VISITED_HASH (default) or GRAFT_VISITED_BLOOM; GPU only */
-    int merge;       /* GRAFT_MERGE_SORT (default) or GRAFT_MERGE_INSERT; GPU only */
+    int merge;       /* GRAFT_MERGE_SORT (default) or GRAFT_MERGE_INSERT: no effect (above) */
     int bloom_log2;  /* Bloom filter of 2^bloom_log2 bits per query, 10..24. Default 17 */
     const uint8_t* allowed; /* optional filter (FAISS IDSelector): bit (i & 7) of byte i >> 3
                         set = id i may be returned (FAISS's IDSelectorBitmap layout), n bits.

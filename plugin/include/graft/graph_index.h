@@ -222,8 +222,12 @@ int graft_gindex_reconstruct(const graft_gindex* index, int64_t id, float* out);
  * tombstones = 0), slot i is id i; call graft_gindex_consolidate first to make it so. */
 int64_t graft_gindex_slots(const graft_gindex* index);
 const float* graft_gindex_vectors(const graft_gindex* index); /* slots x d */
-/* The graph over the slots; NULL while empty or while a build is pending (graft_gindex_build). */
+/* The graph over the slots; NULL while empty or while a build is pending (graft_gindex_build).
+ * After inserts on the GPU the host copy is brought up to date first (a download). */
 const graft_graph* graft_gindex_graph(const graft_gindex* index);
+/* 1 while adds wait for the graph build that the next search, graft_gindex_build or write runs
+ * (the index holds vectors and no graph), else 0. Cheap: it reads no graph. */
+int graft_gindex_build_pending(const graft_gindex* index);
 graft_gindex_params graft_gindex_get_params(const graft_gindex* index);
 /* Replaces the default search parameters (validated as a search would). */
 int graft_gindex_set_search_params(graft_gindex* index, const graft_search_params* params);
@@ -256,6 +260,14 @@ int graft_gindex_last_filter(const graft_gindex* index, graft_filter_report* out
  * rows of ids in [-1, n) with entry in [0, n). GRAFT_EINVAL otherwise, GRAFT_ESTATE for an
  * untrained SQ8 index; index unchanged. */
 int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const graft_graph* graph);
+/* Takes a graph built elsewhere over the vectors this index already holds (graph->n == its
+ * slots, graft_gindex_slots: ntotal without tombstones),
+ * e.g. by another index over the same vectors: replicas build once and the others take the graph
+ * (adapters/faiss/GraftIndexShards.h). The rows are copied and the device data of the placement
+ * uploaded; a pending build is no longer pending (build_seconds 0, build pieces -1: a graph
+ * given). Checked as set_data checks; index unchanged on failure. Cheaper than set_data for
+ * that: neither the vectors nor their codes are copied again. */
+int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
 
 /* Graph index format, version 4 (little-endian), one record for every storage:
  *     0   8  magic "GRFTGRPH"
