@@ -227,6 +227,35 @@ size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);
 /* Runs the search; returns when D and I are written. gpu_ms (nullable): kernel time. */
 int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* args, float* gpu_ms);
 
+/* ---- insertion into a graph (gpu/graph_insert.cu) ---------------------------------------------
+ * One round of graft_graph_insert_round_cpu (graft/graph.h, "A living graph") on the device, equal
+ * to it given the same candidates (distances summed in graft_vec_dist's order, without FMA):
+ * the rows of the m new vertices from their candidates (RNG prune; one warp a vertex), their
+ * offers sorted by (target, distance, source) (CUB radix sort), each target row updated by one
+ * warp (re-pruned when the offers overflow it), then the in-edge of the new vertices no row took
+ * (one warp, in vertex order). Device pointers throughout; on the context's stream. */
+typedef struct graft_gpu_insert_args {
+    const float* x;         /* (n + m) x d vectors: the graph's, then the new ones */
+    int64_t n, m, d;
+    int32_t* graph;         /* (n + m) x R rows: [0, n) the graph (target rows change), [n, n + m)
+                               written */
+    int R;                  /* 1..256 */
+    const int64_t* cand;    /* m x C candidate ids (ids outside [0, n), removed ones and repeats
+                               are skipped) */
+    int C;                  /* 1..1024 */
+    const uint32_t* live;   /* NULL, or an (n + m)-bit bitmap of the vertices that may gain edges */
+    int l2;                 /* 1 squared L2, 0 inner product (ranked by -dot) */
+    void* scratch;          /* graft_gpu_graph_insert_scratch(m, R, C) bytes, 256-byte aligned */
+} graft_gpu_insert_args;
+/* Counters, added to: offers made, rows re-pruned, new vertices linked from their nearest. */
+typedef struct graft_gpu_insert_counts {
+    int64_t offers, repruned, forced;
+} graft_gpu_insert_counts;
+size_t graft_gpu_graph_insert_scratch(int64_t m, int R, int C);
+/* Returns when the rows are written (and counts added). */
+int graft_gpu_graph_insert(graft_gpu_ctx* ctx, const graft_gpu_insert_args* args,
+                           graft_gpu_insert_counts* counts);
+
 /* ---- streams, events, page-locked host memory (gpu/streams.cu) ------------------------------
  * C handles for the host pipelines that overlap host work with device work (plugin/graph/bang_gpu.c).
  * A NULL stream is the context's own stream (the one graft_gpu_upload & co. use). Each call

@@ -96,6 +96,15 @@
 #                                              #     GRAFT_SHARDS_INDEX picks the graft index,
 #                                              #     GRAFT_SHARDS_BATCHES the batches (10000),
 #                                              #     GRAFT_SHARDS_FAISS=0 leaves FAISS out
+#   bash scripts/device_run.sh --no-tests --bench-living
+#                                              # ... issue 34's living-index benchmark (bench/studies/bench_living.cpp)
+#                                              #     on the 1M dense-SIFT set, then grown to 10M (--scale 10):
+#                                              #     a full build, an insert of 1% against it, ten 1% adds to
+#                                              #     +10% and their recall, inserts a second at batch 1k and
+#                                              #     100k beside FAISS HNSW32's add rate on 16 threads (1M
+#                                              #     only), removal of 10% and 50%, consolidation; into $OUT:
+#                                              #     living.jsonl, bench_living.log. GRAFT_LIVING_SCALES="1 10"
+#                                              #     (default) picks the sizes
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --bench-exact-dense --no-faiss-gpu
@@ -137,7 +146,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/device-out}
 mkdir -p "$OUT"
-tests=1 install_check=0 bench=0 faiss_gpu=0 faiss115=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_ncu=0 walk_ab=0 bench_shards=0 sanitize=0 bench_build=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
+tests=1 install_check=0 bench=0 faiss_gpu=0 faiss115=0 quick=0 focus=0 graft_bench=0 filter_bench=0 filter_quick=0 storage_bench=0 search_ncu=0 walk_ab=0 bench_shards=0 sanitize=0 bench_build=0 bench_living=0 build_pieces=0 bench_search=0 search_quick=0 bench_bang=0 bang_quick=0
 for a in "$@"; do
   case $a in
     --bench) bench=1 ;;
@@ -162,6 +171,7 @@ for a in "$@"; do
     --walk-ab) walk_ab=1 ;;
     --search-ncu) search_ncu=1 ;;
     --bench-shards) bench_shards=1 faiss_gpu=1 ;;
+    --bench-living) bench_living=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -180,7 +190,7 @@ blas=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 stamp "BLAS: $blas"
 
 dense=/tmp/dense-sift1m
-want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_ncu || walk_ab || bench_shards ))
+want_dense=$(( bench_build || (bench_search && !search_quick) || (bench_bang && !bang_quick) || (bench && !quick) || graft_bench || (filter_bench && !filter_quick) || storage_bench || search_ncu || walk_ab || bench_shards || bench_living ))
 # The background jobs log to /tmp (they may outlive this command, and a warm machine keeps their
 # logs for the next call); each log is appended to $OUT/setup.log once it has been waited for.
 dense_log=/tmp/graft-dense-sift.log faiss_log=/tmp/graft-faiss-gpu-build.log
@@ -810,6 +820,21 @@ if [ $bench_shards = 1 ]; then
   python3 scripts/shards_summary.py "$OUT/shards.jsonl" --run-id $rid --charts "$OUT" ${gpu_mib:+--gpu-mib $gpu_mib} \
     2>&1 | tee -a "$OUT/shards.log"
   stamp "sharded benchmark done"
+fi
+
+if [ $bench_living = 1 ]; then
+  ninja -C build-device bench_living >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  wait_dense_sift
+  for c in ${GRAFT_LIVING_SCALES:-1 10}; do
+    left=$(seconds_left)
+    [ $left -ge 120 ] || { stamp "bench_living --scale $c skipped: ${left}s left before GRAFT_DEADLINE"; continue; }
+    stamp "living-index benchmark, dense-SIFT x$c (${left}s at most)"
+    GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 timeout $left \
+      ./build-device/bench/studies/bench_living --base $dense/base.u8bin --query $dense/query.u8bin \
+      --name dense-sift1m --scale $c --nq 10000 --hnsw-threads 16 --out "$OUT/living.jsonl" \
+      --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) 2>&1 | tee -a "$OUT/bench_living.log"
+  done
+  stamp "living-index benchmark done"
 fi
 
 if [ $bench = 1 ]; then

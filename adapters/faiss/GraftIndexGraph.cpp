@@ -94,16 +94,29 @@ void GraftIndexGraph::reset() {
 }
 
 void GraftIndexGraph::reconstruct(idx_t key, float* recons) const {
-    copy_row(graft_gindex_vectors(gindex), graft_gindex_ntotal(gindex), d, key, recons,
-             (std::string(name()) + "::reconstruct").c_str());
+    const std::string where = std::string(name()) + "::reconstruct";
+    GRAFT_REQUIRE(recons, "%s: recons is NULL", where.c_str());
+    throw_if_error(graft_gindex_reconstruct(gindex, key, recons), where.c_str());
 }
 
-size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& /*sel*/) {
-    FAISS_THROW_FMT(
-            "%s::remove_ids: graft's graph index cannot remove vectors (the graph would need a "
-            "rebuild); rebuild it without them (reset() keeps a trained codec), or skip them at "
-            "search time with an IDSelector (SearchParameters::sel)",
-            name());
+size_t GraftIndexGraph::remove_ids(const faiss::IDSelector& sel) {
+    const std::string where = std::string(name()) + "::remove_ids";
+    const int64_t n = graft_gindex_ntotal(gindex);
+    // The selector's members among the ids of now (its fast paths: Range, Batch, Array, ...).
+    const std::vector<uint8_t> bits = selector_bitmap(sel, n);
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < n; i++)
+        if (bits[i >> 3] >> (i & 7) & 1) ids.push_back(i);
+    int64_t removed = 0;
+    throw_if_error(graft_gindex_remove_ids(gindex, (int64_t)ids.size(), ids.data(), &removed),
+                   where.c_str());
+    ntotal = graft_gindex_ntotal(gindex);
+    return (size_t)removed;
+}
+
+void GraftIndexGraph::consolidate() {
+    throw_if_error(graft_gindex_consolidate(gindex), (std::string(name()) + "::consolidate").c_str());
+    ntotal = graft_gindex_ntotal(gindex);
 }
 
 // ---- named parameters: one table; the storage decides which names apply -----------------------
@@ -112,14 +125,55 @@ namespace {
 
 const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
-        "filter_exact_below; build (next build): R, S, T1, T2, rho; "
-        "read-only: device, build_seconds, build_pieces, build_pending, storage, gpu_bytes, and the "
-        "last search's filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
+        "filter_exact_below; build (next build): R, S, T1, T2, rho; adds and removals: add_policy, "
+        "insert_L, rebuild_share, consolidate_share, background; "
+        "read-only: device, build_seconds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
+        "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
+        "and the adds' and removals' inserted, insert_batches, since_build, builds, "
+        "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
+        "consolidate_seconds, last_add, rebuild_share_applied, gpu_inserts";
 const char* const kKnownPQ =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
-        "build): R, S, T1, T2, rho; filtered search: filter_exact_below; read-only: M, device, "
-        "active_mode, build_seconds, build_pieces, build_pending, storage, gpu_bytes, and the last search's "
-        "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone";
+        "build): R, S, T1, T2, rho; filtered search: filter_exact_below; adds and removals: "
+        "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
+        "active_mode, build_seconds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
+        "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
+        "and the adds' and removals' inserted, insert_batches, since_build, builds, "
+        "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
+        "consolidate_seconds, last_add, rebuild_share_applied, gpu_inserts";
+
+// What the adds and removals did (graft_living_report) by name; false for other names.
+bool living_report_param(const graft_living_report& r, const std::string& n, double* out) {
+    if (n == "inserted") *out = (double)r.inserted;
+    else if (n == "insert_batches") *out = (double)r.insert_batches;
+    else if (n == "since_build") *out = (double)r.since_build;
+    else if (n == "builds") *out = (double)r.builds;
+    else if (n == "background_builds") *out = (double)r.background_builds;
+    else if (n == "rebuilding") *out = r.rebuilding;
+    else if (n == "removed") *out = (double)r.removed;
+    else if (n == "tombstones") *out = (double)r.tombstones;
+    else if (n == "consolidations") *out = (double)r.consolidations;
+    else if (n == "insert_seconds") *out = r.insert_seconds;
+    else if (n == "consolidate_seconds") *out = r.consolidate_seconds;
+    else if (n == "last_add") *out = r.last_add;
+    else if (n == "rebuild_share_applied") *out = r.rebuild_share;
+    else if (n == "gpu_inserts") *out = r.on_gpu_inserts;
+    else return false;
+    return true;
+}
+
+// The adds' and removals' parameters by name (graft_living_params), nullptr for others.
+double* living_double(graft_living_params& l, const std::string& n) {
+    if (n == "rebuild_share") return &l.rebuild_share;
+    if (n == "consolidate_share") return &l.consolidate_share;
+    return nullptr;
+}
+int* living_int(graft_living_params& l, const std::string& n) {
+    if (n == "add_policy") return &l.policy;
+    if (n == "insert_L") return &l.insert_L;
+    if (n == "background") return &l.background;
+    return nullptr;
+}
 
 int* search_field(graft_search_params& s, const std::string& name, bool pq) {
     if (name == "L") return &s.L;
@@ -153,6 +207,22 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
     }
     GRAFT_REQUIRE(!is_filter_report_param(n), "%s: '%s' is read-only (what the last search did)", cls,
                   name_);
+    if (int* f = living_int(p.living, n)) {
+        *f = param_as_int(cls, name_, value);
+        throw_if_error(graft_gindex_set_living_params(gindex, &p.living), fn.c_str());
+        return;
+    }
+    if (double* f = living_double(p.living, n)) {
+        *f = value;
+        throw_if_error(graft_gindex_set_living_params(gindex, &p.living), fn.c_str());
+        return;
+    }
+    {
+        graft_living_report r{};
+        double unused;
+        GRAFT_REQUIRE(!living_report_param(r, n, &unused),
+                      "%s: '%s' is read-only (what the adds and removals did)", cls, name_);
+    }
     int* f = build_field(p.build.base, n);
     if (f || n == "rho") {
         if (f)
@@ -213,10 +283,18 @@ double GraftIndexGraph::get_param(const char* name_) const {
         filter_report_param(r, n, &v);
         return v;
     }
+    if (int* f = living_int(p.living, n)) return *f;
+    if (double* f = living_double(p.living, n)) return *f;
+    {
+        graft_living_report r;
+        throw_if_error(graft_gindex_living_report(gindex, &r), (std::string(cls) + "::get_param").c_str());
+        double v = 0;
+        if (living_report_param(r, n, &v)) return v;
+    }
     if (n == "device") return graft_gindex_device(gindex);
     if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
-    if (n == "build_pending") return graft_gindex_ntotal(gindex) > 0 && !graft_gindex_graph(gindex);
+    if (n == "build_pending") return graft_gindex_build_pending(gindex);
     if (n == "storage") return p.storage;
     if (n == "gpu_bytes") return (double)graft_gindex_gpu_bytes(gindex);
     if (pq && n == "mode") return p.mode;

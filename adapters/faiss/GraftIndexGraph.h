@@ -32,9 +32,10 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     // per sub-space; FP32 and FP16 need none and start trained). Retraining an SQ8 or PQ index
     // that holds vectors throws (reset first).
     void train(idx_t n, const float* x) override;
-    // Appends the vectors and encodes them; the next search (or write) builds the graph over all
-    // of them, once however many adds came before (graft/graph_index.h). A failed add leaves the
-    // index as it was.
+    // Adds the vectors (ids ntotal, ntotal + 1, ...) and encodes them. Before the first search the
+    // graph is built once over all adds; after it, an add inserts into the graph or leaves it to be
+    // rebuilt, as the "add_policy" says (graft/graph_index.h, docs/adding-and-removing.md). A
+    // failed add leaves the index as it was.
     void add(idx_t n, const float* x) override;
     // Any k in [1, 1024]; the beam is max(L, k) as in FAISS's HNSW. params: a
     // SearchParametersGraftGraph or SearchParametersGraftGraphPQ, or any faiss::SearchParameters
@@ -45,8 +46,13 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     void reset() override;
     // The stored FP32 vector (exact, whatever the storage).
     void reconstruct(idx_t key, float* recons) const override;
-    // A graph index cannot drop vertices without rebuilding: throws, saying what to do instead.
+    // FAISS's remove_ids: returns the number removed; the remaining vectors are renumbered in
+    // order (as IndexFlat's), so IndexIDMap / IndexIDMap2 compose. The removed vectors stay in the
+    // graph as tombstones that no search returns until consolidate() (automatic past
+    // "consolidate_share").
     size_t remove_ids(const faiss::IDSelector& sel) override;
+    // Repairs the rows that point at removed vectors and compacts the storage.
+    void consolidate();
 
     // Index-level parameters by name, one table for every storage; a name that does not apply
     // to the index's storage is unknown to it.
@@ -59,7 +65,15 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //  PQ placement: "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes the index
     //                keeps resident on the GPU, 0 = half the device); both move the device data
     //  build (used by the next build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
-    //  read-only: "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
+    //  adds and removals (graft_living_params): "add_policy" (0 auto, 1 insert, 2 rebuild),
+    //                   "insert_L" (0 = default), "rebuild_share" (< 0: the cost model),
+    //                   "consolidate_share", "background" (0 / 1)
+    //  read-only: what the adds and removals did (graft_living_report): "inserted",
+    //             "insert_batches", "since_build", "builds", "background_builds", "rebuilding",
+    //             "removed", "tombstones", "consolidations", "insert_seconds",
+    //             "consolidate_seconds", "last_add" (1 inserted, 2 graph left to rebuild),
+    //             "rebuild_share_applied", "gpu_inserts" (1: inserts run on the GPU);
+    //             "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
     //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU,
     //             -1 a graph given: set_data, a file, a replica's copy), "build_pending" (1 while
     //             adds wait for the graph build the next search or write runs, else 0),

@@ -39,7 +39,7 @@ const GraftIndexGraph* graph_of(const faiss::Index* index) {
 
 // Adds left its graph to be built (graft/graph_index.h: the first search, or graft_gindex_build).
 bool build_pending(const GraftIndexGraph* g) {
-    return g && graft_gindex_ntotal(g->gindex) > 0 && !graft_gindex_graph(g->gindex);
+    return g && graft_gindex_build_pending(g->gindex);
 }
 
 // Whether b holds a's vectors, so that a's graph is b's too: the same count, dimension, storage
@@ -357,6 +357,65 @@ void GraftIndexShards::reconstruct(idx_t key, float* recons) const {
                     (long long)key, (long long)next_id - 1);
 }
 
+size_t GraftIndexShards::remove_ids(const faiss::IDSelector& sel) {
+    const char* fn = "GraftIndexShards::remove_ids";
+    const int ns = count();
+    // Each shard's members as its local ids, ascending (runs are in local order).
+    std::vector<std::vector<idx_t>> local(ns), global(ns);
+    for (int s = 0; s < ns; s++) {
+        const std::vector<IdRun>& runs = shard_runs(s);
+        for (size_t r = 0; r < runs.size(); r++) {
+            const idx_t end = r + 1 < runs.size() ? runs[r + 1].local : at(s)->ntotal;
+            for (idx_t l = runs[r].local; l < end; l++) {
+                const idx_t g = runs[r].global + (l - runs[r].local);
+                if (sel.is_member(g)) local[s].push_back(l), global[s].push_back(g);
+            }
+        }
+    }
+    std::vector<size_t> removed(ns, 0);
+    std::string failed;
+    try {
+        runOnIndex([&](int s, faiss::Index* index) {
+            if (local[s].empty()) return;
+            faiss::IDSelectorArray members(local[s].size(), local[s].data());
+            removed[s] = index->remove_ids(members);
+        });
+    } catch (const std::exception& e) {
+        failed = e.what();
+    }
+    // A shard whose removal failed removed nothing (graft's removals are all or nothing).
+    std::vector<idx_t> gone;  // the global ids removed, ascending
+    for (int s = 0; s < ns; s++)
+        if (removed[s] == local[s].size()) gone.insert(gone.end(), global[s].begin(), global[s].end());
+        else local[s].clear();
+    std::sort(gone.begin(), gone.end());
+    auto before = [](const std::vector<idx_t>& sorted, idx_t v) {
+        return (idx_t)(std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin());
+    };
+    // The remaining ids, renumbered as a single index's: a run's remaining vectors stay contiguous
+    // in local and in global ids (every global id of a run is its shard's), so it becomes the run
+    // of its first remaining vector, both ids lowered by the removed ids below them.
+    for (int s = 0; s < ns; s++) {
+        const std::vector<IdRun>& runs = shard_runs(s);
+        const idx_t held = at(s)->ntotal + (idx_t)local[s].size();
+        std::vector<IdRun> kept;
+        for (size_t r = 0; r < runs.size(); r++) {
+            const idx_t end = r + 1 < runs.size() ? runs[r + 1].local : held;
+            idx_t l = runs[r].local;
+            while (l < end && std::binary_search(local[s].begin(), local[s].end(), l)) l++;
+            if (l == end) continue;  // emptied
+            const idx_t g = runs[r].global + (l - runs[r].local);
+            kept.push_back({l - before(local[s], l), g - before(gone, g)});
+        }
+        runs_[at(s)] = std::move(kept);
+    }
+    next_id -= (idx_t)gone.size();
+    syncWithSubIndexes();
+    GRAFT_REQUIRE(failed.empty(), "%s: %s (the shards that succeeded removed their part)", fn,
+                  failed.c_str());
+    return gone.size();
+}
+
 // ---- replicas --------------------------------------------------------------------------------
 
 GraftIndexReplicas::GraftIndexReplicas(idx_t d, faiss::MetricType metric)
@@ -468,6 +527,16 @@ void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distanc
         const double qps = m / secs[i];
         pace_[i] = pace_[i] > 0 ? (1 - kPaceWeight) * pace_[i] + kPaceWeight * qps : qps;
     }
+}
+
+size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
+    std::vector<size_t> removed(count(), 0);
+    runOnIndex([&](int i, faiss::Index* index) { removed[i] = index->remove_ids(sel); });
+    syncWithSubIndexes();
+    for (size_t r : removed)
+        GRAFT_REQUIRE(r == removed[0], "GraftIndexReplicas::remove_ids: the replicas removed %zu and "
+                      "%zu vectors (they held different ids)", removed[0], r);
+    return removed.empty() ? 0 : removed[0];
 }
 
 void GraftIndexReplicas::reset() {

@@ -51,6 +51,11 @@ struct GraftIndexShards : faiss::IndexShards {
     // Empties every shard; trained shards stay trained.
     void reset() override;
     void reconstruct(idx_t key, float* recons) const override;
+    // FAISS's remove_ids over the sharded index's ids: each shard removes its members (they are
+    // renumbered in it), and the remaining ids are renumbered in order as a single index's are
+    // (a shard's runs stay runs, shifted down). Returns the number removed.
+    size_t remove_ids(const faiss::IDSelector& sel) override;
+
     // Builds every graph shard's pending graph (a graph index builds at the first search after
     // its adds, graft/graph_index.h), all shards at once, and puts its device data in place.
     // search() calls it first, so the first search after the adds returns with every device's
@@ -94,6 +99,9 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;
+    // Every replica removes the same ids (ids are the same in all); returns the number removed.
+    size_t remove_ids(const faiss::IDSelector& sel) override;
+
     // Builds the pending graph once and copies it to every replica (see above), all at once;
     // search() calls it first.
     void build() const;

@@ -504,15 +504,37 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value) {
         FAISS_THROW_IF_NOT_MSG(value, "faiss_graft_get_param: value is NULL");
         std::vector<graft::NamedParameters*> found = graft_indexes(index, "faiss_graft_get_param");
         *value = found[0]->get_param(name);
-        // Sharded: the device bytes of all shards, and the longest build (they ran at once).
+        // Sharded: the device bytes of all shards, and the longest build (they ran at once); the
+        // vectors inserted, removed and not consolidated, summed over the shards (a replicated
+        // index holds each vector in every replica: shard 0's).
         if (name && find_threaded(reinterpret_cast<faiss::Index*>(index))) {
             const std::string n = name;
-            if (n == "gpu_bytes" || n == "build_seconds")
+            const bool sharded = dynamic_cast<faiss::IndexShards*>(find_threaded(reinterpret_cast<faiss::Index*>(index)));
+            const bool counted = sharded && (n == "inserted" || n == "removed" || n == "tombstones");
+            if (n == "gpu_bytes" || n == "build_seconds" || counted)
                 for (size_t i = 1; i < found.size(); i++) {
                     const double v = found[i]->get_param(name);
-                    *value = n == "gpu_bytes" ? *value + v : std::max(*value, v);
+                    *value = n == "build_seconds" ? std::max(*value, v) : *value + v;
                 }
         }
+        return 0;
+    }
+    CATCH_AND_HANDLE
+}
+
+int faiss_graft_consolidate(FaissIndex* index) {
+    try {
+        const char* fn = "faiss_graft_consolidate";
+        int graphs = 0;
+        for (auto* g : graft_indexes(index, fn))
+            if (auto* gi = dynamic_cast<graft::GraftIndexGraph*>(g)) {
+                gi->consolidate();
+                graphs++;
+            }
+        GRAFT_REQUIRE(graphs > 0, "%s: no graft graph index inside this index (a flat index removes "
+                      "at once: nothing to consolidate)", fn);
+        // Wrappers keep their own ntotal, which consolidation does not change (ids were
+        // renumbered by the removals).
         return 0;
     }
     CATCH_AND_HANDLE

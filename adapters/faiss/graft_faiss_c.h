@@ -31,9 +31,11 @@ FaissIndex* faiss_GraftIndexFlat_cast(FaissIndex* index);
  * storage of the vectors (FP32 here; FP16 / SQ8 / PQ through the factory strings below, PQ also
  * through faiss_GraftIndexGraphPQ_new), FP32 / FP16 / SQ8 searched by a SONG-style GPU kernel;
  * device -1 uses the CPU references (RNN-Descent + best-first search), -2 picks GPU 0 when one is
- * visible, else the CPU. Adds append (and encode); the next search builds the graph over all
- * vectors, once. k in [1, 1024]; the search beam is max(L, k). Parameters: faiss_graft_set_param
- * below. */
+ * visible, else the CPU. The adds before the first search are built into one graph by that
+ * search; later adds insert into the graph (or leave it to be rebuilt: "add_policy"), and
+ * faiss_Index_remove_ids removes vectors with FAISS's contract, the rest renumbered in order
+ * (docs/adding-and-removing.md; faiss_graft_consolidate below). k in [1, 1024]; the search beam is
+ * max(L, k). Parameters: faiss_graft_set_param below. */
 int faiss_GraftIndexGraph_new(FaissIndex** p_index, int d, FaissMetricType metric, int device);
 
 /* Tells whether index is a graft graph index, of any storage (NULL when not). */
@@ -127,6 +129,12 @@ int faiss_graft_export_hnsw_cagra(FaissIndex** p_out, const FaissIndex* graft_gr
 int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* description,
                               FaissMetricType metric);
 
+/* Repairs the graph rows that point at removed vectors and compacts the storage of every graft
+ * graph index inside `index` (looked up as faiss_graft_set_param does); ids do not change. A
+ * removal does it by itself past "consolidate_share". Fails when there is no graft graph index
+ * inside. */
+int faiss_graft_consolidate(FaissIndex* index);
+
 /* Index-level parameters of every graft index inside `index` (looked up through IndexIDMap/IDMap2,
  * IndexPreTransform, IndexShards/IndexReplicas and IndexRefine, like faiss_ParameterSpace does):
  *   "allow_tf32"        0/1: TF32 tensor cores in the GPU distance GEMM, approximate (default 0)
@@ -174,6 +182,19 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
  *                                                      read-only (active_mode: the mode searches
  *                                                      use now, 1 or 2; 0 on the CPU)
  *   "filter_exact_below" and the "filter_*" read-outs  as on a graph index
+ * On both graph indexes, the adds and removals (graft/graph_index.h's graft_living_params):
+ *   "add_policy"        0 auto (default: insert while the cost model says it is cheaper than a
+ *                       rebuild, rebuild in the background past its share), 1 always insert,
+ *                       2 never insert (the next search rebuilds over everything)
+ *   "insert_L", "rebuild_share", "consolidate_share", "background"
+ *                       an insert's walk beam (0 = default), AUTO's share (< 0: the cost model),
+ *                       the tombstone share past which a removal consolidates, AUTO's rebuilds
+ *                       in the background (1) or by the next search (0)
+ *   "inserted", "insert_batches", "since_build", "builds", "background_builds", "rebuilding",
+ *   "removed", "tombstones", "consolidations", "insert_seconds", "consolidate_seconds",
+ *   "last_add" (1 inserted, 2 left to rebuild), "rebuild_share_applied", "gpu_inserts"
+ *                       read-only: what the adds and removals did (sharded indexes: "inserted",
+ *                       "removed" and "tombstones" summed over the shards)
  * Every name applies to every graft index found; one that an index does not know fails. Unknown names, bad values and an index without a graft index inside fail with a message.
  * FAISS's own faiss_ParameterSpace_set_index_parameter does not know these names: on a graft
  * index it fails ("could not set parameter ..."), except for "verbose"; use these instead. */

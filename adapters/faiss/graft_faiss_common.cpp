@@ -147,11 +147,4 @@ int* build_field(graft_rnnd_params& b, const std::string& name) {
     return nullptr;
 }
 
-void copy_row(const float* x, int64_t ntotal, int64_t d, int64_t key, float* recons, const char* where) {
-    GRAFT_REQUIRE(recons, "%s: recons is NULL", where);
-    GRAFT_REQUIRE(key >= 0 && key < ntotal, "%s: key %lld not in [0, %lld)", where, (long long)key,
-                  (long long)ntotal);
-    std::memcpy(recons, x + key * d, sizeof(float) * (size_t)d);
-}
-
 }  // namespace graft

@@ -85,10 +85,6 @@ int param_as_int(const char* cls, const char* name, double value);
 // build parameters graft's graph indexes take by name.
 int* build_field(graft_rnnd_params& b, const std::string& name);
 
-// Row `key` of the host vectors x (ntotal x d) into recons, for reconstruct(); throws (naming
-// `where`) for a NULL recons or a key outside [0, ntotal).
-void copy_row(const float* x, int64_t ntotal, int64_t d, int64_t key, float* recons, const char* where);
-
 // Index-level parameters by name (see each index's set_param). Unknown names throw, listing the
 // known ones.
 struct NamedParameters {

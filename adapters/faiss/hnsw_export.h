@@ -17,10 +17,14 @@ namespace graft {
 
 namespace hnsw_export_detail {
 
-// The graph of g, built first when an add is pending since the last build (as a search would).
+// The graph of g, built first when an add is pending since the last build (as a search would),
+// with removed vectors consolidated away (FAISS's HNSW has no tombstones: its ids are the slots).
 inline const graft_graph* built_graph(const graft_gindex* g, const char* where) {
     if (graft_gindex_ntotal(g) > 0 && !graft_gindex_graph(g) &&
         graft_gindex_build(const_cast<graft_gindex*>(g)) != GRAFT_OK)
+        FAISS_THROW_FMT("%s: %s", where, graft_last_error());
+    if (graft_gindex_slots(g) != graft_gindex_ntotal(g) &&
+        graft_gindex_consolidate(const_cast<graft_gindex*>(g)) != GRAFT_OK)
         FAISS_THROW_FMT("%s: %s", where, graft_last_error());
     return graft_gindex_graph(g);
 }

@@ -140,3 +140,11 @@ int graft_gpu_bang_rerank(graft_gpu_ctx* c, const graft_gpu_bang_args* a,
 void graft_gpu_fault_inject(long long nth) { (void)nth; }
 long long graft_gpu_fault_count(void) { return 0; }
 int graft_gpu_mem_free(int device, size_t* free_bytes) { (void)device; (void)free_bytes; return GRAFT_ENODEVICE; }
+size_t graft_gpu_graph_insert_scratch(int64_t m, int R, int C) {
+    (void)m; (void)R; (void)C;
+    return 0;
+}
+int graft_gpu_graph_insert(graft_gpu_ctx* c, const graft_gpu_insert_args* a, graft_gpu_insert_counts* n) {
+    (void)c; (void)a; (void)n;
+    return GRAFT_ENODEVICE;
+}

@@ -120,6 +120,37 @@ void graft_bang_dev_release(graft_bang_dev* dev) {
     memset(dev, 0, sizeof *dev);
 }
 
+/* The pipeline's streams and events into dev (its ctx set). */
+static int open_pipeline(graft_gpu_ctx* ctx, graft_bang_dev* dev) {
+    int rc = graft_gpu_stream_create(ctx, &dev->stream1);
+    if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev->stream2);
+    for (int h = 0; h < 2 && rc == GRAFT_OK; h++) {
+        rc = graft_gpu_event_create(ctx, 0, &dev->ev_next[h]);
+        for (int b = 0; b < GRAFT_BANG_STAGED && rc == GRAFT_OK; b++)
+            rc = graft_gpu_event_create(ctx, 0, &dev->ev_staged[h][b]);
+    }
+    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev->ev_init);
+    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev->ev_join);
+    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev->ev_join2);
+    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev->ev_t0);
+    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev->ev_t1);
+    return rc;
+}
+
+int graft_bang_dev_open(graft_gpu_ctx* ctx, graft_bang_dev* out) {
+    graft_bang_dev dev;
+    memset(&dev, 0, sizeof dev);
+    dev.ctx = ctx;
+    const int rc = open_pipeline(ctx, &dev);
+    if (rc != GRAFT_OK) {
+        const int st = gpu_status(rc, "graft_bang_dev_open");
+        graft_bang_dev_release(&dev);
+        return st;
+    }
+    *out = dev;
+    return GRAFT_OK;
+}
+
 int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const graft_pq* pq,
                           const uint8_t* codes, const float* x, int64_t d, graft_metric metric,
                           int in_memory, graft_bang_dev* out) {
@@ -162,18 +193,7 @@ int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* g, const graft_
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.nbrs, g->nbrs, gbytes);
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.x, x, xbytes);
     }
-    if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev.stream1);
-    if (rc == GRAFT_OK) rc = graft_gpu_stream_create(ctx, &dev.stream2);
-    for (int h = 0; h < 2 && rc == GRAFT_OK; h++) {
-        rc = graft_gpu_event_create(ctx, 0, &dev.ev_next[h]);
-        for (int b = 0; b < GRAFT_BANG_STAGED && rc == GRAFT_OK; b++)
-            rc = graft_gpu_event_create(ctx, 0, &dev.ev_staged[h][b]);
-    }
-    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_init);
-    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_join);
-    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 0, &dev.ev_join2);
-    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev.ev_t0);
-    if (rc == GRAFT_OK) rc = graft_gpu_event_create(ctx, 1, &dev.ev_t1);
+    if (rc == GRAFT_OK) rc = open_pipeline(ctx, &dev);
     if (rc != GRAFT_OK) {
         rc = gpu_status(rc, fn);
         graft_bang_dev_release(&dev);

@@ -81,6 +81,10 @@ size_t graft_bang_dev_resident_bytes(int64_t n, int64_t d, int R, int M, int in_
 int graft_bang_dev_upload(graft_gpu_ctx* ctx, const graft_graph* graph, const graft_pq* pq,
                           const uint8_t* codes, const float* x, int64_t d, graft_metric metric,
                           int in_memory, graft_bang_dev* out);
+/* Only the pipeline objects (streams, events) into *out (zeroed first): an owner that keeps the
+ * resident arrays itself (the graph index's snapshots) sets them before each search and clears
+ * them after. On failure nothing is held. */
+int graft_bang_dev_open(graft_gpu_ctx* ctx, graft_bang_dev* out);
 /* Frees everything the struct owns and zeroes it; NULL and a released struct are fine. */
 void graft_bang_dev_release(graft_bang_dev* dev);
 

@@ -1,55 +1,257 @@
-/* The graph index (graft/graph_index.h), one object for every storage: a host copy of the vectors,
+/* The graph index (graft/graph_index.h), one object for every storage: host copies of the vectors,
  * the storage's codes and the graph (reconstruct, I/O, CPU search, out-of-core gathering) and, on
  * a GPU, the device data of its placement: the walk's (plugin/graph/graph_gpu.h) for FP32 / FP16 /
- * SQ8, BANG's (plugin/graph/bang_gpu.h) for PQ. Also its GRFTGRPH record, and the reader of the
- * graph + PQ index's GRFTBANG version-1 records, through the shared helpers of io_stream.h. */
+ * SQ8, BANG's (plugin/graph/bang_gpu.h) for PQ. Both live in immutable snapshots
+ * (gindex_internal.h); this file holds the object, its snapshots, training, searches, parameters
+ * and the GRFTGRPH record (and the reader of the graph + PQ index's GRFTBANG version-1 records,
+ * through the shared helpers of io_stream.h). The writers that change the contents are in
+ * gindex_living.c. */
 #define _POSIX_C_SOURCE 200809L
-#include "graft/graph_index.h"
-
 #include <float.h>
-#include <pthread.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/index_common.h"
-#include "graph/build.h"
 #include "core/validate.h"
-#include "graph/bang_gpu.h"
-#include "graph/filtered_search.h"
-#include "graph/graph_gpu.h"
+#include "graph/build.h"
+#include "graph/gindex_internal.h"
 #include "io/io_stream.h"
 
 #define HEADER_V1 64u  /* bytes of the version-1 record header, magic included */
 #define HEADER_V2 80u  /* version 2: storage kind, trained, rerank, reserved */
 #define HEADER_V3 104u /* version 3: PQ M, placement, max_expand, bloom_log2, GPU budget */
+#define HEADER_V4 152u /* version 4: tombstones, inserts since the build, the living parameters */
 #define BANG_MAGIC "GRFTBANG"
 #define BANG_HEADER 88u /* the graph + PQ index's record, version 1 */
 
-struct graft_gindex {
-    int64_t d, ntotal, capacity;
-    graft_gindex_params p; /* metric and device copied into p.build and p.search (tie_params) */
-    float* xb;             /* capacity x d, host */
-    graft_storage st;      /* the storage's kind and codec (SQ8 ranges) */
-    graft_pq pq;           /* PQ: the codebooks, centroids NULL until trained */
-    uint8_t* codes;        /* compressed storages: capacity codes, host (CPU search, I/O, upload) */
-    size_t code_size;      /* bytes of one code; 0 for FP32 (the walk reads xb), M for PQ */
-    graft_graph graph;     /* ntotal rows; nbrs NULL while empty or while a build is pending */
-    double build_seconds;
-    graft_pieces_report build_rep; /* of the last build (graft_index_build_graph); pieces -1: none */
-    /* GPU state; `lock` serializes GPU work (one stream, one scratch arena) so that concurrent
-     * searches are safe, as FAISS requires of const search. */
-    pthread_mutex_t lock;
-    graft_gpu_ctx* ctx;
-    graft_graph_dev gdev; /* FP32 / FP16 / SQ8 */
-    graft_bang_dev bdev;  /* PQ */
-    int on_device;        /* the device data holds the current graph and contents */
-    graft_bang_mode dev_mode;
-    graft_filter_dev fdev;           /* the filtered search's exact path (device buffers) */
-    graft_filter_report last_filter; /* of the last successful search */
-};
+/* ---- shared buffers and snapshots -------------------------------------------------------------- */
 
-static int is_pq(const graft_gindex* g) { return g->p.storage == GRAFT_STORAGE_PQ; }
+gbuf* gbuf_host(size_t bytes) {
+    gbuf* b = malloc(sizeof *b);
+    void* p = calloc(bytes ? bytes : 1, 1);
+    if (!b || !p) {
+        free(b);
+        free(p);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->p = p;
+    b->bytes = bytes;
+    b->ctx = NULL;
+    return b;
+}
+
+int gbuf_dev(graft_gpu_ctx* ctx, size_t bytes, gbuf** out) {
+    gbuf* b = malloc(sizeof *b);
+    if (!b) return GRAFT_ENOMEM;
+    void* p = NULL;
+    const int rc = graft_gpu_malloc(ctx, &p, bytes ? bytes : 256);
+    if (rc != GRAFT_OK) {
+        free(b);
+        return rc;
+    }
+    atomic_init(&b->refs, 1);
+    b->p = p;
+    b->bytes = bytes;
+    b->ctx = ctx;
+    *out = b;
+    return GRAFT_OK;
+}
+
+gbuf* gbuf_wrap(void* p, size_t bytes) {
+    gbuf* b = malloc(sizeof *b);
+    if (!b) return NULL;
+    atomic_init(&b->refs, 1);
+    b->p = p;
+    b->bytes = bytes;
+    b->ctx = NULL;
+    return b;
+}
+
+gbuf* gbuf_ref(gbuf* b) {
+    if (b) atomic_fetch_add(&b->refs, 1);
+    return b;
+}
+
+void gbuf_unref(gbuf* b) {
+    if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+    if (b->ctx)
+        graft_gpu_free(b->ctx, b->p);
+    else
+        free(b->p);
+    free(b);
+}
+
+void gbuf_set(gbuf** slot, gbuf* b) {
+    gbuf_unref(*slot);
+    *slot = b;
+}
+
+static gcodec* codec_ref(gcodec* c) {
+    if (c) atomic_fetch_add(&c->refs, 1);
+    return c;
+}
+
+static void codec_unref(gcodec* c) {
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+    graft_storage_free(&c->st);
+    graft_pq_free(&c->pq);
+    free(c);
+}
+
+static gcodec* codec_new(void) {
+    gcodec* c = calloc(1, sizeof *c);
+    if (c) atomic_init(&c->refs, 1);
+    return c;
+}
+
+gsnap* snap_new(void) {
+    gsnap* s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    atomic_init(&s->refs, 1);
+    s->build_rep = (graft_pieces_report){.pieces = -1};
+    return s;
+}
+
+gsnap* snap_clone(const gsnap* s) {
+    gsnap* t = malloc(sizeof *t);
+    if (!t) return NULL;
+    memcpy(t, s, sizeof *t);
+    atomic_init(&t->refs, 1);
+    codec_ref(t->codec);
+    gbuf* const bufs[] = {t->xb, t->codes, t->nbrs, t->dead, t->live, t->rank,
+                          t->dx, t->dnbrs, t->dcodes, t->dsq, t->dcent};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) gbuf_ref(bufs[i]);
+    return t;
+}
+
+void snap_drop_device(gsnap* s) {
+    gbuf_set(&s->dx, NULL);
+    gbuf_set(&s->dnbrs, NULL);
+    gbuf_set(&s->dcodes, NULL);
+    gbuf_set(&s->dsq, NULL);
+    gbuf_set(&s->dcent, NULL);
+    s->on_device = 0;
+    s->dcap = 0;
+    s->dev_bytes = 0;
+}
+
+void snap_drop_graph(gsnap* s) {
+    snap_drop_device(s);
+    gbuf_set(&s->nbrs, NULL);
+    memset(&s->graph, 0, sizeof s->graph);
+    s->host_stale = 0;
+    s->since_build = 0;
+    s->build_seconds = 0;
+    s->build_rep = (graft_pieces_report){.pieces = -1};
+}
+
+void snap_release(gsnap* s) {
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    snap_drop_graph(s);
+    gbuf_unref(s->xb);
+    gbuf_unref(s->codes);
+    gbuf_unref(s->dead);
+    gbuf_unref(s->live);
+    gbuf_unref(s->rank);
+    codec_unref(s->codec);
+    free(s);
+}
+
+/* 64-bit words of a bitmap of n bits (the live bitmap is kept word-padded). */
+static int64_t words_of(int64_t n) { return (n + 63) / 64; }
+
+static uint64_t word_at(const uint8_t* bits, int64_t w) {
+    uint64_t v;
+    memcpy(&v, bits + w * 8, 8); /* little-endian: bit i of the word is bit i & 7 of byte i >> 3 */
+    return v;
+}
+
+int snap_index_tombstones(gsnap* s) {
+    gbuf_set(&s->live, NULL);
+    gbuf_set(&s->rank, NULL);
+    s->ndead = 0;
+    if (!s->dead || s->n == 0) {
+        gbuf_set(&s->dead, NULL);
+        return GRAFT_OK;
+    }
+    const int64_t nw = words_of(s->n);
+    gbuf* live = gbuf_host((size_t)nw * 8);
+    gbuf* rank = gbuf_host((size_t)(nw + 1) * sizeof(int64_t));
+    if (!live || !rank) {
+        gbuf_unref(live);
+        gbuf_unref(rank);
+        return graft_fail(GRAFT_ENOMEM, "graft_gindex: out of host memory (tombstones of %lld slots)",
+                          (long long)s->n);
+    }
+    const uint8_t* dead = s->dead->p;
+    uint8_t* lv = live->p;
+    const int64_t nbytes = (s->n + 7) / 8;
+    for (int64_t b = 0; b < nbytes; b++) lv[b] = (uint8_t)~dead[b];
+    if (s->n & 7) lv[nbytes - 1] &= (uint8_t)((1u << (s->n & 7)) - 1u);
+    int64_t* rk = rank->p;
+    int64_t c = 0;
+    for (int64_t w = 0; w < nw; w++) {
+        rk[w] = c;
+        c += __builtin_popcountll(word_at(lv, w));
+    }
+    rk[nw] = c;
+    s->ndead = s->n - c;
+    if (s->ndead == 0) {
+        gbuf_unref(live);
+        gbuf_unref(rank);
+        gbuf_set(&s->dead, NULL);
+        return GRAFT_OK;
+    }
+    s->live = live;
+    s->rank = rank;
+    return GRAFT_OK;
+}
+
+int64_t snap_slot_to_id(const gsnap* s, int64_t slot) {
+    if (!s->ndead) return slot;
+    const int64_t w = slot >> 6;
+    const uint64_t below = word_at(s->live->p, w) & ((1ull << (slot & 63)) - 1ull);
+    return ((const int64_t*)s->rank->p)[w] + __builtin_popcountll(below);
+}
+
+int64_t snap_id_to_slot(const gsnap* s, int64_t id) {
+    if (!s->ndead) return id;
+    const int64_t* rk = s->rank->p;
+    int64_t lo = 0, hi = words_of(s->n) - 1; /* the last word whose rank is <= id holds it */
+    while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (rk[mid] <= id)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    uint64_t word = word_at(s->live->p, lo);
+    for (int64_t r = id - rk[lo]; r > 0; r--) word &= word - 1;
+    return lo * 64 + __builtin_ctzll(word);
+}
+
+gsnap* gindex_acquire(graft_gindex* g) {
+    pthread_mutex_lock(&g->slock);
+    gsnap* s = g->cur;
+    atomic_fetch_add(&s->refs, 1);
+    pthread_mutex_unlock(&g->slock);
+    return s;
+}
+
+void gindex_publish(graft_gindex* g, gsnap* s) {
+    pthread_mutex_lock(&g->slock);
+    gsnap* old = g->cur;
+    g->cur = s;
+    g->rep.tombstones = s->ndead;
+    g->rep.since_build = s->since_build;
+    pthread_mutex_unlock(&g->slock);
+    snap_release(old);
+}
+
+/* ---- parameters -------------------------------------------------------------------------------- */
 
 static void tie_params(graft_gindex_params* p) {
     p->build.base.metric = p->metric;
@@ -69,6 +271,11 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     p->mode = GRAFT_BANG_AUTO;
     p->gpu_budget = 0;
     p->cpu_knn = NULL;
+    p->living.policy = GRAFT_ADD_AUTO;
+    p->living.insert_L = 0;
+    p->living.rebuild_share = -1.0;
+    p->living.consolidate_share = 0.25;
+    p->living.background = 1;
     tie_params(p);
 }
 
@@ -101,6 +308,24 @@ static int check_mode(int storage, graft_bang_mode mode, const char* fn) {
     return GRAFT_OK;
 }
 
+static int check_living(const graft_living_params* l, const char* fn) {
+    if (l->policy != GRAFT_ADD_AUTO && l->policy != GRAFT_ADD_INSERT && l->policy != GRAFT_ADD_REBUILD)
+        return graft_fail(GRAFT_EINVAL, "%s: unknown add policy %d (GRAFT_ADD_AUTO = 0, "
+                          "GRAFT_ADD_INSERT = 1, GRAFT_ADD_REBUILD = 2)", fn, l->policy);
+    if (l->insert_L < 0 || l->insert_L > 1024)
+        return graft_fail(GRAFT_EINVAL, "%s: insert_L = %d (0 = the default, else 1..1024)", fn,
+                          l->insert_L);
+    if (!(l->rebuild_share < 0 || (l->rebuild_share > 0 && l->rebuild_share <= 1)))
+        return graft_fail(GRAFT_EINVAL, "%s: rebuild_share = %g (negative: the cost model; else in "
+                          "(0, 1])", fn, l->rebuild_share);
+    if (!(l->consolidate_share >= 0))
+        return graft_fail(GRAFT_EINVAL, "%s: consolidate_share = %g (>= 0; >= 1: only when "
+                          "consolidate is called)", fn, l->consolidate_share);
+    if (l->background != 0 && l->background != 1)
+        return graft_fail(GRAFT_EINVAL, "%s: background = %d (0 or 1)", fn, l->background);
+    return GRAFT_OK;
+}
+
 int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex** out) {
     const char* fn = "graft_gindex_new";
     if (!out) return graft_fail(GRAFT_EINVAL, "%s: out is NULL", fn);
@@ -128,20 +353,40 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
     tie_params(&p);
     GRAFT_TRY(graft_check_build_params(&p.build, p.device >= 0, fn));
     GRAFT_TRY(check_default_search(p.storage, &p.search, fn));
-    graft_storage st;
-    GRAFT_TRY(graft_storage_init(&st, p.storage, d));
+    GRAFT_TRY(check_living(&p.living, fn));
+    gcodec* c = codec_new();
+    if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    int rc = graft_storage_init(&c->st, p.storage, d);
+    if (rc != GRAFT_OK) {
+        codec_unref(c);
+        return rc;
+    }
     graft_gindex* g = calloc(1, sizeof *g);
-    if (!g) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    gsnap* s = snap_new();
+    if (!g || !s) {
+        free(g);
+        free(s);
+        codec_unref(c);
+        return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    }
+    s->p = p;
+    s->codec = c;
     g->d = d;
-    g->p = p;
-    g->st = st;
+    g->storage = p.storage;
     g->code_size = p.storage == GRAFT_STORAGE_PQ     ? (size_t)p.pq.M
                    : p.storage == GRAFT_STORAGE_FP32 ? 0
                                                      : graft_storage_code_size(p.storage, d);
-    g->build_rep = (graft_pieces_report){.pieces = -1};
-    pthread_mutex_init(&g->lock, NULL);
+    g->cur = s;
+    pthread_mutex_init(&g->wlock, NULL);
+    pthread_mutex_init(&g->slock, NULL);
+    pthread_mutex_init(&g->glock, NULL);
+    pthread_cond_init(&g->bg_cv, NULL);
     if (p.device >= 0) {
-        int rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->ctx);
+        rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->ctx);
+        if (rc == GRAFT_OK) rc = graft_gpu_ctx_create(p.device, graft_index_scratch_cap(p.device), &g->wctx);
+        if (rc == GRAFT_OK && gindex_is_pq(g)) rc = graft_bang_dev_open(g->ctx, &g->bpipe);
+        g->bpipe_open = rc == GRAFT_OK && gindex_is_pq(g);
+        g->gpipe.ctx = g->ctx;
         if (rc != GRAFT_OK) {
             rc = graft_fail(rc, "%s: device %d: %s", fn, p.device, graft_gpu_last_error());
             graft_gindex_free(g);
@@ -152,257 +397,68 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
     return GRAFT_OK;
 }
 
-static void drop_device(graft_gindex* g) {
-    if (g->on_device) {
-        if (is_pq(g))
-            graft_bang_dev_release(&g->bdev);
-        else
-            graft_graph_dev_release(&g->gdev);
-    }
-    g->on_device = 0;
-}
-
 void graft_gindex_free(graft_gindex* g) {
     if (!g) return;
-    drop_device(g);
-    graft_graph_free(&g->graph);
-    graft_pq_free(&g->pq);
+    gindex_stop_background(g);
+    snap_release(g->cur);
+    graft_graph_dev_release(&g->gpipe); /* the search buffers; the resident arrays were the snapshots' */
+    if (g->bpipe_open) graft_bang_dev_release(&g->bpipe);
     graft_filter_dev_release(g->ctx, &g->fdev);
     if (g->ctx) graft_gpu_ctx_destroy(g->ctx);
-    pthread_mutex_destroy(&g->lock);
-    free(g->xb);
-    free(g->codes);
-    graft_storage_free(&g->st);
+    if (g->wctx) graft_gpu_ctx_destroy(g->wctx);
+    pthread_mutex_destroy(&g->wlock);
+    pthread_mutex_destroy(&g->slock);
+    pthread_mutex_destroy(&g->glock);
+    pthread_cond_destroy(&g->bg_cv);
     free(g);
-}
-
-/* ---- placement --------------------------------------------------------------------------------- */
-
-/* A budget argument: 0 means the default, half the device (not the index's stored budget, which
- * callers pass themselves when they mean it). */
-static size_t gpu_budget(const graft_gindex* g, size_t budget) {
-    return budget ? budget : graft_gpu_device_memory(g->p.device) / 2;
-}
-
-/* The placement of n vectors with a graph of degree R under (mode, budget). */
-static graft_bang_mode resolve_mode(const graft_gindex* g, graft_bang_mode mode, size_t budget,
-                                    int64_t n, int R) {
-    if (!g->ctx) return GRAFT_BANG_AUTO;
-    if (!is_pq(g)) return GRAFT_BANG_IN_MEMORY; /* the walk's storages are GPU-resident */
-    if (mode != GRAFT_BANG_AUTO) return mode;
-    budget = gpu_budget(g, budget);
-    return graft_bang_dev_resident_bytes(n, g->d, R, g->pq.M, 1) <= budget ? GRAFT_BANG_IN_MEMORY
-                                                                          : GRAFT_BANG_OUT_OF_CORE;
-}
-
-/* The device data of `graph` over the first graph->n vectors of xb and codes, in `mode` under
- * `budget`, into *gd (walk) or *bd (PQ). On failure nothing is held. */
-static int upload(graft_gindex* g, const graft_graph* graph, graft_bang_mode mode, size_t budget,
-                  graft_graph_dev* gd, graft_bang_dev* bd, const char* fn) {
-    int rc;
-    if (!is_pq(g)) {
-        rc = graft_graph_dev_upload_store(g->ctx, graph, g->xb, &g->st, g->codes, g->d, gd);
-    } else {
-        budget = gpu_budget(g, budget);
-        const int in_memory = mode == GRAFT_BANG_IN_MEMORY;
-        const size_t need = graft_bang_dev_resident_bytes(graph->n, g->d, graph->R, g->pq.M, in_memory);
-        if (need > budget)
-            return graft_fail(GRAFT_EGPU_NOMEM, "%s%s mode keeps %zu bytes on the GPU, over the "
-                              "index's GPU budget of %zu bytes%s", fn,
-                              in_memory ? "in-memory" : "out-of-core", need, budget,
-                              in_memory ? " (out-of-core mode keeps only the codes)" : "");
-        rc = graft_bang_dev_upload(g->ctx, graph, &g->pq, g->codes, g->xb, g->d, g->p.metric,
-                                   in_memory, bd);
-    }
-    return rc == GRAFT_OK ? GRAFT_OK : graft_relabel(rc, fn);
-}
-
-/* upload's result becomes the index's device data. */
-static void hold_device(graft_gindex* g, const graft_graph_dev* gd, const graft_bang_dev* bd,
-                        graft_bang_mode mode) {
-    if (is_pq(g))
-        g->bdev = *bd;
-    else
-        g->gdev = *gd;
-    g->on_device = 1;
-    g->dev_mode = mode;
-}
-
-/* Makes graph (over the first n vectors of xb, codes) the index's graph: uploads the device data
- * of the resolved placement, then releases the previous graph. On failure the index is unchanged
- * and graph stays the caller's. */
-static int install(graft_gindex* g, int64_t n, graft_graph* graph, const char* fn) {
-    graft_graph_dev gd;
-    graft_bang_dev bd;
-    const graft_bang_mode mode = resolve_mode(g, g->p.mode, g->p.gpu_budget, n, graph->R);
-    if (g->ctx) GRAFT_TRY(upload(g, graph, mode, g->p.gpu_budget, &gd, &bd, fn));
-    drop_device(g);
-    graft_graph_free(&g->graph);
-    g->graph = *graph;
-    memset(graph, 0, sizeof *graph);
-    if (g->ctx) hold_device(g, &gd, &bd, mode);
-    g->ntotal = n;
-    return GRAFT_OK;
-}
-
-/* ---- contents ---------------------------------------------------------------------------------- */
-
-/* The codes of n vectors. PQ: on the index's GPU (the same codes as the CPU's; test_gpu_bang
- * times both), on the CPU without one or when the GPU is short of memory. Lock held. */
-static int encode(graft_gindex* g, int64_t n, const float* x, uint8_t* codes, const char* fn) {
-    if (!g->code_size) return GRAFT_OK;
-    if (!is_pq(g)) {
-        graft_storage_encode(&g->st, n, x, codes);
-        return GRAFT_OK;
-    }
-    if (g->ctx) {
-        const int rc = graft_bang_encode_ctx(g->ctx, &g->pq, n, x, codes, fn);
-        if (rc != GRAFT_EGPU_NOMEM) return rc;
-    }
-    return graft_pq_encode(&g->pq, n, x, codes);
-}
-
-/* Room for `need` vectors and codes; the first ntotal of both are kept (a failed add loses
- * nothing). */
-static int reserve(graft_gindex* g, int64_t need, const char* fn) {
-    if (need <= g->capacity) return GRAFT_OK;
-    int64_t cap = g->capacity * 2 > need ? g->capacity * 2 : need;
-    size_t bytes;
-    if (graft_mul_overflow((size_t)cap, (size_t)g->d * sizeof(float), &bytes))
-        return graft_fail(GRAFT_ENOMEM, "%s: %lld vectors of dimension %lld overflow", fn,
-                          (long long)cap, (long long)g->d);
-    float* xb = realloc(g->xb, bytes);
-    if (!xb) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, bytes);
-    g->xb = xb;
-    if (g->code_size) { /* codes are at most as large as the vectors: no overflow */
-        uint8_t* c = realloc(g->codes, (size_t)cap * g->code_size);
-        if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn,
-                                  (size_t)cap * g->code_size);
-        g->codes = c;
-    }
-    g->capacity = cap;
-    return GRAFT_OK;
-}
-
-/* fn: the caller's message prefix ("graft_gindex_add: "). */
-static int require_trained(const graft_gindex* g, const char* fn) {
-    if (g->st.trained) return GRAFT_OK;
-    if (is_pq(g))
-        return graft_fail(GRAFT_ESTATE, "%sthe index is not trained; train the PQ codebooks first "
-                          "(graft_gindex_train, FAISS's Index::train)", fn);
-    return graft_fail(GRAFT_ESTATE, "%sthe %s storage must be trained before adding "
-                      "(graft_gindex_train)", fn, graft_storage_name(g->st.kind));
-}
-
-/* The graph, now over a prefix only, and the device data go: the next search (or build, or
- * write) builds one graph over everything. */
-static void drop_graph(graft_gindex* g) {
-    drop_device(g);
-    graft_graph_free(&g->graph);
-    g->build_seconds = 0;
-    g->build_rep = (graft_pieces_report){.pieces = -1};
-}
-
-static int add_locked(graft_gindex* g, int64_t n, const float* x) {
-    const char* fn = "graft_gindex_add";
-    GRAFT_TRY(require_trained(g, "graft_gindex_add: "));
-    const int64_t need = g->ntotal + n;
-    if (need > INT32_MAX)
-        return graft_fail(GRAFT_EUNSUPPORTED, "%s: %lld vectors; a graph index holds at most 2^31 - 1 "
-                          "(int32 neighbour ids)", fn, (long long)need);
-    GRAFT_TRY(reserve(g, need, fn));
-    /* Past ntotal: invisible until the count moves. */
-    graft_copy_rows(g->xb + g->ntotal * g->d, x, n, g->d);
-    /* FP32 keeps no codes (codes NULL): no pointer is formed past it (UBSan). */
-    uint8_t* dst = g->code_size ? g->codes + (size_t)g->ntotal * g->code_size : NULL;
-    GRAFT_TRY(encode(g, n, x, dst, "graft_gindex_add: "));
-    drop_graph(g);
-    g->ntotal = need;
-    return GRAFT_OK;
-}
-
-int graft_gindex_add(graft_gindex* g, int64_t n, const float* x) {
-    GRAFT_TRY(graft_check_add_args(g != NULL, n, x, g ? g->d : 0, "graft_gindex_add"));
-    if (n == 0) return GRAFT_OK;
-    pthread_mutex_lock(&g->lock);
-    int rc = add_locked(g, n, x);
-    pthread_mutex_unlock(&g->lock);
-    return rc;
-}
-
-/* Builds the graph over every vector when adds left it pending (GRNND on the GPU, in pieces when
- * its pools do not fit, else RNN-Descent on the CPU). Lock held. A failed build keeps the vectors
- * and codes; the next call tries again. */
-static int build_pending(graft_gindex* g, const char* fn) {
-    if (g->ntotal == 0 || g->graph.nbrs) return GRAFT_OK;
-    graft_graph graph = {0};
-    double seconds;
-    graft_pieces_report rep;
-    const int rc = graft_index_build_graph(g->ctx != NULL, g->xb, g->ntotal, g->d, &g->p.build, &graph,
-                                           &seconds, &rep);
-    if (rc != GRAFT_OK) return graft_relabel(rc, fn);
-    g->graph = graph;
-    g->build_seconds = seconds;
-    g->build_rep = rep;
-    return GRAFT_OK;
-}
-
-/* build_pending, then the device data of the resolved placement when the GPU does not hold it
- * (after an add, or a failed upload). Lock held. A failed upload keeps the graph: the next call
- * retries only the upload. */
-static int make_ready(graft_gindex* g, const char* fn) {
-    GRAFT_TRY(build_pending(g, fn));
-    if (!g->ctx || g->ntotal == 0 || g->on_device) return GRAFT_OK;
-    const graft_bang_mode mode = resolve_mode(g, g->p.mode, g->p.gpu_budget, g->ntotal, g->graph.R);
-    graft_graph_dev gd;
-    graft_bang_dev bd;
-    GRAFT_TRY(upload(g, &g->graph, mode, g->p.gpu_budget, &gd, &bd, fn));
-    hold_device(g, &gd, &bd, mode);
-    return GRAFT_OK;
-}
-
-int graft_gindex_build(graft_gindex* g) {
-    if (!g) return graft_fail(GRAFT_EINVAL, "graft_gindex_build: NULL index");
-    pthread_mutex_lock(&g->lock);
-    const int rc = make_ready(g, "graft_gindex_build: ");
-    pthread_mutex_unlock(&g->lock);
-    return rc;
-}
-
-int graft_gindex_reset(graft_gindex* g) {
-    if (!g) return graft_fail(GRAFT_EINVAL, "graft_gindex_reset: NULL index");
-    pthread_mutex_lock(&g->lock);
-    drop_graph(g);
-    g->ntotal = 0;
-    pthread_mutex_unlock(&g->lock);
-    return GRAFT_OK;
 }
 
 /* ---- training ---------------------------------------------------------------------------------- */
 
-static int train_locked(graft_gindex* g, int64_t n, const float* x, const char* fn) {
-    if ((g->st.kind == GRAFT_STORAGE_SQ8 || is_pq(g)) && g->ntotal > 0)
-        return graft_fail(GRAFT_ESTATE, "%s: the index holds %lld vectors whose %s codes would go "
-                          "stale; reset it before training again", fn, (long long)g->ntotal,
-                          graft_storage_name(g->st.kind));
-    if (is_pq(g)) {
-        graft_pq pq = {0};
-        GRAFT_TRY(graft_pq_train(g->d, n, x, &g->p.pq, &pq));
-        graft_pq_free(&g->pq);
-        g->pq = pq;
-        g->st.trained = 1;
-        return GRAFT_OK;
+/* fn: the caller's message prefix ("graft_gindex_add: "). */
+static int require_trained(const gsnap* s, const char* fn) {
+    if (s->codec->st.trained) return GRAFT_OK;
+    if (s->codec->st.kind == GRAFT_STORAGE_PQ)
+        return graft_fail(GRAFT_ESTATE, "%sthe index is not trained; train the PQ codebooks first "
+                          "(graft_gindex_train, FAISS's Index::train)", fn);
+    return graft_fail(GRAFT_ESTATE, "%sthe %s storage must be trained before adding "
+                      "(graft_gindex_train)", fn, graft_storage_name(s->codec->st.kind));
+}
+
+/* A new snapshot of the current one with codec c (taken). */
+static int publish_codec(graft_gindex* g, gcodec* c, const char* fn) {
+    gsnap* t = snap_clone(g->cur);
+    if (!t) {
+        codec_unref(c);
+        return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     }
-    graft_storage t;
-    GRAFT_TRY(graft_storage_copy(&t, &g->st));
-    const int rc = graft_storage_train(&t, n, x);
+    codec_unref(t->codec);
+    t->codec = c;
+    gindex_publish(g, t);
+    return GRAFT_OK;
+}
+
+static int train_locked(graft_gindex* g, int64_t n, const float* x, const char* fn) {
+    const gsnap* s = g->cur;
+    const int64_t held = s->n - s->ndead;
+    if ((g->storage == GRAFT_STORAGE_SQ8 || gindex_is_pq(g)) && s->n > 0)
+        return graft_fail(GRAFT_ESTATE, "%s: the index holds %lld vectors whose %s codes would go "
+                          "stale; reset it before training again", fn, (long long)held,
+                          graft_storage_name(g->storage));
+    gcodec* c = codec_new();
+    if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    int rc = graft_storage_copy(&c->st, &s->codec->st);
+    if (rc == GRAFT_OK && gindex_is_pq(g)) {
+        rc = graft_pq_train(g->d, n, x, &s->p.pq, &c->pq);
+        if (rc == GRAFT_OK) c->st.trained = 1;
+    } else if (rc == GRAFT_OK) {
+        rc = graft_storage_train(&c->st, n, x);
+    }
     if (rc != GRAFT_OK) {
-        graft_storage_free(&t);
+        codec_unref(c);
         return rc;
     }
-    graft_storage_free(&g->st);
-    g->st = t;
-    return GRAFT_OK;
+    return publish_codec(g, c, fn);
 }
 
 int graft_gindex_train(graft_gindex* g, int64_t n, const float* x) {
@@ -410,49 +466,120 @@ int graft_gindex_train(graft_gindex* g, int64_t n, const float* x) {
     /* x and n are checked once, by the trainer that takes them (graft_pq_train,
      * graft_storage_train). */
     if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->wlock);
     const int rc = train_locked(g, n, x, fn);
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->wlock);
     return rc;
 }
 
 int graft_gindex_set_pq(graft_gindex* g, const graft_pq* pq) {
     const char* fn = "graft_gindex_set_pq";
     if (!g || !pq) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    if (!is_pq(g))
+    if (!gindex_is_pq(g))
         return graft_fail(GRAFT_EINVAL, "%s: the index's storage is %s, not PQ", fn,
-                          graft_storage_name(g->st.kind));
+                          graft_storage_name(g->storage));
     GRAFT_TRY(graft_pq_check(pq, fn));
-    /* M is fixed at creation: the codes buffer is sized by it. */
-    if (pq->d != g->d || pq->M != g->p.pq.M)
+    const graft_gindex_params p = graft_gindex_get_params(g);
+    /* M is fixed at creation: the codes are sized by it. */
+    if (pq->d != g->d || pq->M != p.pq.M)
         return graft_fail(GRAFT_EINVAL, "%s: codebooks of d = %lld, M = %d for an index of d = %lld, "
-                          "M = %d", fn, (long long)pq->d, pq->M, (long long)g->d, g->p.pq.M);
+                          "M = %d", fn, (long long)pq->d, pq->M, (long long)g->d, p.pq.M);
     const size_t bytes = (size_t)pq->M * GRAFT_PQ_KSUB * pq->dsub * sizeof(float);
-    float* c = malloc(bytes);
-    if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, bytes);
-    memcpy(c, pq->centroids, bytes);
-    pthread_mutex_lock(&g->lock);
-    int rc = GRAFT_OK;
-    if (g->ntotal > 0)
+    gcodec* c = codec_new();
+    float* cent = malloc(bytes);
+    if (!c || !cent) {
+        free(c);
+        free(cent);
+        return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, bytes);
+    }
+    memcpy(cent, pq->centroids, bytes);
+    c->pq = (graft_pq){.d = pq->d, .M = pq->M, .dsub = pq->dsub, .centroids = cent};
+    pthread_mutex_lock(&g->wlock);
+    int rc = graft_storage_copy(&c->st, &g->cur->codec->st);
+    c->st.trained = 1;
+    if (rc == GRAFT_OK && g->cur->n > 0)
         rc = graft_fail(GRAFT_ESTATE, "%s: the index holds %lld vectors encoded with the current "
-                        "codebooks; reset it before installing others", fn, (long long)g->ntotal);
+                        "codebooks; reset it before installing others", fn,
+                        (long long)(g->cur->n - g->cur->ndead));
     if (rc == GRAFT_OK) {
-        graft_pq_free(&g->pq);
-        g->pq = (graft_pq){.d = pq->d, .M = pq->M, .dsub = pq->dsub, .centroids = c};
-        g->st.trained = 1;
+        rc = publish_codec(g, c, fn);
         c = NULL;
     }
-    pthread_mutex_unlock(&g->lock);
-    free(c);
+    pthread_mutex_unlock(&g->wlock);
+    codec_unref(c);
     return rc;
 }
 
+int graft_gindex_is_trained(const graft_gindex* cg) {
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g) return 0;
+    gsnap* s = gindex_acquire(g);
+    const int t = s->codec->st.trained;
+    snap_release(s);
+    return t;
+}
+
 /* ---- search ------------------------------------------------------------------------------------ */
+
+/* The device data of a snapshot seen through the index's search buffers: the walk's and BANG's
+ * host drivers (graph_gpu.c, bang_gpu.c) take one struct of both. After the search, everything
+ * but the snapshot's arrays goes back to the index (buffers the search grew). glock held. */
+static graft_graph_dev walk_view(graft_gindex* g, const gsnap* s) {
+    graft_graph_dev v = g->gpipe;
+    v.ctx = g->ctx;
+    v.x = s->dx->p;
+    v.nbrs = s->dnbrs->p;
+    v.n = s->n;
+    v.d = g->d;
+    v.entry = s->graph.entry;
+    v.R = s->graph.R;
+    v.storage = g->storage;
+    v.codes = s->dcodes ? s->dcodes->p : NULL;
+    v.sq = s->dsq ? s->dsq->p : NULL;
+    v.bytes = s->dev_bytes;
+    return v;
+}
+
+static void walk_keep(graft_gindex* g, const graft_graph_dev* v) {
+    g->gpipe = *v;
+    g->gpipe.x = NULL;
+    g->gpipe.nbrs = NULL;
+    g->gpipe.codes = NULL;
+    g->gpipe.sq = NULL;
+}
+
+static graft_bang_dev bang_view(graft_gindex* g, const gsnap* s) {
+    graft_bang_dev v = g->bpipe;
+    v.n = s->n;
+    v.d = g->d;
+    v.entry = s->graph.entry;
+    v.R = s->graph.R;
+    v.M = s->p.pq.M;
+    v.metric = s->p.metric;
+    v.in_memory = s->dev_mode == GRAFT_BANG_IN_MEMORY;
+    v.centroids = s->dcent->p;
+    v.codes = s->dcodes->p;
+    v.nbrs = v.in_memory ? s->dnbrs->p : NULL;
+    v.x = v.in_memory ? s->dx->p : NULL;
+    v.resident_bytes = s->dev_bytes;
+    return v;
+}
+
+static void bang_keep(graft_gindex* g, const graft_bang_dev* v) {
+    g->bpipe = *v;
+    g->bpipe.centroids = NULL;
+    g->bpipe.codes = NULL;
+    g->bpipe.nbrs = NULL;
+    g->bpipe.x = NULL;
+    g->bpipe.host_nbrs = NULL;
+    g->bpipe.host_x = NULL;
+}
 
 /* The graph search of a filtered search (graft_filter_walk_fn) with beam L: the storage's walk,
  * or for PQ BANG's, with at least L expansions so that a widened beam is walked. */
 typedef struct walk_arg {
     graft_gindex* g;
+    const gsnap* s;
     const float* xq;
     int64_t nq, k;
     const graft_search_params* p;
@@ -462,121 +589,284 @@ typedef struct walk_arg {
 static int walk(void* arg, int L, float* D, int64_t* I) {
     const walk_arg* w = arg;
     graft_gindex* g = w->g;
+    const gsnap* s = w->s;
+    const gcodec* c = s->codec;
+    const float* xb = s->xb->p;
+    const uint8_t* codes = s->codes ? s->codes->p : NULL;
     graft_search_params p = *w->p;
     p.L = L;
-    if (is_pq(g)) {
+    int rc;
+    if (gindex_is_pq(g)) {
         if (p.max_expand && p.max_expand < L) p.max_expand = L;
-        if (g->ctx)
-            return graft_bang_dev_search(&g->bdev, g->graph.nbrs, g->xb, w->xq, w->nq, w->k, &p, D, I,
-                                         w->report);
-        return graft_bang_search_cpu_unchecked(&g->graph, &g->pq, g->codes, g->xb, g->d, g->p.metric,
-                                               w->xq, w->nq, w->k, &p, D, I);
+        if (!g->ctx)
+            return graft_bang_search_cpu_unchecked(&s->graph, &c->pq, codes, xb, g->d, s->p.metric,
+                                                   w->xq, w->nq, w->k, &p, D, I);
+        graft_bang_dev v = bang_view(g, s);
+        rc = graft_bang_dev_search(&v, s->graph.nbrs, xb, w->xq, w->nq, w->k, &p, D, I, w->report);
+        bang_keep(g, &v);
+        return rc;
     }
-    if (g->ctx) return graft_graph_dev_search(&g->gdev, g->p.metric, w->xq, w->nq, w->k, &p, D, I, w->report);
-    return graft_graph_search_cpu_store(&g->graph, g->xb, &g->st, g->codes, g->d, g->p.metric, w->xq,
-                                        w->nq, w->k, &p, D, I);
+    if (!g->ctx)
+        return graft_graph_search_cpu_store(&s->graph, xb, &c->st, codes, g->d, s->p.metric, w->xq,
+                                            w->nq, w->k, &p, D, I);
+    graft_graph_dev v = walk_view(g, s);
+    rc = graft_graph_dev_search(&v, s->p.metric, w->xq, w->nq, w->k, &p, D, I, w->report);
+    walk_keep(g, &v);
+    return rc;
 }
 
-static int search_locked(graft_gindex* g, int64_t nq, const float* xq, int64_t k,
-                         const graft_search_params* params, float* D, int64_t* I,
-                         graft_search_report* report, const char* fn) {
-    graft_search_params p = params ? *params : g->p.search;
-    p.device = g->p.device; /* the index's device decides, whatever the caller's struct says */
+/* The filter of a search in slots: the live slots, and of those the ids the caller's filter lets
+ * through (ids are the live slots' ranks). NULL without tombstones (the caller's filter is
+ * already in slots); *owned: a buffer to free. */
+static const uint8_t* slot_filter(const gsnap* s, const uint8_t* allowed, uint8_t** owned) {
+    *owned = NULL;
+    if (!s->ndead) return allowed;
+    if (!allowed) return s->live->p;
+    uint8_t* f = calloc((size_t)words_of(s->n), 8);
+    if (!f) return NULL;
+    int64_t id = 0;
+    for (int64_t slot = 0; slot < s->n; slot++) {
+        if (snap_is_dead(s, slot)) continue;
+        if (allowed[id >> 3] >> (id & 7) & 1) f[slot >> 3] |= (uint8_t)(1u << (slot & 7));
+        id++;
+    }
+    *owned = f;
+    return f;
+}
+
+static int search_snapshot(graft_gindex* g, const gsnap* s, int64_t nq, const float* xq, int64_t k,
+                           const graft_search_params* params, float* D, int64_t* I,
+                           graft_search_report* report, const char* fn) {
+    graft_search_params p = params ? *params : s->p.search;
+    p.device = s->p.device; /* the index's device decides, whatever the caller's struct says */
     /* The worklist holds the results, so it is at least k wide (and BANG expands so many): FAISS's
      * HNSW searches with max(efSearch, k) the same way. */
     if (p.L < k) {
         p.L = (int)k;
         if (p.max_expand && p.max_expand < p.L) p.max_expand = p.L;
     }
-    if (g->st.kind == GRAFT_STORAGE_FP32) p.rerank = 0; /* exact already: nothing to re-rank */
-    GRAFT_TRY(check_search(g->st.kind, &p, k, g->ctx != NULL, fn));
-    GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, g->ntotal, fn));
+    if (g->storage == GRAFT_STORAGE_FP32) p.rerank = 0; /* exact already: nothing to re-rank */
+    const int64_t held = s->n - s->ndead;
+    GRAFT_TRY(check_search(g->storage, &p, k, g->ctx != NULL, fn));
+    GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, held, fn));
     if (report) memset(report, 0, sizeof *report);
     if (nq == 0) return GRAFT_OK;
     /* The queries' values are checked once, where they are read: by the walks (the GPU's as it
      * copies them into pinned memory), by the filtered search's exact path, or here when the index
      * is empty. */
-    if (g->ntotal == 0) {
+    if (held == 0) {
         int rc = graft_check_finite(xq, nq, g->d, "graft_gindex_search: queries");
-        if (rc == GRAFT_OK) graft_fill_empty(nq, k, g->p.metric, D, I);
+        if (rc == GRAFT_OK) graft_fill_empty(nq, k, s->p.metric, D, I);
         return rc;
     }
-    GRAFT_TRY(make_ready(g, "graft_gindex_search: ")); /* the build's or upload's message */
-    const float* dev_x = !g->on_device ? NULL : is_pq(g) ? (g->bdev.in_memory ? g->bdev.x : NULL)
-                                                          : g->gdev.x;
-    const graft_filter_data dt = {g->p.metric, g->ntotal, g->d, g->graph.R, g->xb, dev_x, g->ctx,
-                                  &g->fdev, g->p.cpu_knn};
-    walk_arg w = {g, xq, nq, k, &p, report};
+    uint8_t* owned;
+    const uint8_t* allowed = slot_filter(s, p.allowed, &owned);
+    if (s->ndead && !allowed) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    const float* dev_x = !s->on_device ? NULL
+                         : gindex_is_pq(g) ? (s->dev_mode == GRAFT_BANG_IN_MEMORY ? s->dx->p : NULL)
+                                           : s->dx->p;
+    graft_filter_data dt = {s->p.metric, s->n, g->d, s->graph.R, s->xb->p, dev_x, g->ctx,
+                            &g->fdev, s->p.cpu_knn};
+    p.allowed = allowed; /* the walks read the filter in slots */
+    p.allowed_n = s->n;
+    walk_arg w = {g, s, xq, nq, k, &p, report};
     graft_filter_report fr;
-    int rc = graft_filtered_search(&dt, p.allowed, p.L, p.filter_exact_below, xq, nq, k, D, I, walk,
-                                   &w, &fr, fn);
+    if (g->ctx) pthread_mutex_lock(&g->glock);
+    int rc = graft_filtered_search(&dt, allowed, p.L, p.filter_exact_below, xq, nq, k, D, I, walk, &w,
+                                   &fr, fn);
+    if (g->ctx) pthread_mutex_unlock(&g->glock);
+    free(owned);
     if (rc != GRAFT_OK) return rc;
+    if (s->ndead) { /* slots to ids */
+        const int64_t total = nq * k;
+#pragma omp parallel for schedule(static) if (total > 65536)
+        for (int64_t i = 0; i < total; i++)
+            if (I[i] >= 0) I[i] = snap_slot_to_id(s, I[i]);
+    }
+    pthread_mutex_lock(&g->slock);
     g->last_filter = fr;
+    pthread_mutex_unlock(&g->slock);
     if (report) report->filter = fr;
     return GRAFT_OK;
+}
+
+/* What a search needs of the current snapshot: a graph over every slot, and on a GPU its device
+ * data. */
+static int search_ready(const graft_gindex* g, const gsnap* s) {
+    return s->n == s->ndead || (s->graph.nbrs && (!g->ctx || s->on_device));
 }
 
 int graft_gindex_search(const graft_gindex* cg, int64_t nq, const float* xq, int64_t k,
                         const graft_search_params* params, float* D, int64_t* I,
                         graft_search_report* report) {
     const char* fn = "graft_gindex_search";
-    graft_gindex* g = (graft_gindex*)cg; /* the lock, the pending build and the device buffers are
-                                            the mutable part */
+    graft_gindex* g = (graft_gindex*)cg; /* the pending build and the search buffers are the
+                                            mutable part */
     /* The boundary: the call's arguments are checked here, once, and the parameters in
-     * search_locked; the walks below trust them. */
+     * search_snapshot; the walks below trust them. */
     GRAFT_TRY(graft_check_search_call(g != NULL, nq, xq, k, D, I, fn));
-    /* Everything under the lock, the default parameters included: set_search_params and add may
-     * run in other threads (the contract in graft/graph_index.h). */
-    pthread_mutex_lock(&g->lock);
-    int rc = search_locked(g, nq, xq, k, params, D, I, report, fn);
-    pthread_mutex_unlock(&g->lock);
+    gsnap* s = gindex_acquire(g);
+    if (!search_ready(g, s)) {
+        /* A build (or an upload) is pending: the search runs it as a writer, then searches the
+         * snapshot it published before any other writer can replace it. */
+        snap_release(s);
+        pthread_mutex_lock(&g->wlock);
+        int rc = gindex_make_ready(g, "graft_gindex_search: ");
+        s = rc == GRAFT_OK ? gindex_acquire(g) : NULL;
+        pthread_mutex_unlock(&g->wlock);
+        if (rc != GRAFT_OK) return rc;
+    }
+    const int rc = search_snapshot(g, s, nq, xq, k, params, D, I, report, fn);
+    snap_release(s);
     return rc;
 }
 
 /* ---- accessors and parameters ------------------------------------------------------------------ */
 
-int64_t graft_gindex_ntotal(const graft_gindex* g) { return g ? g->ntotal : 0; }
-int64_t graft_gindex_d(const graft_gindex* g) { return g ? g->d : 0; }
-graft_metric graft_gindex_metric(const graft_gindex* g) { return g ? g->p.metric : GRAFT_METRIC_L2; }
-int graft_gindex_device(const graft_gindex* g) { return g && g->ctx ? g->p.device : -1; }
-const float* graft_gindex_vectors(const graft_gindex* g) { return g ? g->xb : NULL; }
-const uint8_t* graft_gindex_codes(const graft_gindex* g) { return g ? g->codes : NULL; }
-const graft_pq* graft_gindex_pq(const graft_gindex* g) { return g && g->pq.centroids ? &g->pq : NULL; }
-const graft_graph* graft_gindex_graph(const graft_gindex* g) {
-    return g && g->graph.nbrs ? &g->graph : NULL;
+/* Reads of the current snapshot: a reference held for the read. The pointers handed out stay
+ * valid while the index holds the snapshot (until the next write). */
+#define WITH_SNAP(g, s, expr)             \
+    do {                                  \
+        gsnap* s = gindex_acquire(g);     \
+        expr;                             \
+        snap_release(s);                  \
+    } while (0)
+
+int64_t graft_gindex_ntotal(const graft_gindex* cg) {
+    int64_t n = 0;
+    if (cg) WITH_SNAP((graft_gindex*)cg, s, n = s->n - s->ndead);
+    return n;
 }
-double graft_gindex_build_seconds(const graft_gindex* g) { return g ? g->build_seconds : 0.0; }
-int graft_gindex_build_pieces(const graft_gindex* g) { return g ? g->build_rep.pieces : -1; }
-const graft_storage* graft_gindex_storage(const graft_gindex* g) { return g ? &g->st : NULL; }
-int graft_gindex_is_trained(const graft_gindex* g) { return g && g->st.trained; }
+int64_t graft_gindex_slots(const graft_gindex* cg) {
+    int64_t n = 0;
+    if (cg) WITH_SNAP((graft_gindex*)cg, s, n = s->n);
+    return n;
+}
+int64_t graft_gindex_d(const graft_gindex* g) { return g ? g->d : 0; }
+graft_metric graft_gindex_metric(const graft_gindex* g) {
+    graft_metric m = GRAFT_METRIC_L2;
+    if (g) WITH_SNAP((graft_gindex*)g, s, m = s->p.metric);
+    return m;
+}
+int graft_gindex_device(const graft_gindex* g) {
+    int dev = -1;
+    if (g && g->ctx) WITH_SNAP((graft_gindex*)g, s, dev = s->p.device);
+    return dev;
+}
+const float* graft_gindex_vectors(const graft_gindex* g) {
+    const float* x = NULL;
+    if (g) WITH_SNAP((graft_gindex*)g, s, x = s->xb ? s->xb->p : NULL);
+    return x;
+}
+const uint8_t* graft_gindex_codes(const graft_gindex* g) {
+    const uint8_t* c = NULL;
+    if (g) WITH_SNAP((graft_gindex*)g, s, c = s->codes ? s->codes->p : NULL);
+    return c;
+}
+const graft_pq* graft_gindex_pq(const graft_gindex* g) {
+    const graft_pq* pq = NULL;
+    if (g) WITH_SNAP((graft_gindex*)g, s, pq = s->codec->pq.centroids ? &s->codec->pq : NULL);
+    return pq;
+}
+const graft_storage* graft_gindex_storage(const graft_gindex* g) {
+    const graft_storage* st = NULL;
+    if (g) WITH_SNAP((graft_gindex*)g, s, st = &s->codec->st);
+    return st;
+}
+
+const graft_graph* graft_gindex_graph(const graft_gindex* cg) {
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g) return NULL;
+    gsnap* s = gindex_acquire(g);
+    if (s->host_stale) { /* the device's graph is newer: bring the host's up to date */
+        snap_release(s);
+        pthread_mutex_lock(&g->wlock);
+        const int rc = gindex_make_ready(g, "graft_gindex_graph: ");
+        s = gindex_acquire(g);
+        pthread_mutex_unlock(&g->wlock);
+        if (rc != GRAFT_OK) {
+            snap_release(s);
+            return NULL;
+        }
+    }
+    const graft_graph* gr = s->graph.nbrs ? &s->graph : NULL;
+    snap_release(s);
+    return gr;
+}
+
+int graft_gindex_build_pending(const graft_gindex* g) {
+    int pending = 0;
+    if (g) WITH_SNAP((graft_gindex*)g, s, pending = s->n > s->ndead && !s->graph.nbrs);
+    return pending;
+}
+
+int graft_gindex_reconstruct(const graft_gindex* cg, int64_t id, float* out) {
+    const char* fn = "graft_gindex_reconstruct";
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g || !out) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    gsnap* s = gindex_acquire(g);
+    const int64_t held = s->n - s->ndead;
+    int rc = GRAFT_OK;
+    if (id < 0 || id >= held)
+        rc = graft_fail(GRAFT_EINVAL, "%s: key %lld not in [0, %lld)", fn, (long long)id, (long long)held);
+    else
+        memcpy(out, (const float*)s->xb->p + snap_id_to_slot(s, id) * g->d, (size_t)g->d * sizeof(float));
+    snap_release(s);
+    return rc;
+}
+
+double graft_gindex_build_seconds(const graft_gindex* g) {
+    double t = 0;
+    if (g) WITH_SNAP((graft_gindex*)g, s, t = s->graph.nbrs ? s->build_seconds : 0);
+    return t;
+}
+int graft_gindex_build_pieces(const graft_gindex* g) {
+    int p = -1;
+    if (g) WITH_SNAP((graft_gindex*)g, s, p = s->graph.nbrs ? s->build_rep.pieces : -1);
+    return p;
+}
 
 int graft_gindex_build_report(const graft_gindex* g, graft_pieces_report* rep) {
     if (!g || !rep) return graft_fail(GRAFT_EINVAL, "graft_gindex_build_report: NULL argument");
-    *rep = g->build_rep;
+    WITH_SNAP((graft_gindex*)g, s,
+              *rep = s->graph.nbrs ? s->build_rep : (graft_pieces_report){.pieces = -1});
     return GRAFT_OK;
 }
 
-graft_bang_mode graft_gindex_mode(const graft_gindex* g) {
+graft_bang_mode graft_gindex_mode(const graft_gindex* cg) {
+    graft_gindex* g = (graft_gindex*)cg;
     if (!g || !g->ctx) return GRAFT_BANG_AUTO;
-    if (g->on_device) return g->dev_mode;
-    return resolve_mode(g, g->p.mode, g->p.gpu_budget, g->ntotal, g->p.build.base.R);
+    graft_bang_mode m;
+    WITH_SNAP(g, s,
+              m = s->on_device ? s->dev_mode
+                               : gindex_resolve_mode(g, s, s->p.mode, s->p.gpu_budget, s->n - s->ndead,
+                                                     s->p.build.base.R));
+    return m;
 }
 
-size_t graft_gindex_gpu_bytes(const graft_gindex* cg) {
-    graft_gindex* g = (graft_gindex*)cg;
-    if (!g) return 0;
-    pthread_mutex_lock(&g->lock);
-    const size_t b = !g->on_device ? 0 : is_pq(g) ? g->bdev.resident_bytes : g->gdev.bytes;
-    pthread_mutex_unlock(&g->lock);
+size_t graft_gindex_gpu_bytes(const graft_gindex* g) {
+    size_t b = 0;
+    if (g) WITH_SNAP((graft_gindex*)g, s, b = s->on_device ? s->dev_bytes : 0);
     return b;
 }
 
 int graft_gindex_last_filter(const graft_gindex* cg, graft_filter_report* out) {
     graft_gindex* g = (graft_gindex*)cg;
     if (!g || !out) return graft_fail(GRAFT_EINVAL, "graft_gindex_last_filter: NULL argument");
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->slock);
     *out = g->last_filter;
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->slock);
+    return GRAFT_OK;
+}
+
+int graft_gindex_living_report(const graft_gindex* cg, graft_living_report* out) {
+    graft_gindex* g = (graft_gindex*)cg;
+    if (!g || !out) return graft_fail(GRAFT_EINVAL, "graft_gindex_living_report: NULL argument");
+    pthread_mutex_lock(&g->slock);
+    *out = g->rep;
+    const graft_living_params l = g->cur->p.living;
+    out->rebuild_share = l.rebuild_share > 0 ? l.rebuild_share : graft_gindex_rebuild_share(g->ctx != NULL);
+    pthread_mutex_unlock(&g->slock);
     return GRAFT_OK;
 }
 
@@ -587,109 +877,163 @@ graft_gindex_params graft_gindex_get_params(const graft_gindex* cg) {
         graft_gindex_params_defaults(&p);
         return p;
     }
-    pthread_mutex_lock(&g->lock); /* a consistent copy while set_*_params may run */
-    p = g->p;
-    pthread_mutex_unlock(&g->lock);
+    WITH_SNAP(g, s, p = s->p);
     return p;
+}
+
+/* A new snapshot of the current one whose parameters are p (checked by the caller). */
+static int publish_params(graft_gindex* g, const graft_gindex_params* p, const char* fn) {
+    gsnap* t = snap_clone(g->cur);
+    if (!t) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+    t->p = *p;
+    gindex_publish(g, t);
+    return GRAFT_OK;
 }
 
 int graft_gindex_set_search_params(graft_gindex* g, const graft_search_params* params) {
     const char* fn = "graft_gindex_set_search_params";
     if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    graft_search_params s = *params;
-    s.device = g->p.device;
-    GRAFT_TRY(check_default_search(g->p.storage, &s, fn));
-    pthread_mutex_lock(&g->lock);
-    g->p.search = s;
-    pthread_mutex_unlock(&g->lock);
-    return GRAFT_OK;
+    pthread_mutex_lock(&g->wlock);
+    graft_gindex_params p = g->cur->p;
+    p.search = *params;
+    p.search.device = p.device;
+    int rc = check_default_search(g->storage, &p.search, fn);
+    if (rc == GRAFT_OK) rc = publish_params(g, &p, fn);
+    pthread_mutex_unlock(&g->wlock);
+    return rc;
 }
 
 int graft_gindex_set_build_params(graft_gindex* g, const graft_grnnd_params* params) {
     const char* fn = "graft_gindex_set_build_params";
     if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    pthread_mutex_lock(&g->lock);
-    graft_gindex_params p = g->p;
+    pthread_mutex_lock(&g->wlock);
+    graft_gindex_params p = g->cur->p;
     p.build = *params;
     tie_params(&p);
     int rc = graft_check_build_params(&p.build, g->ctx != NULL, fn);
-    if (rc == GRAFT_OK) g->p = p;
-    pthread_mutex_unlock(&g->lock);
+    if (rc == GRAFT_OK) rc = publish_params(g, &p, fn);
+    pthread_mutex_unlock(&g->wlock);
+    return rc;
+}
+
+int graft_gindex_set_living_params(graft_gindex* g, const graft_living_params* params) {
+    const char* fn = "graft_gindex_set_living_params";
+    if (!g || !params) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
+    GRAFT_TRY(check_living(params, fn));
+    pthread_mutex_lock(&g->wlock);
+    graft_gindex_params p = g->cur->p;
+    p.living = *params;
+    const int rc = publish_params(g, &p, fn);
+    pthread_mutex_unlock(&g->wlock);
     return rc;
 }
 
 int graft_gindex_set_mode(graft_gindex* g, graft_bang_mode mode, size_t budget) {
     const char* fn = "graft_gindex_set_mode: ";
     if (!g) return graft_fail(GRAFT_EINVAL, "graft_gindex_set_mode: NULL index");
-    GRAFT_TRY(check_mode(g->p.storage, mode, "graft_gindex_set_mode"));
-    pthread_mutex_lock(&g->lock);
+    GRAFT_TRY(check_mode(g->storage, mode, "graft_gindex_set_mode"));
+    pthread_mutex_lock(&g->wlock);
+    gsnap* s = g->cur;
+    graft_gindex_params p = s->p;
+    p.mode = mode;
+    p.gpu_budget = budget;
     int rc = GRAFT_OK;
-    if (g->ctx && g->graph.nbrs && is_pq(g)) { /* pending build: the build's upload applies it */
-        const graft_bang_mode m = resolve_mode(g, mode, budget, g->ntotal, g->graph.R);
-        graft_bang_dev bd;
-        const int was_on = g->on_device;
-        if (!was_on || m != g->dev_mode || budget != g->p.gpu_budget) {
-            /* The old device data goes first: two copies of a near-budget index may not fit. A
-             * failed upload then puts the old mode back (which fitted before); without one, the
-             * next search uploads. */
-            const graft_bang_mode old = g->dev_mode;
-            drop_device(g);
-            rc = upload(g, &g->graph, m, budget, NULL, &bd, fn);
-            if (rc == GRAFT_OK) {
-                hold_device(g, NULL, &bd, m);
-            } else if (was_on && upload(g, &g->graph, old, g->p.gpu_budget, NULL, &bd, fn) == GRAFT_OK) {
-                hold_device(g, NULL, &bd, old);
-                rc = graft_relabel(rc, ""); /* the first failure's message */
+    /* Without a graph the next build's upload applies them. */
+    if (g->ctx && s->graph.nbrs && gindex_is_pq(g)) {
+        const graft_bang_mode m = gindex_resolve_mode(g, s, mode, budget, s->n, s->graph.R);
+        if (!s->on_device || m != s->dev_mode || budget != s->p.gpu_budget) {
+            /* The old device data goes first: two copies of a near-budget index may not fit (a
+             * search in flight holds it until it returns). A failed upload then puts the old
+             * mode back (which fitted before); without one, the next search uploads. */
+            const graft_bang_mode old = s->dev_mode;
+            const size_t old_budget = s->p.gpu_budget;
+            const int was_on = s->on_device;
+            gsnap* t = snap_clone(s);
+            rc = t ? gindex_sync_host(g, t, fn) : graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
+            if (rc != GRAFT_OK) {
+                snap_release(t);
+                pthread_mutex_unlock(&g->wlock);
+                return rc;
             }
+            snap_drop_device(t);
+            gsnap* bare = snap_clone(t);
+            if (bare) gindex_publish(g, bare);
+            rc = gindex_upload(g, t, m, budget, t->n, fn);
+            if (rc == GRAFT_OK)
+                t->p = p;
+            else if (was_on && gindex_upload(g, t, old, old_budget, t->n, fn) == GRAFT_OK)
+                rc = graft_relabel(rc, ""); /* the first failure's message */
+            gindex_publish(g, t);
+            pthread_mutex_unlock(&g->wlock);
+            return rc;
         }
     }
-    if (rc == GRAFT_OK) {
-        g->p.mode = mode;
-        g->p.gpu_budget = budget;
-    }
-    pthread_mutex_unlock(&g->lock);
+    rc = publish_params(g, &p, fn);
+    pthread_mutex_unlock(&g->wlock);
     return rc;
 }
 
 /* Replaces the contents with x (malloc'd n x d, taken), their codes (malloc'd and taken; NULL:
- * encoded here) and graph (taken); all are freed on failure, and the index is then unchanged.
- * Checked by the caller; fn is the message prefix ("graft_gindex_set_data: "). */
+ * encoded here), graph (taken), tombstones `dead` (malloc'd bitmap of n bits, taken; NULL: none)
+ * and since_build; all are freed on failure, and the index is then unchanged. Checked by the
+ * caller; fn is the message prefix ("graft_gindex_set_data: "). */
 static int adopt_data(graft_gindex* g, int64_t n, float* x, uint8_t* codes, graft_graph* graph,
-                      const char* fn) {
-    pthread_mutex_lock(&g->lock);
-    int rc = require_trained(g, fn);
-    if (rc == GRAFT_OK && g->code_size && !codes) { /* the GPU encode uses the index's stream */
+                      uint8_t* dead, int64_t since_build, const char* fn) {
+    pthread_mutex_lock(&g->wlock);
+    gsnap* s = g->cur;
+    int rc = require_trained(s, fn);
+    gsnap* t = rc == GRAFT_OK ? snap_clone(s) : NULL;
+    if (rc == GRAFT_OK && !t) rc = graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
+    if (rc == GRAFT_OK && g->code_size && !codes) {
         codes = malloc((size_t)n * g->code_size);
         if (!codes)
             rc = graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes of codes)", fn,
                             (size_t)n * g->code_size);
         else
-            rc = encode(g, n, x, codes, fn);
+            rc = gindex_encode(g, s->codec, n, x, codes, fn);
     }
-    float* old_x = g->xb;
-    uint8_t* old_codes = g->codes;
-    const int64_t old_n = g->ntotal, old_cap = g->capacity;
-    if (rc == GRAFT_OK) {
-        g->xb = x;
-        g->codes = codes;
-        rc = install(g, n, graph, fn);
+    gbuf *bx = NULL, *bc = NULL, *bg = NULL, *bd = NULL;
+    if (rc == GRAFT_OK) { /* the arrays, taken */
+        bx = gbuf_wrap(x, (size_t)n * g->d * sizeof(float));
+        bc = codes ? gbuf_wrap(codes, (size_t)n * g->code_size) : NULL;
+        bg = gbuf_wrap(graph->nbrs, (size_t)n * graph->R * sizeof(int32_t));
+        bd = dead ? gbuf_wrap(dead, (size_t)(n + 7) / 8) : NULL;
+        if (!bx || !bg || (codes && !bc) || (dead && !bd)) {
+            free(bx), free(bc), free(bg), free(bd);
+            bx = bc = bg = bd = NULL;
+            rc = graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
+        }
     }
-    if (rc == GRAFT_OK) {
-        g->capacity = n;
-        g->build_seconds = 0;
-        g->build_rep = (graft_pieces_report){.pieces = -1};
-        x = old_x;
-        codes = old_codes;
-    } else {
-        g->xb = old_x;
-        g->codes = old_codes;
-        g->ntotal = old_n;
-        g->capacity = old_cap;
+    if (rc != GRAFT_OK) {
+        snap_release(t);
+        pthread_mutex_unlock(&g->wlock);
+        free(x);
+        free(codes);
+        free(dead);
         graft_graph_free(graph);
+        return rc;
     }
-    pthread_mutex_unlock(&g->lock);
-    free(x);
-    free(codes);
+    snap_drop_graph(t);
+    gbuf_set(&t->xb, bx);
+    gbuf_set(&t->codes, bc);
+    gbuf_set(&t->dead, bd);
+    t->n = t->cap = n;
+    t->nbrs = bg;
+    t->graph = (graft_graph){n, graph->R, graph->nbrs, graph->entry};
+    memset(graph, 0, sizeof *graph);
+    t->since_build = since_build;
+    rc = snap_index_tombstones(t);
+    if (rc == GRAFT_OK && g->ctx) {
+        const graft_bang_mode mode = gindex_resolve_mode(g, t, t->p.mode, t->p.gpu_budget, t->n, t->graph.R);
+        rc = gindex_upload(g, t, mode, t->p.gpu_budget, t->n, fn);
+    }
+    if (rc == GRAFT_OK) {
+        g->epoch++;
+        gindex_publish(g, t);
+    } else {
+        snap_release(t);
+    }
+    pthread_mutex_unlock(&g->wlock);
     return rc;
 }
 
@@ -707,91 +1051,120 @@ int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graf
     }
     memcpy(xc, x, xbytes);
     memcpy(gc.nbrs, graph->nbrs, gbytes);
-    return adopt_data(g, n, xc, NULL, &gc, "graft_gindex_set_data: ");
+    return adopt_data(g, n, xc, NULL, &gc, NULL, 0, "graft_gindex_set_data: ");
 }
 
 int graft_gindex_set_graph(graft_gindex* g, const graft_graph* graph) {
     const char* fn = "graft_gindex_set_graph";
     if (!g || !graph) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
-    pthread_mutex_lock(&g->lock);
-    int rc = graft_check_graph_data(g->ntotal, g->d, g->xb, graph, g->ctx != NULL, fn);
-    graft_graph gc = {graph->n, graph->R, NULL, graph->entry};
+    pthread_mutex_lock(&g->wlock);
+    gsnap* s = g->cur;
+    int rc = s->n > 0 ? graft_check_graph_data(s->n, g->d, s->xb->p, graph, g->ctx != NULL, fn)
+                      : graft_fail(GRAFT_EINVAL, "%s: the index holds no vectors", fn);
     const size_t row = (size_t)graph->R * sizeof(int32_t);
-    if (rc == GRAFT_OK && !(gc.nbrs = malloc((size_t)graph->n * row)))
+    gbuf* nb = rc == GRAFT_OK ? gbuf_host((size_t)graph->n * row) : NULL;
+    if (rc == GRAFT_OK && !nb)
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, (size_t)graph->n * row);
+    gsnap* t = rc == GRAFT_OK ? snap_clone(s) : NULL;
+    if (rc == GRAFT_OK && !t) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     if (rc == GRAFT_OK) {
         /* On all cores: the copy into fresh pages is bound by their faults (GBs at scale). */
         const int64_t rows = graph->n;
+        int32_t* dst = nb->p;
 #pragma omp parallel for schedule(static)
-        for (int64_t v = 0; v < rows; v++) memcpy(gc.nbrs + v * graph->R, graph->nbrs + v * graph->R, row);
-        rc = install(g, rows, &gc, "graft_gindex_set_graph: ");
+        for (int64_t v = 0; v < rows; v++) memcpy(dst + v * graph->R, graph->nbrs + v * graph->R, row);
+        snap_drop_graph(t); /* build_seconds 0, pieces -1: a graph given */
+        t->nbrs = nb;
+        nb = NULL;
+        t->graph = (graft_graph){rows, graph->R, t->nbrs->p, graph->entry};
+        if (g->ctx) {
+            const graft_bang_mode mode = gindex_resolve_mode(g, t, t->p.mode, t->p.gpu_budget, t->n, t->graph.R);
+            rc = gindex_upload(g, t, mode, t->p.gpu_budget, t->n, "graft_gindex_set_graph: ");
+        }
     }
-    if (rc == GRAFT_OK) {
-        g->build_seconds = 0;
-        g->build_rep = (graft_pieces_report){.pieces = -1};
-    }
-    pthread_mutex_unlock(&g->lock);
-    free(gc.nbrs); /* install took it (and zeroed gc) or failed: ours to free */
+    if (rc == GRAFT_OK)
+        gindex_publish(g, t);
+    else
+        snap_release(t);
+    gbuf_unref(nb);
+    pthread_mutex_unlock(&g->wlock);
     return rc;
 }
 
 /* ---- the GRFTGRPH record (and the GRFTBANG reader) --------------------------------------------- */
 
-static int write_locked(const graft_gindex* g, FILE* f) {
-    const int64_t n = g->ntotal;
-    const int R = n > 0 ? g->graph.R : 0, pq = is_pq(g);
-    const graft_search_params* sp = &g->p.search;
-    unsigned char hdr[HEADER_V3];
+static int write_snapshot(const graft_gindex* g, const gsnap* sn, FILE* f) {
+    const int64_t n = sn->n;
+    const int R = n > 0 ? sn->graph.R : 0, pq = gindex_is_pq(g);
+    const graft_gindex_params* p = &sn->p;
+    const graft_search_params* sp = &p->search;
+    const graft_storage* st = &sn->codec->st;
+    unsigned char hdr[HEADER_V4];
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, GRAFT_GRAPH_MAGIC, 8);
     graft_put_le(hdr + 8, GRAFT_GRAPH_FORMAT_VERSION, 4);
-    graft_put_le(hdr + 12, HEADER_V3, 4);
+    graft_put_le(hdr + 12, HEADER_V4, 4);
     graft_put_le(hdr + 16, (uint64_t)g->d, 8);
     graft_put_le(hdr + 24, (uint64_t)n, 8);
-    graft_put_le(hdr + 32, (uint32_t)g->p.metric, 4);
+    graft_put_le(hdr + 32, (uint32_t)p->metric, 4);
     graft_put_le(hdr + 36, (uint32_t)R, 4);
-    graft_put_le(hdr + 40, (uint64_t)(n > 0 ? g->graph.entry : 0), 8);
+    graft_put_le(hdr + 40, (uint64_t)(n > 0 ? sn->graph.entry : 0), 8);
     graft_put_le(hdr + 48, (uint32_t)sp->L, 4);
     graft_put_le(hdr + 52, (uint32_t)sp->probes, 4);
     graft_put_le(hdr + 56, (uint32_t)sp->visited, 4);
     graft_put_le(hdr + 60, (uint32_t)sp->merge, 4);
-    graft_put_le(hdr + 64, (uint32_t)g->st.kind, 4);
-    graft_put_le(hdr + 68, (uint32_t)g->st.trained, 4);
+    graft_put_le(hdr + 64, (uint32_t)st->kind, 4);
+    graft_put_le(hdr + 68, (uint32_t)st->trained, 4);
     graft_put_le(hdr + 72, (uint32_t)sp->rerank, 4);
-    graft_put_le(hdr + 80, (uint32_t)(pq ? g->p.pq.M : 0), 4);
-    graft_put_le(hdr + 84, (uint32_t)g->p.mode, 4);
+    graft_put_le(hdr + 80, (uint32_t)(pq ? p->pq.M : 0), 4);
+    graft_put_le(hdr + 84, (uint32_t)p->mode, 4);
     graft_put_le(hdr + 88, (uint32_t)sp->max_expand, 4);
     graft_put_le(hdr + 92, (uint32_t)sp->bloom_log2, 4);
-    graft_put_le(hdr + 96, (uint64_t)g->p.gpu_budget, 8);
+    graft_put_le(hdr + 96, (uint64_t)p->gpu_budget, 8);
+    graft_put_le(hdr + 104, (uint64_t)sn->ndead, 8);
+    graft_put_le(hdr + 112, (uint64_t)sn->since_build, 8);
+    graft_put_le(hdr + 120, (uint32_t)p->living.policy, 4);
+    graft_put_le(hdr + 124, (uint32_t)p->living.insert_L, 4);
+    uint64_t bits;
+    memcpy(&bits, &p->living.rebuild_share, 8);
+    graft_put_le(hdr + 128, bits, 8);
+    memcpy(&bits, &p->living.consolidate_share, 8);
+    graft_put_le(hdr + 136, bits, 8);
+    graft_put_le(hdr + 144, (uint32_t)p->living.background, 4);
     graft_stream s = graft_stream_at(f, "graft_gindex_write", "graph index");
     GRAFT_TRY(graft_stream_put(&s, hdr, sizeof hdr));
-    if (g->st.kind == GRAFT_STORAGE_SQ8 && g->st.trained) {
-        GRAFT_TRY(graft_stream_put_words(&s, g->st.vmin, (size_t)g->d * sizeof(float)));
-        GRAFT_TRY(graft_stream_put_words(&s, g->st.vdiff, (size_t)g->d * sizeof(float)));
+    if (st->kind == GRAFT_STORAGE_SQ8 && st->trained) {
+        GRAFT_TRY(graft_stream_put_words(&s, st->vmin, (size_t)g->d * sizeof(float)));
+        GRAFT_TRY(graft_stream_put_words(&s, st->vdiff, (size_t)g->d * sizeof(float)));
     }
     /* the index holds every array: their sizes do not overflow */
-    if (pq && g->st.trained)
-        GRAFT_TRY(graft_stream_put_words(&s, g->pq.centroids,
+    if (pq && st->trained)
+        GRAFT_TRY(graft_stream_put_words(&s, sn->codec->pq.centroids,
                                          (size_t)GRAFT_PQ_KSUB * (size_t)g->d * sizeof(float)));
-    if (pq) GRAFT_TRY(graft_stream_put(&s, g->codes, (size_t)n * g->code_size));
-    GRAFT_TRY(graft_stream_put_words(&s, g->xb, (size_t)n * (size_t)g->d * sizeof(float)));
-    GRAFT_TRY(graft_stream_put_words(&s, g->graph.nbrs, (size_t)n * (size_t)R * sizeof(int32_t)));
+    if (n > 0) {
+        if (pq) GRAFT_TRY(graft_stream_put(&s, sn->codes->p, (size_t)n * g->code_size));
+        GRAFT_TRY(graft_stream_put_words(&s, sn->xb->p, (size_t)n * (size_t)g->d * sizeof(float)));
+        GRAFT_TRY(graft_stream_put_words(&s, sn->graph.nbrs, (size_t)n * (size_t)R * sizeof(int32_t)));
+    }
+    if (sn->ndead) GRAFT_TRY(graft_stream_put(&s, sn->dead->p, (size_t)(n + 7) / 8));
     return graft_stream_put_checksum(&s);
 }
 
 int graft_gindex_write(const graft_gindex* cg, FILE* f) {
     if (!cg || !f) return graft_fail(GRAFT_EINVAL, "graft_gindex_write: NULL argument");
     graft_gindex* g = (graft_gindex*)cg; /* a pending graph is built first: the file holds one */
-    pthread_mutex_lock(&g->lock);
-    int rc = build_pending(g, "graft_gindex_write: ");
-    if (rc == GRAFT_OK) rc = write_locked(g, f);
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_lock(&g->wlock);
+    int rc = gindex_make_ready(g, "graft_gindex_write: ");
+    gsnap* s = rc == GRAFT_OK ? gindex_acquire(g) : NULL;
+    pthread_mutex_unlock(&g->wlock);
+    if (rc == GRAFT_OK) rc = write_snapshot(g, s, f);
+    snap_release(s);
     return rc;
 }
 
 /* What a record's header says, whichever kind and version. */
 typedef struct record {
-    int64_t d, n, entry;
+    int64_t d, n, entry, ndead, since_build;
     int R, trained;
     graft_gindex_params p;
 } record;
@@ -819,12 +1192,20 @@ static int parse_shape(const unsigned char* hdr, const char* fn, record* r) {
         return graft_fail(GRAFT_EFORMAT, "%s: entry %lld out of range [0, %lld)", fn,
                           (long long)r->entry, (long long)r->n);
     r->p.metric = (graft_metric)metric;
+    r->ndead = r->since_build = 0;
     return GRAFT_OK;
 }
 
 static int32_t get_i32(const unsigned char* p) { return (int32_t)(uint32_t)graft_get_le(p, 4); }
 
-/* The GRFTGRPH header of `version` (1..3) past the shape; r->p holds the caller's parameters. */
+static double get_f64(const unsigned char* p) {
+    const uint64_t bits = graft_get_le(p, 8);
+    double v;
+    memcpy(&v, &bits, 8);
+    return v;
+}
+
+/* The GRFTGRPH header of `version` (1..4) past the shape; r->p holds the caller's parameters. */
 static int parse_graph_header(const unsigned char* hdr, uint32_t version, const char* fn, record* r) {
     graft_gindex_params* p = &r->p;
     p->search.L = get_i32(hdr + 48);
@@ -858,6 +1239,22 @@ static int parse_graph_header(const unsigned char* hdr, uint32_t version, const 
         p->search.bloom_log2 = stored.bloom_log2 = get_i32(hdr + 92);
         p->gpu_budget = (size_t)graft_get_le(hdr + 96, 8);
         stored = p->search;
+    }
+    if (version >= 4) {
+        r->ndead = (int64_t)graft_get_le(hdr + 104, 8);
+        r->since_build = (int64_t)graft_get_le(hdr + 112, 8);
+        p->living.policy = get_i32(hdr + 120);
+        p->living.insert_L = get_i32(hdr + 124);
+        p->living.rebuild_share = get_f64(hdr + 128);
+        p->living.consolidate_share = get_f64(hdr + 136);
+        p->living.background = get_i32(hdr + 144);
+        if (r->ndead < 0 || r->ndead > r->n)
+            return graft_fail(GRAFT_EFORMAT, "%s: %lld tombstones among %lld vectors", fn,
+                              (long long)r->ndead, (long long)r->n);
+        if (r->since_build < 0 || r->since_build > r->n)
+            return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors inserted since the build among %lld",
+                              fn, (long long)r->since_build, (long long)r->n);
+        if (check_living(&p->living, fn) != GRAFT_OK) return graft_relabel(GRAFT_EFORMAT, "");
     }
     /* The stored search defaults, as a GPU index would check them. */
     if (check_mode(p->storage, p->mode, fn) != GRAFT_OK ||
@@ -893,7 +1290,7 @@ static int parse_bang_header(const unsigned char* hdr, const char* fn, record* r
 
 /* The header of either record kind into *r. */
 static int read_header(graft_stream* s, const graft_gindex_params* params, const char* fn, record* r) {
-    unsigned char hdr[HEADER_V3];
+    unsigned char hdr[HEADER_V4];
     GRAFT_TRY(graft_stream_get(s, hdr, 8, "magic"));
     const int bang = !memcmp(hdr, BANG_MAGIC, 8);
     if (!bang && memcmp(hdr, GRAFT_GRAPH_MAGIC, 8) != 0) {
@@ -904,9 +1301,13 @@ static int read_header(graft_stream* s, const graft_gindex_params* params, const
     }
     uint32_t version, hsize;
     GRAFT_TRY(graft_stream_read_header_ex(s, NULL, bang ? 1u : GRAFT_GRAPH_FORMAT_VERSION,
-                                          bang ? BANG_HEADER : HEADER_V1, bang ? BANG_HEADER : HEADER_V3,
+                                          bang ? BANG_HEADER : HEADER_V1, bang ? BANG_HEADER : HEADER_V4,
                                           hdr, &version, &hsize));
-    const uint32_t need = bang ? BANG_HEADER : version >= 3 ? HEADER_V3 : version >= 2 ? HEADER_V2 : HEADER_V1;
+    const uint32_t need = bang           ? BANG_HEADER
+                          : version >= 4 ? HEADER_V4
+                          : version >= 3 ? HEADER_V3
+                          : version >= 2 ? HEADER_V2
+                                         : HEADER_V1;
     if (hsize < need)
         return graft_fail(GRAFT_EFORMAT, "%s: version-%u header of %u bytes (at least %u)", fn,
                           version, hsize, need);
@@ -932,53 +1333,80 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
                           : sq8      ? (size_t)d * 2 * sizeof(float)
                                      : 0;
     const size_t cbytes = pq ? (size_t)n * (size_t)r.p.pq.M : 0;
+    const size_t dbytes = r.ndead ? (size_t)(n + 7) / 8 : 0;
     size_t xbytes, gbytes;
     if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
         graft_mul_overflow((size_t)n, (size_t)r.R * sizeof(int32_t), &gbytes) ||
-        xbytes > SIZE_MAX / 2 - gbytes - cbytes - pbytes)
+        xbytes > SIZE_MAX / 2 - gbytes - cbytes - pbytes - dbytes)
         return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors of dimension %lld overflow the address space",
                           fn, (long long)n, (long long)d);
-    GRAFT_TRY(graft_stream_check_room(&s, (uint64_t)(pbytes + cbytes + xbytes + gbytes) + 8));
+    GRAFT_TRY(graft_stream_check_room(&s, (uint64_t)(pbytes + cbytes + xbytes + gbytes + dbytes) + 8));
 
     float* params_blob = pbytes ? malloc(pbytes) : NULL; /* SQ8 vmin | vdiff, or PQ centroids */
     uint8_t* codes = cbytes ? malloc(cbytes) : NULL;
     float* x = n > 0 ? malloc(xbytes) : NULL;
+    uint8_t* dead = dbytes ? malloc(dbytes) : NULL;
     graft_graph graph = {n, r.R, n > 0 ? malloc(gbytes) : NULL, r.entry};
     int rc = GRAFT_OK;
-    if ((pbytes && !params_blob) || (cbytes && !codes) || (n > 0 && (!x || !graph.nbrs)))
+    if ((pbytes && !params_blob) || (cbytes && !codes) || (n > 0 && (!x || !graph.nbrs)) ||
+        (dbytes && !dead))
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn,
-                        pbytes + cbytes + xbytes + gbytes);
+                        pbytes + cbytes + xbytes + gbytes + dbytes);
     if (rc == GRAFT_OK && pbytes)
         rc = graft_stream_get_words(&s, params_blob, pbytes, pq ? "codebooks" : "SQ8 parameters");
     if (rc == GRAFT_OK && cbytes) rc = graft_stream_get(&s, codes, cbytes, "codes");
     if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, x, xbytes, "vectors");
     if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, graph.nbrs, gbytes, "graph");
+    if (rc == GRAFT_OK && dbytes) rc = graft_stream_get(&s, dead, dbytes, "tombstones");
     if (rc == GRAFT_OK) rc = graft_stream_check_checksum(&s);
-    /* A record with a valid checksum can still hold bad ids or NaN (written by another tool). */
+    /* A record with a valid checksum can still hold bad ids, NaN or a bitmap that does not count
+     * its tombstones (written by another tool). */
     graft_pq codebooks = {d, r.p.pq.M, pq ? (int)(d / r.p.pq.M) : 0, params_blob};
     if (rc == GRAFT_OK && pq && pbytes && graft_pq_check(&codebooks, fn) != GRAFT_OK)
         rc = graft_relabel(GRAFT_EFORMAT, "");
     if (rc == GRAFT_OK && n > 0 && graft_check_graph_data(n, d, x, &graph, 0, fn) != GRAFT_OK)
         rc = graft_relabel(GRAFT_EFORMAT, "");
+    if (rc == GRAFT_OK && dbytes) {
+        int64_t set = 0;
+        for (size_t b = 0; b < dbytes; b++) set += __builtin_popcount(dead[b]);
+        const int past = (n & 7) && (dead[dbytes - 1] >> (n & 7)) != 0;
+        if (set != r.ndead || past || set == n)
+            rc = graft_fail(GRAFT_EFORMAT, "%s: the tombstone bitmap holds %lld bits%s for %lld "
+                            "tombstones of %lld vectors", fn, (long long)set,
+                            past ? " (some past the vectors)" : "", (long long)r.ndead, (long long)n);
+    }
     graft_gindex* index = NULL;
     if (rc == GRAFT_OK) rc = graft_gindex_new(d, &r.p, &index);
-    if (rc == GRAFT_OK && sq8 && pbytes &&
-        graft_storage_set_sq8(&index->st, params_blob, params_blob + d) != GRAFT_OK)
-        rc = graft_relabel(GRAFT_EFORMAT, "graft_gindex_read: ");
-    if (rc == GRAFT_OK && pq && pbytes) {
-        index->pq = codebooks;
-        index->st.trained = 1;
-        params_blob = NULL; /* taken */
+    if (rc == GRAFT_OK && (pbytes || sq8)) { /* the codec, before any vector */
+        gcodec* c = codec_new();
+        rc = c ? graft_storage_copy(&c->st, &index->cur->codec->st) : GRAFT_ENOMEM;
+        if (rc == GRAFT_ENOMEM) rc = graft_fail(rc, "%s: out of host memory", fn);
+        if (rc == GRAFT_OK && sq8 && pbytes &&
+            graft_storage_set_sq8(&c->st, params_blob, params_blob + d) != GRAFT_OK)
+            rc = graft_relabel(GRAFT_EFORMAT, "graft_gindex_read: ");
+        if (rc == GRAFT_OK && pq && pbytes) {
+            c->pq = codebooks;
+            c->st.trained = 1;
+            params_blob = NULL; /* taken */
+        }
+        if (rc == GRAFT_OK) {
+            codec_unref(index->cur->codec);
+            index->cur->codec = c;
+        } else {
+            codec_unref(c);
+        }
     }
     free(params_blob);
     if (rc == GRAFT_OK && n > 0) rc = graft_check_graph_data(n, d, x, &graph, index->ctx != NULL, fn); /* GPU's R */
     if (rc == GRAFT_OK && n > 0) {
-        rc = adopt_data(index, n, x, codes, &graph, "graft_gindex_read: ");
+        rc = adopt_data(index, n, x, codes, &graph, dead, r.since_build, "graft_gindex_read: ");
         x = NULL; /* taken, and freed on failure */
         codes = NULL;
+        dead = NULL;
     }
     free(x);
     free(codes);
+    free(dead);
     graft_graph_free(&graph);
     if (rc != GRAFT_OK) {
         graft_gindex_free(index);

@@ -9,7 +9,7 @@
  *      c + 1 runs while the host merges piece c;
  *   3. merge: every vector's two rows (global ids), deduplicated, sorted by (distance, id) and,
  *      for L2, pruned by a relaxed RNG rule (a candidate goes when a kept closer neighbour is much
- *      nearer to it than the vertex is: MERGE_ALPHA below), at most R kept.
+ *      nearer to it than the vertex is: GRAFT_MERGE_ALPHA below), at most R kept.
  * The overlap (each vector in two pieces) is what joins the pieces' graphs: a vector's row holds
  * neighbours from both of its pieces. Deterministic for the CPU builder (the partition, the
  * per-piece builds and the merge depend on no thread count); with GRNND as the GPU's builds are.
@@ -28,20 +28,11 @@
 #include "core/rng.h"
 #include "core/validate.h"
 #include "core/vec_dist.h"
+#include "graph/merge_rule.h"
 
 #define KMEANS_ITERS 10
 #define SAMPLE_PER_PIECE 256
 #define TOP_T 8 /* nearest centroids kept per vector for the capacity fallback */
-/* The merge's RNG rule for L2 prunes candidate c of v only when a kept u has
- * MERGE_ALPHA * d(u, c) < d(v, c) (squared distances; DiskANN's alpha, 1.095 on distances): the
- * plain rule (1) on the union of two pruned rows cut sift5k's mean degree from 12.9 to 9.1 and
- * left vertices unreachable; 1.2 gives the whole graph's degree and recall (test_graph_cpu:
- * sift5k 8 pieces 13.2 / 0.976 at L = 32 vs 12.9 / 0.973; Fashion-MNIST 20k 10 pieces 10.2 /
- * 0.966 at L = 16 vs 10.9 / 0.967). No pruning at all: degree 18.5, recall 0.983. Inner
- * product is not pruned (the plain rule cut cosine sift5k's degree to 9.0 and its recall by 0.026,
- * and a factor on negative dot products prunes more, not less): the union, closest first,
- * degree 18.7 against the whole graph's 12.8, recall 0.982 against 0.975. */
-#define MERGE_ALPHA 1.2f
 
 typedef struct {
     float d;
@@ -151,7 +142,7 @@ static void merge_row(const float* x, int64_t d, int l2, int R, int64_t v, int32
         const float* xc = x + (int64_t)c[j].id * d;
         int ok = 1;
         for (int t = 0; t < kept && ok && l2; t++)
-            ok = !(MERGE_ALPHA * graft_vec_dist(x + (int64_t)kept_scratch[t] * d, xc, d, 1) < c[j].d);
+            ok = !(GRAFT_MERGE_ALPHA * graft_vec_dist(x + (int64_t)kept_scratch[t] * d, xc, d, 1) < c[j].d);
         if (ok) kept_scratch[kept++] = c[j].id;
     }
     for (int j = 0; j < R; j++) row[j] = j < kept ? kept_scratch[j] : -1;

@@ -105,6 +105,21 @@ static void filtered(FaissIndex* g, const FaissIDSelector* sel, const char* what
     free(gt);
 }
 
+/* remove_ids of ids [0, 10) from an index of 500 vectors, FAISS's contract: the count back, the
+ * rest renumbered in order (tests/unit/test_living.c covers removals in depth). */
+static inline void check_remove_first_ten(FaissIndex* g) {
+    FaissIDSelectorRange* sel = NULL;
+    FAISS_OK(faiss_IDSelectorRange_new(&sel, 0, 10));
+    size_t removed = 0;
+    FAISS_OK(faiss_Index_remove_ids(g, (FaissIDSelector*)sel, &removed));
+    faiss_IDSelector_free((FaissIDSelector*)sel);
+    CHECK(removed == 10 && faiss_Index_ntotal(g) == 490, "remove_ids: %zu removed, ntotal %lld", removed,
+          (long long)faiss_Index_ntotal(g));
+    float rec[128];
+    FAISS_OK(faiss_Index_reconstruct(g, 7, rec));
+    CHECK(!memcmp(rec, s.xb + 17 * s.d, sizeof rec), "remove_ids: id 7 is the vector that was 17");
+}
+
 static const char* path(char* buf, const char* name) {
     snprintf(buf, 512, "%s/%s", dir, name);
     return buf;

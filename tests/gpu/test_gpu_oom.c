@@ -1,6 +1,7 @@
 /* GPU out of memory: the allocation fault injector (graft_gpu_fault_inject, gpu/device_alloc.cu)
  * fails the Nth cudaMalloc / cudaHostAlloc / cublasCreate of an operation, for every N the
- * operation makes, for add, build, search and filtered search (a selector of 10% of the ids: the
+ * operation makes, for add (into a built graph index: the GPU insert, docs/adding-and-removing.md),
+ * build, search and filtered search (a selector of 10% of the ids: the
  * filtered search's exact path, graft/graph.h) of each index type (GraftFlat, GraftFlat on the
  * certified FP16 path with its device codes, GraftGraph,
  * GraftGraph,PQ in-memory and out-of-core, whose pinned host buffers are cudaHostAlloc'd). Each
@@ -31,7 +32,10 @@ static FaissIndex* prepare(const char* desc, float* D, idx_t* I, int op) {
     if (strstr(desc, "PQ")) FAISS_OK(faiss_Index_train(idx, NA, S.xb));
     FAISS_OK(faiss_Index_add(idx, NA, S.xb));
     FAISS_OK(faiss_Index_search(idx, NQ, S.xq, K, D, I)); /* a graph index builds here */
-    if (op == OP_BUILD) FAISS_OK(faiss_Index_add(idx, NB, S.xb + (size_t)NA * S.d)); /* build pending */
+    if (op == OP_BUILD) { /* an add that leaves the graph to the next search: the build pending */
+        FAISS_OK(faiss_graft_set_param(idx, "add_policy", 2));
+        FAISS_OK(faiss_Index_add(idx, NB, S.xb + (size_t)NA * S.d));
+    }
     return idx;
 }
 
@@ -102,7 +106,7 @@ int main(void) {
                                       "GraftGraph32,PQ16,gpu=0,inmem", "GraftGraph32,PQ16,gpu=0,ooc"};
     for (int i = 0; i < (int)(sizeof idx / sizeof idx[0]); i++)
         for (int op = 0; op < 4; op++)
-            if ((op != OP_BUILD || strstr(idx[i], "Graph")) && /* a graph index's add only appends */
+            if ((op != OP_BUILD || strstr(idx[i], "Graph")) && /* a flat index builds nothing */
                 (op != OP_FILTERED || strstr(idx[i], "Graph")))
                 walk(idx[i], op);
     printf("%ld allocation failures injected (%ld tolerated without an error)\n", points, tolerated);

@@ -10,7 +10,11 @@
  * returned label must be -1 or a row of A + B (a selector's: inside its range), and its distance
  * must be the true distance from the query to that row, whatever the index held at that moment.
  * A torn state (a freed vector buffer, a stale filter, a half-written parameter struct) shows
- * up as a wrong pair, a failed call or a sanitizer report (the asan suite runs this test). */
+ * up as a wrong pair, a failed call or a sanitizer report (the asan suite runs this test).
+ * Phase 3, the living graph indexes (docs/adding-and-removing.md): one built index; 1 thread
+ * inserts blocks of 100 rows after A and removes them again (the last ids go, so that no other id
+ * is renumbered), consolidating now and then, 1 thread sets the add policy and L, 12 threads
+ * search: every result is a row at its true distance, whatever state the writes had reached. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <pthread.h>
@@ -54,7 +58,8 @@ static float l2(const float* a, const float* b) {
 typedef struct job {
     const char* desc;
     FaissIndex* index;
-    int role;          /* 0 search, 1 search with selector, 2 set params, 3 add/reset */
+    int role;          /* 0 search, 1 search with selector, 2 set params, 3 add/reset,
+                          4 insert / remove / consolidate (phase 3) */
     int seed;
     double until;
     int graph;         /* the index has a search beam "L" */
@@ -103,6 +108,8 @@ static void* worker(void* arg) {
         case 2:
             rc = j->graph ? faiss_graft_set_param(j->index, "L", 16 + 16 * ((s >> 4) % 4))
                           : faiss_graft_set_param(j->index, "device_budget_mb", 64 + (s >> 4) % 64);
+            if (rc == 0 && j->graph == 2) /* phase 3: insert, or rebuild at the next search */
+                rc = faiss_graft_set_param(j->index, "add_policy", (s >> 6) % 8 == 0 ? 2 : 0);
             atomic_fetch_add(&mutations, 1);
             break;
         case 3: {
@@ -112,6 +119,22 @@ static void* worker(void* arg) {
             idx_t n = faiss_Index_ntotal(j->index);
             if (step == 1 && n == 0) rc = faiss_Index_add(j->index, NA, S.xb);
             if (step == 2 && n == NA) rc = faiss_Index_add(j->index, NB, S.xb + (size_t)NA * S.d);
+            atomic_fetch_add(&adds, 1);
+            break;
+        }
+        case 4: {
+            /* Rows NA .. NA + 100 in, then out again (the last ids: nothing else renumbers). */
+            idx_t n = faiss_Index_ntotal(j->index);
+            if (n == NA) {
+                rc = faiss_Index_add(j->index, 100, S.xb + (size_t)NA * S.d);
+            } else {
+                FaissIDSelectorRange* tail = NULL;
+                size_t removed = 0;
+                rc = faiss_IDSelectorRange_new(&tail, NA, n);
+                if (rc == 0) rc = faiss_Index_remove_ids(j->index, (FaissIDSelector*)tail, &removed);
+                if (rc == 0 && ((s >> 4) % 4) == 0) rc = faiss_graft_consolidate(j->index);
+                faiss_IDSelector_free((FaissIDSelector*)tail);
+            }
             atomic_fetch_add(&adds, 1);
             break;
         }
@@ -185,6 +208,32 @@ static void run(const char* desc, int graph, double seconds) {
     CHECK(atomic_load(&bad) == 0, "%s: %d failures, first: %s", desc, atomic_load(&bad), first_error);
     CHECK(atomic_load(&searches) > 0 && atomic_load(&mutations) > 0 && atomic_load(&adds) > 0,
           "%s: a role never ran", desc);
+    atomic_store(&bad, 0);
+    faiss_Index_free(idx);
+    if (!graph) return;
+
+    /* Phase 3: inserts, removals and consolidations while 12 threads search. */
+    atomic_store(&searches, 0), atomic_store(&mutations, 0), atomic_store(&adds, 0);
+    idx = make(desc, NA);
+    float D[K];
+    idx_t I[K];
+    FAISS_OK(faiss_Index_search(idx, 1, S.xq, K, D, I)); /* built: the adds insert */
+    until = now() + seconds;
+    for (int i = 0; i < THREADS; i++) {
+        int role = i == 0 ? 4 : i == 1 ? 2 : i <= 4 ? 1 : 0;
+        jobs[i] = (job){desc, idx, role, 7919 * (i + 1), until, 2};
+        pthread_create(&t[i], NULL, worker, &jobs[i]);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    double inserted = 0, removed = 0, consolidations = 0;
+    faiss_graft_get_param(idx, "inserted", &inserted);
+    faiss_graft_get_param(idx, "removed", &removed);
+    faiss_graft_get_param(idx, "consolidations", &consolidations);
+    printf("%-28s living, %.0f s: %ld searches, %ld insert/remove steps (%.0f inserted, %.0f "
+           "removed, %.0f consolidations), %ld set_params\n", desc, seconds, atomic_load(&searches),
+           atomic_load(&adds), inserted, removed, consolidations, atomic_load(&mutations));
+    CHECK(atomic_load(&bad) == 0, "%s living: %d failures, first: %s", desc, atomic_load(&bad), first_error);
+    CHECK(atomic_load(&searches) > 0 && atomic_load(&adds) > 1, "%s living: a role never ran", desc);
     atomic_store(&bad, 0);
     faiss_Index_free(idx);
 }

@@ -13,6 +13,8 @@
 #include "graft_faiss_c.h"
 #include "testutil.h"
 
+#define HDR 152 /* bytes of a version-4 GRFTGRPH header */
+
 static graft_gindex_params cpu_params(graft_metric metric, int M) {
     graft_gindex_params p;
     graft_gindex_params_defaults(&p);
@@ -252,7 +254,7 @@ static void test_io(const graft_test_sift* s) {
         /* Untrained: header only; trained and empty: header + codebooks. */
         size_t len;
         unsigned char* b = record_of(g, &len);
-        CHECK(len == 104 + 8, "untrained record length %zu", len);
+        CHECK(len == HDR + 8, "untrained record length %zu", len);
         graft_gindex* r = NULL;
         CHECK_OK(read_bytes(b, len, &r));
         CHECK(r && !graft_gindex_is_trained(r) && graft_gindex_get_params(r).search.L == 40 &&
@@ -266,7 +268,7 @@ static void test_io(const graft_test_sift* s) {
         b = record_of(g, &len); /* the write builds the pending graph */
         CHECK(graft_gindex_graph(g) != NULL, "the write built no graph");
         const int R = graft_gindex_graph(g)->R;
-        CHECK(len == 104 + 256 * (size_t)d * 4 + (size_t)n * 16 + (size_t)n * d * 4 + (size_t)n * R * 4 + 8,
+        CHECK(len == HDR + 256 * (size_t)d * 4 + (size_t)n * 16 + (size_t)n * d * 4 + (size_t)n * R * 4 + 8,
               "record length %zu", len);
         CHECK_OK(read_bytes(b, len, &r));
         if (!r) return;
@@ -301,12 +303,12 @@ static void test_io(const graft_test_sift* s) {
     size_t len;
     unsigned char* b = record_of(g, &len);
     /* GRFTGRPH version 3 with the PQ storage (graft/graph_index.h) */
-    const size_t codes_at = 104 + 256 * (size_t)d * 4, x_at = codes_at + (size_t)m * 16,
+    const size_t codes_at = HDR + 256 * (size_t)d * 4, x_at = codes_at + (size_t)m * 16,
                  graph_at = x_at + (size_t)m * d * 4;
-    CHECK(!memcmp(b, "GRFTGRPH", 8) && b[8] == 3 && b[64] == GRAFT_STORAGE_PQ && b[80] == 16,
-          "a PQ index writes a GRFTGRPH version-3 record with storage PQ, M = 16");
+    CHECK(!memcmp(b, "GRFTGRPH", 8) && b[8] == 4 && b[64] == GRAFT_STORAGE_PQ && b[80] == 16,
+          "a PQ index writes a GRFTGRPH version-4 record with storage PQ, M = 16");
     expect_format(b, 0, "empty", "empty");
-    const size_t cuts[] = {7, 40, 87, 88, 103, 104, codes_at + 3, x_at + 100, graph_at + 7, len - 8, len - 1};
+    const size_t cuts[] = {7, 40, 87, 88, 103, 104, 151, HDR, codes_at + 3, x_at + 100, graph_at + 7, len - 8, len - 1};
     char what[64];
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         snprintf(what, sizeof what, "truncated at byte %zu", cuts[i]);
@@ -320,7 +322,7 @@ static void test_io(const graft_test_sift* s) {
     c[3] = 'X';
     expect_format(c, len, "wrong magic", "not a graft");
     free(c);
-    with_field(b, len, 8, 4, 4, 0, "format version 4", "newer graft");
+    with_field(b, len, 8, 5, 4, 0, "format version 5", "newer graft");
     with_field(b, len, 8, 2, 4, 0, "PQ in a version-2 record", "storage kind");
     with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");
     with_field(b, len, 32, 3, 4, 0, "metric 3", "metric");
@@ -337,7 +339,7 @@ static void test_io(const graft_test_sift* s) {
     with_field(b, len, graph_at + 4 * ((size_t)R * 9 + 1), (uint32_t)m, 4, 1, "id = n, valid checksum",
                "row 9");
     with_field(b, len, x_at + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
-    with_field(b, len, 104 + 4 * 9, 0x7f800000u, 4, 1, "Inf centroid, valid checksum", "row");
+    with_field(b, len, HDR + 4 * 9, 0x7f800000u, 4, 1, "Inf centroid, valid checksum", "row");
     free(b);
     graft_gindex_free(g);
 }

@@ -13,6 +13,8 @@
 #include "graft/io.h"
 #include "testutil.h"
 
+#define HDR 152 /* bytes of a version-4 GRFTGRPH header */
+
 static graft_gindex* new_cpu(int64_t d, graft_metric metric) {
     graft_gindex_params p;
     graft_gindex_params_defaults(&p);
@@ -93,6 +95,10 @@ static void check_concurrent(const graft_gindex* g, const graft_test_sift* s, co
 
 static void test_sift5k(const graft_test_sift* s) {
     graft_gindex* g = new_cpu(s->d, GRAFT_METRIC_L2);
+    /* Adds that leave the graph to the next build (the living index's inserts: test_living). */
+    graft_living_params lp = graft_gindex_get_params(g).living;
+    lp.policy = GRAFT_ADD_REBUILD;
+    CHECK_OK(graft_gindex_set_living_params(g, &lp));
     CHECK(graft_gindex_device(g) == -1 && graft_gindex_graph(g) == NULL && graft_gindex_ntotal(g) == 0 &&
           graft_gindex_build_pieces(g) == -1, "fresh index");
     graft_gindex_params p = graft_gindex_get_params(g);
@@ -474,7 +480,7 @@ static void test_io(const graft_test_sift* s) {
         size_t len;
         unsigned char* b = record_of(g, &len);
         const int R = graft_gindex_graph(g)->R;
-        CHECK(len == 104 + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "record length %zu", len);
+        CHECK(len == HDR + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "record length %zu", len);
         graft_gindex* r = NULL;
         CHECK_OK(read_bytes(b, len, &r));
         if (!r) return;
@@ -496,11 +502,11 @@ static void test_io(const graft_test_sift* s) {
         CHECK(len2 == len && !memcmp(b, b2, len), "write(read(record)) == record");
         free(b2);
         graft_gindex_free(r);
-        /* Empty index: an 88-byte record, read back empty with its metric. */
+        /* Empty index: a header and a checksum, read back empty with its metric. */
         CHECK_OK(graft_gindex_reset(g));
         free(b);
         b = record_of(g, &len);
-        CHECK(len == 112, "empty record length %zu", len);
+        CHECK(len == HDR + 8, "empty record length %zu", len);
         CHECK_OK(read_bytes(b, len, &r));
         CHECK(r && graft_gindex_ntotal(r) == 0 && graft_gindex_metric(r) == graft_gindex_metric(g) &&
               graft_gindex_graph(r) == NULL, "empty round trip");
@@ -517,9 +523,9 @@ static void test_io(const graft_test_sift* s) {
     size_t len;
     unsigned char* b = record_of(g, &len); /* builds the pending graph */
     const int R = graft_gindex_graph(g)->R;
-    const size_t graph_at = 104 + (size_t)m * s->d * 4;
+    const size_t graph_at = HDR + (size_t)m * s->d * 4;
     expect_format(b, 0, "empty", "empty");
-    const size_t cuts[] = {5, 8, 20, 63, 64, 79, 80, 103, 104, 104 + 999, graph_at + 7, len - 8, len - 1};
+    const size_t cuts[] = {5, 8, 20, 63, 64, 79, 80, 103, 104, 151, HDR, HDR + 999, graph_at + 7, len - 8, len - 1};
     char what[64];
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         snprintf(what, sizeof what, "truncated at byte %zu", cuts[i]);
@@ -527,7 +533,7 @@ static void test_io(const graft_test_sift* s) {
     }
     unsigned char* c = malloc(len);
     memcpy(c, b, len);
-    c[104 + 4321] ^= 0x10;
+    c[HDR + 4321] ^= 0x10;
     expect_format(c, len, "bit flipped in the vectors", "checksum");
     memcpy(c, b, len);
     c[graph_at + 4 * (size_t)R * 7 + 2] ^= 0x01;
@@ -539,7 +545,7 @@ static void test_io(const graft_test_sift* s) {
     c[3] = 'X';
     expect_format(c, len, "wrong magic", "not a graft graph index");
     free(c);
-    with_field(b, len, 8, 4, 4, 0, "format version 4", "newer graft, format version 4");
+    with_field(b, len, 8, 5, 4, 0, "format version 5", "newer graft, format version 5");
     with_field(b, len, 8, 0, 4, 0, "format version 0", "format version 0");
     with_field(b, len, 12, 32, 4, 0, "header size 32", "header size");
     with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");
@@ -553,8 +559,8 @@ static void test_io(const graft_test_sift* s) {
     with_field(b, len, 52, 9, 4, 0, "probes = 9", "probes");
     with_field(b, len, 56, 7, 4, 0, "visited kind 7", "visited");
     with_field(b, len, 60, 7, 4, 0, "merge kind 7", "merge");
-    with_field(b, len, 12, 64, 4, 0, "version 3, header size 64", "version-3 header");
-    with_field(b, len, 12, 80, 4, 0, "version 3, header size 80", "version-3 header");
+    with_field(b, len, 12, 64, 4, 0, "version 4, header size 64", "version-4 header");
+    with_field(b, len, 12, 104, 4, 0, "version 4, header size 104", "version-4 header");
     with_field(b, len, 64, 9, 4, 0, "storage kind 9", "storage kind");
     with_field(b, len, 68, 0, 4, 0, "untrained FP32", "untrained");
     with_field(b, len, 68, 2, 4, 0, "trained flag 2", "trained flag");
@@ -562,10 +568,16 @@ static void test_io(const graft_test_sift* s) {
     with_field(b, len, 84, 7, 4, 0, "placement mode 7", "mode");
     with_field(b, len, 84, GRAFT_BANG_OUT_OF_CORE, 4, 0, "FP32 out-of-core", "out-of-core");
     with_field(b, len, 92, 40, 4, 0, "bloom_log2 40", "bloom_log2");
+    with_field(b, len, 104, (uint64_t)m + 1, 8, 0, "tombstones > n", "tombstones");
+    with_field(b, len, 104, 3, 8, 0, "tombstones without their bitmap", "truncated");
+    with_field(b, len, 112, (uint64_t)-1, 8, 0, "inserted since the build -1", "inserted since");
+    with_field(b, len, 120, 7, 4, 0, "add policy 7", "policy");
+    with_field(b, len, 124, 2000, 4, 0, "insert_L 2000", "insert_L");
+    with_field(b, len, 144, 3, 4, 0, "background 3", "background");
     /* Checksums that match, contents that do not (another tool's writer). */
     with_field(b, len, graph_at + 4 * ((size_t)R * 9 + 1), (uint32_t)m, 4, 1, "id = n, valid checksum",
                "row 9");
-    with_field(b, len, 104 + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
+    with_field(b, len, HDR + 4 * 130, 0x7fc00000u, 4, 1, "NaN vector, valid checksum", "row 1");
     free(b);
 
     /* A record inside a larger stream: read stops right after the checksum. */

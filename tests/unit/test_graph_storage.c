@@ -13,6 +13,8 @@
 #include "graft/graph_index.h"
 #include "graft_faiss_c.h"
 #include "testutil.h"
+
+#define HDR 152 /* bytes of a version-4 GRFTGRPH header */
 #include "core/vec_dist.h"
 
 static const int kinds[] = {GRAFT_STORAGE_FP32, GRAFT_STORAGE_FP16, GRAFT_STORAGE_SQ8};
@@ -275,7 +277,7 @@ static void test_io(const graft_test_sift* s) {
         unsigned char* b = graft_test_bytes_of(f, &len);
         const size_t sq = kinds[c] == GRAFT_STORAGE_SQ8 ? 8 * (size_t)s->d : 0;
         const int R = graft_gindex_graph(g)->R;
-        CHECK(len == 104 + sq + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "%s record length %zu",
+        CHECK(len == HDR + sq + (size_t)n * s->d * 4 + (size_t)n * R * 4 + 8, "%s record length %zu",
               graft_storage_name(kinds[c]), len);
         f = tmpfile();
         fwrite(b, 1, len, f);
@@ -301,12 +303,12 @@ static void test_io(const graft_test_sift* s) {
             graft_gindex_free(r);
         }
         if (kinds[c] == GRAFT_STORAGE_SQ8) {
-            graft_test_expect_format(read_record, b, 104 + 100, "truncated in the SQ8 parameters",
+            graft_test_expect_format(read_record, b, HDR + 100, "truncated in the SQ8 parameters",
                                      "truncated");
             graft_test_with_field(read_record, b, len, 68, 0, 4, 0, "SQ8 with vectors, untrained",
                                   "untrained SQ8");
             /* vdiff < 0 under a valid checksum */
-            graft_test_with_field(read_record, b, len, 104 + 4 * (size_t)s->d, 0xbf800000u, 4, 1,
+            graft_test_with_field(read_record, b, len, HDR + 4 * (size_t)s->d, 0xbf800000u, 4, 1,
                                   "SQ8 vdiff -1, valid checksum", "vdiff");
         }
         free(b);

@@ -318,6 +318,82 @@ int graft_graph_search_gpu(const graft_graph* graph, const float* x, int64_t d,
                            const graft_search_params* params, float* D, int64_t* I,
                            graft_search_report* report);
 
+/* ---- a living graph: insertion and consolidation (plugin/graph/insert.c) ----------------------
+ * What the graph index's adds and removals do to a built graph (graft/graph_index.h, "A living
+ * index"); the CPU references of gpu/graph_insert.cu.
+ *
+ * Insertion of m new vertices (ids n .. n + m - 1, their vectors rows n .. of x) into a graph of
+ * n rows, in rounds of at most graft_insert_round_size(current n) vertices. A round:
+ *   1. candidates: each new vertex's walk over the graph (graft_graph_search_cpu_ex, beam L,
+ *      removed vertices passed through but never returned): the L best live vertices it saw;
+ *   2. prune with the build's rule (RNN-Descent's Alg. 2, strict RNG test): candidates by
+ *      (distance, id), c kept unless a kept closer a has d(a, c) < d(v, c); at most R kept;
+ *   3. reverse edges: v is offered to each kept neighbour; a row with room takes its offers, a row
+ *      they overflow is pruned again by the same test (offers new, the row's entries old: two old
+ *      entries are not compared again) and keeps the R closest survivors; at most R offers a row;
+ *   4. a new vertex no row took is linked from its nearest kept neighbour (replacing that row's
+ *      farthest entry), so that every new vertex has an in-edge.
+ * Offers are applied per row in (distance, source) order: deterministic, whatever the threads. */
+#define GRAFT_INSERT_ROUND_SHARE 0.02 /* a round inserts at most 2% of the graph ... */
+#define GRAFT_INSERT_ROUND_MIN 256    /* ... or 256 vertices: vertices of one round do not see each
+                                         other, later rounds see the earlier ones (ParlayANN's
+                                         prefix-doubling batches) */
+#define GRAFT_GRAPH_INSERT_MAX_R 256  /* the GPU search's degree limit */
+
+/* The default beam (and candidates) of an insert's walk: max(64, R), at most 1024. */
+int graft_insert_default_L(int R);
+/* Vertices a round inserts into a graph of n: max(GRAFT_INSERT_ROUND_MIN, ceil(2% of n)). */
+int64_t graft_insert_round_size(int64_t n);
+
+typedef struct graft_insert_report {
+    int rounds;            /* rounds the new vertices were inserted in */
+    int64_t reverse_edges; /* offers made (one per kept neighbour of a new vertex) */
+    int64_t repruned;      /* rows the offers overflowed, pruned again */
+    int64_t forced;        /* new vertices no row took, linked from their nearest neighbour */
+} graft_insert_report;
+
+/* Inserts the m vertices after graph->n (x holds graph->n + m rows of d; graph->nbrs must have
+ * room for graph->n + m rows) and adds m to graph->n. dead: NULL, or a bitmap of removed
+ * vertices (bit v & 7 of byte v >> 3, graph->n + m bits; new vertices live): the walks pass
+ * through them, no row gains an edge to them. L: the walk's beam, 0 = graft_insert_default_L.
+ * report (may be NULL) is zeroed, then counts. Errors (GRAFT_EINVAL): a malformed graph, R over
+ * GRAFT_GRAPH_INSERT_MAX_R, L outside 1..1024, NaN/Inf in the new vectors, an unknown metric;
+ * GRAFT_ENOMEM. On failure rounds already done stay (graph->n counts them). */
+int graft_graph_insert_cpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                           int64_t m, const uint8_t* dead, int L, graft_insert_report* report);
+/* One round (steps 2-4) with the candidates given: cand is m x C vertex ids (ids outside
+ * [0, graph->n), removed ones and repeats are skipped), e.g. from the GPU's walk. What
+ * gpu/graph_insert.cu computes on the device from the same candidates. report accumulates. */
+int graft_graph_insert_round_cpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                                 int64_t m, const uint8_t* dead, const int64_t* cand, int C,
+                                 graft_insert_report* report);
+
+/* The same on a GPU (plugin/graph/insert_gpu.c): graph and vectors to `device`, each round's
+ * candidates from the GPU walk (FP32, beam L), the round on the device (gpu/graph_insert.cu), the
+ * rows back. Deterministic; equal to graft_graph_insert_cpu wherever the walks return the same
+ * candidates (the GPU walk's float sums differ from the CPU's, which can swap near-ties).
+ * Errors: graft_graph_insert_cpu's, GRAFT_ENODEVICE, GRAFT_EGPU_NOMEM, GRAFT_ECUDA. The graph
+ * index does the same on its own device data. */
+int graft_graph_insert_gpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                           int64_t m, const uint8_t* dead, int L, int device,
+                           graft_insert_report* report);
+/* graft_graph_insert_round_cpu on a GPU: the same rows, bit for bit, from the same candidates. */
+int graft_graph_insert_round_gpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                                 int64_t m, const uint8_t* dead, const int64_t* cand, int C,
+                                 int device, graft_insert_report* report);
+
+/* Consolidation (FreshDiskANN's delete consolidation): every live vertex whose row holds removed
+ * vertices (dead, bitmap of graph->n bits) takes as candidates its live neighbours (old) and its
+ * removed neighbours' live neighbours (new), pruned to R as graft_graph_build_pieces merges rows
+ * (L2: the relaxed RNG test, alpha 1.2; inner product: the closest R); then the removed
+ * rows go and ids are renumbered in order (an id minus the removed ids before it), graph->n
+ * becoming the live count; a removed entry point is replaced by graft_graph_entry_point's choice
+ * among the live vertices. x: the graph->n vectors (not moved: the caller compacts its own).
+ * *repaired (may be NULL): rows repaired. dead NULL: nothing to do. Errors: GRAFT_EINVAL
+ * (malformed graph, every vertex removed), GRAFT_ENOMEM. */
+int graft_graph_consolidate_cpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                                const uint8_t* dead, int64_t* repaired);
+
 /* DiskANN's in-memory Vamana graph file, as its build_memory_index writes it (little-endian):
  * uint64 file size, uint32 max degree, uint32 start vertex, uint64 frozen points, then for every
  * vertex a uint32 count and that many uint32 ids. graft_vamana_read keeps the first n rows

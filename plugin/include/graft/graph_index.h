@@ -9,17 +9,39 @@
  * Compressed storages re-rank the final candidates exactly with the FP32 copy (search.rerank).
  * The FAISS face is adapters/faiss/GraftIndexGraph (GraftIndexGraphPQ picks the PQ storage).
  *
- * Life cycle, as FAISS's indexes: train (SQ8 ranges, PQ codebooks) before the first add; add
- * appends the vectors and encodes them; the graph over all of them is built once, by the first
- * search after the adds (or graft_gindex_build, or write): GRNND on the GPU while the vectors and
- * its pools (2 n R 8 bytes) fit the device (or the build's memory_budget), else GRNND in pieces
- * that fit, merged (graft_graph_build_pieces); without a GPU RNN-Descent on the CPU. So data added
- * in chunks costs one build, not one per chunk. A graph is rebuilt over everything, not extended:
- * GRNND on 1M x 128 takes 0.64 s on an H100, and a rebuild gives the quality of one build over
- * everything, where inserting into a graph built for other data degrades it (until the unified
- * index, the FP32/FP16/SQ8 index rebuilt at every add; the graph it searched is the same). A graph
- * built elsewhere (DiskANN's Vamana, graft_vamana_read) comes in through graft_gindex_set_data.
- * Search before the first add returns only -1 labels, as FAISS's indexes do on an empty index.
+ * Life cycle, as FAISS's indexes: train (SQ8 ranges, PQ codebooks) before the first add; the
+ * first adds append the vectors and encode them, and the graph over all of them is built once, by
+ * the first search after them (or graft_gindex_build, or write): GRNND on the GPU while the vectors
+ * and its pools (2 n R 8 bytes) fit the device (or the build's memory_budget), else GRNND in
+ * pieces that fit, merged (graft_graph_build_pieces); without a GPU RNN-Descent on the CPU. So
+ * data added in chunks before the first search costs one build. A graph built elsewhere
+ * (DiskANN's Vamana, graft_vamana_read) comes in through graft_gindex_set_data. Search before the
+ * first add returns only -1 labels, as FAISS's indexes do on an empty index.
+ *
+ * A living index (docs/adding-and-removing.md). Once a graph is built:
+ *   - an add inserts its vectors into the graph (graft/graph.h, "A living graph": a batched walk,
+ *     the build's pruning rule, reverse edges), on the index's GPU for the GPU-resident
+ *     placements, or leaves the graph to be rebuilt by the next search when that is cheaper;
+ *     graft_living_params.policy chooses, and graft_gindex_living_report says what happened;
+ *   - when the vectors inserted since the last build pass a share of the index (the cost model's,
+ *     graft_gindex_rebuild_share, or rebuild_share), the graph is rebuilt in the background, and
+ *     searches go on against the current graph until the new one (with the adds made meanwhile
+ *     inserted into it) replaces it;
+ *   - graft_gindex_remove_ids removes vectors with FAISS's contract: the remaining vectors are
+ *     renumbered in order at once (ids stay 0 .. ntotal - 1, as IndexFlat's: IndexIDMap and
+ *     IndexIDMap2 compose); inside, a removed vector is a tombstone that every search reads as a
+ *     filter (the walk passes through it, no result holds it) until graft_gindex_consolidate
+ *     repairs the rows that point at it and compacts the storage, which a removal does by itself
+ *     past consolidate_share;
+ *   - capacity grows by doubling, on the host and on the device: an add copies none of the rows
+ *     before it, except the graph's rows (copied once an add, so that searches in flight keep
+ *     reading the graph they started on).
+ * Concurrency: searches read an immutable snapshot of the index (vectors, codes, graph,
+ * tombstones, parameters) and never wait for a writer; a writer (add, remove, consolidate, reset,
+ * train, set_*, the background rebuild's installation) works on its own copy of what it changes
+ * and publishes it when it is done, so that a search sees the state before a write or after it,
+ * never a mix. One writer at a time. Pointers handed out by the accessors below stay valid until
+ * the next write.
  */
 #ifndef GRAFT_GRAPH_INDEX_H
 #define GRAFT_GRAPH_INDEX_H
@@ -33,6 +55,31 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* What an add does to a built graph (graft_living_params.policy). */
+enum {
+    GRAFT_ADD_AUTO = 0,    /* insert while inserting is the cheaper choice (the batch and the vectors
+                              inserted since the last build stay under the rebuild share), rebuild
+                              otherwise: the batch's own share over it defers the graph to the
+                              next search (as GRAFT_ADD_REBUILD), the inserted vectors' share over
+                              it rebuilds in the background */
+    GRAFT_ADD_INSERT = 1,  /* always insert (never rebuild by itself) */
+    GRAFT_ADD_REBUILD = 2  /* never insert: the next search builds the graph over everything */
+};
+
+typedef struct graft_living_params {
+    int policy;               /* GRAFT_ADD_AUTO (default), GRAFT_ADD_INSERT or GRAFT_ADD_REBUILD */
+    int insert_L;             /* beam of an insert's walk, 0 (default) = graft_insert_default_L(R),
+                                 else 1..1024 */
+    double rebuild_share;     /* AUTO's share; < 0 (default): the cost model's
+                                 (graft_gindex_rebuild_share), else in (0, 1] */
+    double consolidate_share; /* a removal that leaves more tombstones than this share of the
+                                 vectors held consolidates (default 0.25); >= 1: only when
+                                 graft_gindex_consolidate is called */
+    int background;           /* AUTO's rebuild of an index grown by inserts: 1 (default) in a
+                                 background thread (searches go on meanwhile), 0 by the next
+                                 search */
+} graft_living_params;
 
 typedef struct graft_gindex_params {
     graft_metric metric;        /* GRAFT_METRIC_L2 (default) or GRAFT_METRIC_INNER_PRODUCT */
@@ -60,6 +107,7 @@ typedef struct graft_gindex_params {
     graft_cpu_knn_fn cpu_knn;   /* the filtered search's exact path on the CPU (graft/graph.h,
                                    "Filtered search"): NULL (default) is graft_knn_cpu; the FAISS
                                    adapter passes FAISS's brute force, as for GraftFlat */
+    graft_living_params living; /* adds and removals on a built graph */
 } graft_gindex_params;
 
 void graft_gindex_params_defaults(graft_gindex_params* params);
@@ -88,21 +136,64 @@ const graft_storage* graft_gindex_storage(const graft_gindex* index);
 int graft_gindex_set_pq(graft_gindex* index, const graft_pq* pq);
 /* PQ storage: the codebooks; NULL before training and for other storages. */
 const graft_pq* graft_gindex_pq(const graft_gindex* index);
-/* The codes of the compressed storages (ntotal x code bytes; PQ: ntotal x M); NULL for FP32. */
+/* The codes of the compressed storages (one a slot, graft_gindex_slots: code bytes each; PQ: M);
+ * NULL for FP32. */
 const uint8_t* graft_gindex_codes(const graft_gindex* index);
 /* Device bytes the index holds resident for its contents (graph, codes, FP32 vectors for the walk
  * or the re-rank, codec parameters); 0 on the CPU, when empty or while a build is pending. */
 size_t graft_gindex_gpu_bytes(const graft_gindex* index);
 
-/* Appends n vectors (copied) and encodes them; the graph over all vectors is built by the next
- * search, graft_gindex_build or write. An untrained SQ8 or PQ index: GRAFT_ESTATE. NaN/Inf or a
- * failed add leave the index as it was. */
+/* Adds n vectors (copied) as ids ntotal .. ntotal + n - 1 and encodes them. Before the first
+ * graph the graph over all vectors is built by the next search, graft_gindex_build or write;
+ * once a graph is built, living.policy decides whether they are inserted into it now or the graph
+ * is rebuilt (above). An untrained SQ8 or PQ index: GRAFT_ESTATE. NaN/Inf or a failed add leave
+ * the index as it was. */
 int graft_gindex_add(graft_gindex* index, int64_t n, const float* x);
+/* Removes the vectors whose ids (in [0, ntotal); others are ignored, repeats count once) are
+ * listed, FAISS's remove_ids: the remaining ones are renumbered in order at once, and *removed
+ * (may be NULL) gets how many went. They become tombstones until consolidation (above); a removal
+ * past living.consolidate_share consolidates before it returns. Errors: GRAFT_EINVAL (NULL ids
+ * with n > 0, n < 0), a consolidation's; on failure nothing is removed. */
+int graft_gindex_remove_ids(graft_gindex* index, int64_t n, const int64_t* ids, int64_t* removed);
+/* Repairs the graph rows that point at removed vectors and compacts the vectors, codes, graph and
+ * device data (graft_graph_consolidate_cpu); nothing to do without tombstones. Ids do not change
+ * (they were renumbered by the removals). Errors: GRAFT_ENOMEM, GRAFT_EGPU_NOMEM (the upload of
+ * the compacted data); the index is then unchanged. */
+int graft_gindex_consolidate(graft_gindex* index);
+
+/* What the adds and removals did (counters since the index was made or read). */
+typedef struct graft_living_report {
+    int last_add;               /* the last add's way: GRAFT_ADD_INSERT (inserted), GRAFT_ADD_REBUILD
+                                   (appended, graph left to the next search or build), 0 none */
+    int rebuilding;             /* 1 while a background rebuild runs */
+    double rebuild_share;       /* the share AUTO applies: rebuild_share or the cost model's */
+    int64_t inserted;           /* vectors inserted into a built graph */
+    int64_t insert_batches;     /* adds that inserted */
+    int64_t since_build;        /* vectors the current graph holds by insertion (0 after a build) */
+    int64_t builds;             /* graph builds: by a search, graft_gindex_build, write or in the
+                                   background */
+    int64_t background_builds;  /* ... of them in the background and installed */
+    int64_t removed;            /* vectors removed */
+    int64_t tombstones;         /* removed vectors not consolidated yet */
+    int64_t consolidations;     /* consolidations that compacted something */
+    double insert_seconds;      /* wall time of the last insert (the add's whole call) */
+    double consolidate_seconds; /* wall time of the last consolidation */
+    int on_gpu_inserts;         /* 1 when inserts run on the index's GPU (GPU-resident placements),
+                                   0 on the CPU reference (CPU indexes, out-of-core PQ) */
+} graft_living_report;
+int graft_gindex_living_report(const graft_gindex* index, graft_living_report* report);
+
+/* The cost model beside the build: inserting m vectors into a graph of n costs m c_insert,
+ * rebuilding costs (n + m) c_build, so inserting is the cheaper choice while m / (n + m) stays
+ * under c_build / c_insert (measured per vector: plugin/graph/insert.c). The share for a GPU
+ * index (gpu = 1) or a CPU one, clamped to [0.05, 0.5]. */
+double graft_gindex_rebuild_share(int gpu);
 /* Builds the graph over the vectors added since the last build and puts the device data of the
  * placement on the GPU; nothing to do when no add is pending. A search does the same first; call
- * this to build at a time of your choosing (and time it apart). Errors: the build's
- * (graft_grnnd_build_gpu, graft_rnnd_build_cpu) and the upload's (GRAFT_EGPU_NOMEM); the vectors
- * and codes stay, and a later call tries again. */
+ * this to build at a time of your choosing (and time it apart). It also waits for a background
+ * rebuild to be installed, so that nothing runs behind the index when it returns. Errors: the
+ * build's (graft_grnnd_build_gpu, graft_rnnd_build_cpu) and the upload's (GRAFT_EGPU_NOMEM); the
+ * vectors and codes stay, and a later call tries again. */
 int graft_gindex_build(graft_gindex* index);
 /* Removes every vector, code and the graph (a trained codec stays, as FAISS's reset). */
 int graft_gindex_reset(graft_gindex* index);
@@ -118,18 +209,32 @@ int graft_gindex_search(const graft_gindex* index, int64_t nq, const float* xq, 
                         const graft_search_params* params, float* D, int64_t* I,
                         graft_search_report* report);
 
+/* The vectors the index holds (removed ones not counted). */
 int64_t graft_gindex_ntotal(const graft_gindex* index);
 int64_t graft_gindex_d(const graft_gindex* index);
 graft_metric graft_gindex_metric(const graft_gindex* index);
 int graft_gindex_device(const graft_gindex* index);   /* -1 on the CPU */
-const float* graft_gindex_vectors(const graft_gindex* index); /* ntotal x d, owned by the index */
-/* NULL while empty or while a build is pending (graft_gindex_build) */
+/* Vector `id` (in [0, ntotal)) into out (d floats): the stored FP32 vector, whatever the storage.
+ * GRAFT_EINVAL for NULL or an id out of range. */
+int graft_gindex_reconstruct(const graft_gindex* index, int64_t id, float* out);
+/* The storage's slots, owned by the index (valid until the next write): graft_gindex_slots of them,
+ * removed vectors included until consolidation. Without tombstones (graft_gindex_living_report's
+ * tombstones = 0), slot i is id i; call graft_gindex_consolidate first to make it so. */
+int64_t graft_gindex_slots(const graft_gindex* index);
+const float* graft_gindex_vectors(const graft_gindex* index); /* slots x d */
+/* The graph over the slots; NULL while empty or while a build is pending (graft_gindex_build).
+ * After inserts on the GPU the host copy is brought up to date first (a download). */
 const graft_graph* graft_gindex_graph(const graft_gindex* index);
+/* 1 while adds wait for the graph build that the next search, graft_gindex_build or write runs
+ * (the index holds vectors and no graph), else 0. Cheap: it reads no graph. */
+int graft_gindex_build_pending(const graft_gindex* index);
 graft_gindex_params graft_gindex_get_params(const graft_gindex* index);
 /* Replaces the default search parameters (validated as a search would). */
 int graft_gindex_set_search_params(graft_gindex* index, const graft_search_params* params);
 /* Replaces the build parameters used by the next build. */
 int graft_gindex_set_build_params(graft_gindex* index, const graft_grnnd_params* params);
+/* Replaces the adds' and removals' parameters (graft_living_params; GRAFT_EINVAL for bad ones). */
+int graft_gindex_set_living_params(graft_gindex* index, const graft_living_params* params);
 /* Seconds the last graph build took (wall), 0 before the first and while one is pending. */
 double graft_gindex_build_seconds(const graft_gindex* index);
 /* How the last graph was built: 1 GRNND on the GPU, P > 1 GRNND in P pieces (the data's pools did
@@ -155,7 +260,8 @@ int graft_gindex_last_filter(const graft_gindex* index, graft_filter_report* out
  * rows of ids in [-1, n) with entry in [0, n). GRAFT_EINVAL otherwise, GRAFT_ESTATE for an
  * untrained SQ8 index; index unchanged. */
 int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const graft_graph* graph);
-/* Takes a graph built elsewhere over the vectors this index already holds (graph->n == ntotal),
+/* Takes a graph built elsewhere over the vectors this index already holds (graph->n == its
+ * slots, graft_gindex_slots: ntotal without tombstones),
  * e.g. by another index over the same vectors: replicas build once and the others take the graph
  * (adapters/faiss/GraftIndexShards.h). The rows are copied and the device data of the placement
  * uploaded; a pending build is no longer pending (build_seconds 0, build pieces -1: a graph
@@ -163,14 +269,14 @@ int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const 
  * that: neither the vectors nor their codes are copied again. */
 int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
 
-/* Graph index format, version 3 (little-endian), one record for every storage:
+/* Graph index format, version 4 (little-endian), one record for every storage:
  *     0   8  magic "GRFTGRPH"
- *     8   4  uint32 format version (3; versions 1 and 2 still load)
- *     12  4  uint32 header size in bytes (104 in version 3, 80 in version 2, 64 in version 1)
+ *     8   4  uint32 format version (4; versions 1 to 3 still load)
+ *     12  4  uint32 header size in bytes (152 in version 4, 104 in 3, 80 in 2, 64 in 1)
  *     16  8  int64 d
- *     24  8  int64 ntotal (n)
+ *     24  8  int64 slots (n: the vectors held, tombstones included)
  *     32  4  int32 metric
- *     36  4  int32 R (0 when ntotal = 0)
+ *     36  4  int32 R (0 when n = 0)
  *     40  8  int64 entry
  *     48  4  int32 search L
  *     52  4  int32 search probes
@@ -187,17 +293,25 @@ int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
  *     88  4  int32 search max_expand
  *     92  4  int32 search bloom_log2
  *     96  8  uint64 GPU budget
- *     104 SQ8 trained: d float32 vmin, then d float32 vdiff; PQ trained: 256*d float32 centroids
+ *     --- version 4 from here; version 3 ends the header at 104
+ *     104 8  int64 tombstones (removed vectors not consolidated; ntotal = n - tombstones)
+ *     112 8  int64 vectors inserted into the graph since it was built
+ *     120 4  int32 living.policy      124 4 int32 living.insert_L
+ *     128 8  float64 living.rebuild_share     136 8 float64 living.consolidate_share
+ *     144 4  int32 living.background  148 4 reserved (0)
+ *     152 SQ8 trained: d float32 vmin, then d float32 vdiff; PQ trained: 256*d float32 centroids
  *         (M x 256 x d/M) then n*M uint8 codes; then n*d*4 float32 vectors; then n*R*4 int32
  *         graph rows (FP16 / SQ8 codes are not stored: encoding is deterministic and cheap, and
- *         the reader encodes the vectors again)
+ *         the reader encodes the vectors again); then, with tombstones, (n + 7) / 8 bytes of
+ *         their bitmap (bit s & 7 of byte s >> 3: slot s removed)
  *     ... 8  uint64 FNV-1a checksum of every byte before it (graft_io_checksum)
  * write builds a pending graph first (the file holds one over every vector). read also loads
  * the graph + PQ index's GRFTBANG version-1 records (below) as the PQ storage.
  * Errors as graft_flat_write / graft_flat_read (GRAFT_EIO, GRAFT_EFORMAT with the byte offset of a
- * truncation, checksum mismatch, newer version, out-of-range sizes or ids). params of read: NULL
- * = defaults (its pq.kmeans is kept for later training); metric, storage, M, placement and the
- * search defaults stored in the file come from the file. */
+ * truncation, checksum mismatch, newer version, out-of-range sizes or ids, a tombstone bitmap
+ * that does not count its tombstones or removes every vector). params of read: NULL
+ * = defaults (its pq.kmeans is kept for later training); metric, storage, M, placement, the
+ * search defaults and the living parameters stored in the file come from the file. */
 #define GRAFT_GRAPH_MAGIC "GRFTGRPH"
 /* The record of the graph + PQ index before it became this index's PQ storage (graft_bindex,
  * removed); graft_gindex_read loads it, nothing writes it any more. Version 1, little-endian:
@@ -210,7 +324,7 @@ int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
  *     88  256*d*4 float32 centroids (trained only); n*M uint8 codes; n*d*4 float32 vectors;
  *         n*R*4 int32 graph rows; 8 uint64 FNV-1a checksum */
 #define GRAFT_BANG_MAGIC "GRFTBANG"
-#define GRAFT_GRAPH_FORMAT_VERSION 3u
+#define GRAFT_GRAPH_FORMAT_VERSION 4u
 int graft_gindex_write(const graft_gindex* index, FILE* f);
 int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex** out);
 

@@ -1,0 +1,380 @@
+/* The living graph index on the GPU against the CPU reference (label gpu; docs/adding-and-
+ * removing.md):
+ *   - one insertion round (gpu/graph_insert.cu) from the same candidates: every row equal to
+ *     graft_graph_insert_round_cpu's, bit for bit (the distances are graft_vec_dist's, the orders
+ *     the CPU's), on sift5k (L2, R = 64 and 32), normalized sift5k (inner product) and Fashion-
+ *     MNIST, with and without tombstones;
+ *   - whole inserts (the GPU walk's candidates): at least 97% of the rows equal to the CPU's (the
+ *     walks sum floats in other orders, which swaps near-ties), recall@10 within 0.01;
+ *   - the index on GPU 0, every storage and placement (FP32, FP16, SQ8, PQ in-memory and
+ *     out-of-core): built on 90%, ten 1% adds inserted (on the GPU where the graph is there),
+ *     recall@10 within 0.01 of a fresh GPU build; a random 10% removed, no removed vector in any
+ *     result, recall within 0.02 of a fresh build over the rest; 50% removed and consolidated, the
+ *     same; the device capacity grown by doubling; the same operations on a CPU index alike;
+ *   - searches on the GPU while inserts, removals and a consolidation run: every result one
+ *     state's (tests/unit/test_living.c's check).
+ * Needs a CUDA device (SKIPPED otherwise). Run on the device: scripts/device_run.sh (all gpu
+ * tests) or `ctest --test-dir build -R test_gpu_living --output-on-failure`. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <string.h>
+
+#include "graft/graph_index.h"
+#include "graft_faiss_c.h"
+#include "living_states.h"
+#include "testutil.h"
+
+typedef struct data {
+    const char* name;
+    const float *xb, *xq;
+    int64_t nb, nq, d;
+    graft_metric metric;
+    int L; /* the beam of the recall bounds */
+} data;
+
+static float dist(const data* t, const float* a, const float* b) {
+    double s = 0;
+    for (int64_t j = 0; j < t->d; j++)
+        s += t->metric == GRAFT_METRIC_L2 ? ((double)a[j] - b[j]) * ((double)a[j] - b[j]) : (double)a[j] * b[j];
+    return (float)s;
+}
+
+/* ---- the algorithm: GPU rounds and inserts against the CPU's --------------------------------- */
+
+static void round_equal(const data* t, int R, int with_dead) {
+    const int64_t n0 = t->nb * 9 / 10, m = graft_insert_round_size(n0) < t->nb - n0 ? graft_insert_round_size(n0)
+                                                                                  : t->nb - n0;
+    graft_rnnd_params p;
+    graft_rnnd_params_defaults(&p);
+    p.R = R;
+    p.metric = t->metric;
+    graft_graph a;
+    CHECK_OK(graft_rnnd_build_cpu(t->xb, n0, t->d, &p, &a));
+    a.nbrs = realloc(a.nbrs, sizeof(int32_t) * (n0 + m) * R);
+    graft_graph b = a;
+    b.nbrs = malloc(sizeof(int32_t) * (n0 + m) * R);
+    memcpy(b.nbrs, a.nbrs, sizeof(int32_t) * n0 * R);
+    uint8_t* dead = NULL;
+    if (with_dead) { /* every 5th vertex removed */
+        dead = calloc((size_t)(n0 + m + 7) / 8, 1);
+        for (int64_t v = 0; v < n0; v += 5) dead[v >> 3] |= (uint8_t)(1u << (v & 7));
+    }
+    /* the CPU walk's candidates, for both */
+    const int L = graft_insert_default_L(R);
+    float* D = malloc(sizeof(float) * m * L);
+    int64_t* I = malloc(sizeof(int64_t) * m * L);
+    uint8_t* live = NULL;
+    if (dead) {
+        live = malloc((size_t)(n0 + m + 7) / 8);
+        for (int64_t i = 0; i < (n0 + m + 7) / 8; i++) live[i] = (uint8_t)~dead[i];
+    }
+    graft_search_params sp;
+    graft_search_params_defaults(&sp);
+    sp.L = L;
+    sp.allowed = live;
+    CHECK_OK(graft_graph_search_cpu_ex(&a, t->xb, t->d, t->metric, t->xb + n0 * t->d, m, L, &sp, D, I));
+    graft_insert_report rc = {0}, rg = {0};
+    CHECK_OK(graft_graph_insert_round_cpu(&a, t->xb, t->d, t->metric, m, dead, I, L, &rc));
+    CHECK_OK(graft_graph_insert_round_gpu(&b, t->xb, t->d, t->metric, m, dead, I, L, 0, &rg));
+    int64_t same = 0;
+    for (int64_t v = 0; v < n0 + m; v++) same += !memcmp(a.nbrs + v * R, b.nbrs + v * R, sizeof(int32_t) * R);
+    printf("  %-22s R=%-3d %s one round of %lld: %lld of %lld rows equal; offers %lld/%lld, re-pruned "
+           "%lld/%lld, linked %lld/%lld\n", t->name, R, with_dead ? "tombstones" : "          ",
+           (long long)m, (long long)same, (long long)(n0 + m), (long long)rc.reverse_edges,
+           (long long)rg.reverse_edges, (long long)rc.repruned, (long long)rg.repruned,
+           (long long)rc.forced, (long long)rg.forced);
+    CHECK(same == n0 + m && rc.reverse_edges == rg.reverse_edges && rc.repruned == rg.repruned &&
+              rc.forced == rg.forced,
+          "%s R=%d: the GPU round differs from the CPU's (%lld of %lld rows equal)", t->name, R,
+          (long long)same, (long long)(n0 + m));
+    free(D), free(I), free(live), free(dead);
+    graft_graph_free(&a);
+    graft_graph_free(&b);
+}
+
+static double graph_recall(const data* t, const graft_graph* g, const int32_t* gt, int L) {
+    float* D = malloc(sizeof(float) * t->nq * 10);
+    int64_t* I = malloc(sizeof(int64_t) * t->nq * 10);
+    CHECK_OK(graft_graph_search_cpu(g, t->xb, t->d, t->metric, t->xq, t->nq, 10, L, D, I));
+    const double r = graft_test_recall(I, 10, gt, 10, t->nq, 10);
+    free(D), free(I);
+    return r;
+}
+
+static void inserts_close(const data* t, const int32_t* gt) {
+    const int64_t n0 = t->nb * 9 / 10, m = t->nb - n0;
+    graft_rnnd_params p;
+    graft_rnnd_params_defaults(&p);
+    p.metric = t->metric;
+    graft_graph a;
+    CHECK_OK(graft_rnnd_build_cpu(t->xb, n0, t->d, &p, &a));
+    a.nbrs = realloc(a.nbrs, sizeof(int32_t) * t->nb * p.R);
+    graft_graph b = a;
+    b.nbrs = malloc(sizeof(int32_t) * t->nb * p.R);
+    memcpy(b.nbrs, a.nbrs, sizeof(int32_t) * n0 * p.R);
+    CHECK_OK(graft_graph_insert_cpu(&a, t->xb, t->d, t->metric, m, NULL, 0, NULL));
+    CHECK_OK(graft_graph_insert_gpu(&b, t->xb, t->d, t->metric, m, NULL, 0, 0, NULL));
+    graft_test_check_graph(&b, t->nb, p.R, t->xb, t->d, t->metric == GRAFT_METRIC_L2, "GPU-inserted graph");
+    int64_t same = 0;
+    for (int64_t v = 0; v < t->nb; v++) same += !memcmp(a.nbrs + v * p.R, b.nbrs + v * p.R, sizeof(int32_t) * p.R);
+    const double ra = graph_recall(t, &a, gt, t->L), rb = graph_recall(t, &b, gt, t->L);
+    printf("  %-22s inserts of 10%%: %.4f of the rows equal the CPU's; recall@10 at L=%d cpu %.4f gpu %.4f\n",
+           t->name, (double)same / t->nb, t->L, ra, rb);
+    CHECK(same >= 0.97 * t->nb, "%s: only %lld of %lld rows equal the CPU's", t->name, (long long)same,
+          (long long)t->nb);
+    CHECK(fabs(ra - rb) <= 0.01, "%s: GPU-inserted recall %.4f vs CPU %.4f", t->name, rb, ra);
+    graft_graph_free(&a);
+    graft_graph_free(&b);
+}
+
+/* ---- the index ------------------------------------------------------------------------------- */
+
+static graft_gindex* make(const data* t, int kind, int device, graft_bang_mode mode, double consolidate) {
+    graft_gindex_params p;
+    graft_gindex_params_defaults(&p);
+    p.device = device;
+    p.metric = t->metric;
+    p.storage = kind;
+    p.mode = mode;
+    p.pq.kmeans = graft_faiss_kmeans;
+    p.living.consolidate_share = consolidate;
+    p.search.L = t->L;
+    graft_gindex* g = NULL;
+    CHECK_OK(graft_gindex_new(t->d, &p, &g));
+    if (g && kind != GRAFT_STORAGE_FP32) CHECK_OK(graft_gindex_train(g, t->nb, t->xb));
+    return g;
+}
+
+static graft_living_report report_of(const graft_gindex* g) {
+    graft_living_report r;
+    CHECK_OK(graft_gindex_living_report(g, &r));
+    return r;
+}
+
+/* recall@10 (ids mapped through row) and the labels that are not the state's (row, n). */
+static double recall_rows(const graft_gindex* g, const data* t, const int32_t* gt, const int32_t* row,
+                          int64_t n, int64_t* wrong) {
+    float* D = malloc(sizeof(float) * t->nq * 10);
+    int64_t* I = malloc(sizeof(int64_t) * t->nq * 10);
+    CHECK_OK(graft_gindex_search(g, t->nq, t->xq, 10, NULL, D, I, NULL));
+    *wrong = 0;
+    for (int64_t i = 0; i < t->nq * 10; i++) {
+        const int64_t id = I[i];
+        if (id < 0 || id >= n) {
+            (*wrong)++;
+            continue;
+        }
+        I[i] = row[id];
+        const float want = dist(t, t->xq + (i / 10) * t->d, t->xb + (int64_t)row[id] * t->d);
+        *wrong += fabsf(D[i] - want) > 1e-3f * fmaxf(fabsf(want), 1.0f);
+    }
+    const double r = graft_test_recall(I, 10, gt, 10, t->nq, 10);
+    free(D), free(I);
+    return r;
+}
+
+static int32_t* truth_rows(const data* t, const int32_t* row, int64_t n) {
+    float* x = malloc(sizeof(float) * n * t->d);
+    for (int64_t i = 0; i < n; i++) memcpy(x + i * t->d, t->xb + (int64_t)row[i] * t->d, sizeof(float) * t->d);
+    int32_t* gt = graft_test_exact_topk(x, n, t->xq, t->nq, t->d, t->metric, 10);
+    for (int64_t i = 0; i < t->nq * 10; i++) gt[i] = row[gt[i]];
+    free(x);
+    return gt;
+}
+
+static graft_gindex* fresh(const data* t, int kind, graft_bang_mode mode, const int32_t* row, int64_t n) {
+    graft_gindex* f = make(t, kind, 0, mode, 0.25);
+    float* x = malloc(sizeof(float) * n * t->d);
+    for (int64_t i = 0; i < n; i++) memcpy(x + i * t->d, t->xb + (int64_t)row[i] * t->d, sizeof(float) * t->d);
+    CHECK_OK(graft_gindex_add(f, n, x));
+    CHECK_OK(graft_gindex_build(f));
+    free(x);
+    return f;
+}
+
+static void check_state(const data* t, int kind, graft_bang_mode mode, graft_gindex* g, const int32_t* row,
+                        int64_t n, double slack, const char* what) {
+    int32_t* gt = truth_rows(t, row, n);
+    graft_gindex* f = fresh(t, kind, mode, row, n);
+    int32_t* id = malloc(sizeof(int32_t) * n);
+    for (int64_t i = 0; i < n; i++) id[i] = row[i];
+    int64_t wrong, wrong_f;
+    const double rg = recall_rows(g, t, gt, row, n, &wrong), rf = recall_rows(f, t, gt, id, n, &wrong_f);
+    printf("  %-22s %-5s %-11s %-30s recall@10 %.4f, fresh GPU build %.4f%s\n", t->name,
+           graft_storage_name(kind), mode == GRAFT_BANG_OUT_OF_CORE ? "out-of-core" : "", what, rg, rf,
+           wrong ? " WRONG LABELS" : "");
+    CHECK(wrong == 0, "%s %s %s: %lld labels not the state's", t->name, graft_storage_name(kind), what,
+          (long long)wrong);
+    CHECK(rg >= rf - slack, "%s %s %s: recall %.4f < fresh %.4f - %.2f", t->name, graft_storage_name(kind),
+          what, rg, rf, slack);
+    free(id), free(gt);
+    graft_gindex_free(f);
+}
+
+static int64_t remove_some(graft_gindex* g, int32_t* row, int64_t n, int64_t count, uint64_t seed) {
+    uint8_t* pick = calloc((size_t)n, 1);
+    int64_t* ids = malloc(sizeof(int64_t) * count);
+    for (int64_t m = 0; m < count;) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const int64_t id = (int64_t)((seed >> 33) % (uint64_t)n);
+        if (!pick[id]) pick[id] = 1, ids[m++] = id;
+    }
+    int64_t removed = 0;
+    CHECK_OK(graft_gindex_remove_ids(g, count, ids, &removed));
+    CHECK(removed == count, "removed %lld of %lld", (long long)removed, (long long)count);
+    int64_t j = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!pick[i]) row[j++] = row[i];
+    free(pick), free(ids);
+    return j;
+}
+
+static void index_living(const data* t, int kind, graft_bang_mode mode) {
+    graft_gindex* g = make(t, kind, 0, mode, 1.0);
+    graft_gindex* c = make(t, kind, -1, mode, 1.0); /* the CPU index, the same operations */
+    if (!g || !c) return;
+    if (kind == GRAFT_STORAGE_PQ) CHECK_OK(graft_gindex_set_pq(c, graft_gindex_pq(g)));
+    const int64_t n0 = t->nb * 9 / 10, step = t->nb / 100;
+    CHECK_OK(graft_gindex_add(g, n0, t->xb));
+    CHECK_OK(graft_gindex_add(c, n0, t->xb));
+    CHECK_OK(graft_gindex_build(g));
+    CHECK_OK(graft_gindex_build(c));
+    const size_t bytes0 = graft_gindex_gpu_bytes(g);
+    int64_t n = n0;
+    for (int a = 0; a < 10; a++) {
+        const int64_t m = a == 9 ? t->nb - n : step;
+        CHECK_OK(graft_gindex_add(g, m, t->xb + n * t->d));
+        CHECK_OK(graft_gindex_add(c, m, t->xb + n * t->d));
+        n += m;
+    }
+    const graft_living_report r = report_of(g);
+    const int gpu_walk = kind != GRAFT_STORAGE_PQ || mode != GRAFT_BANG_OUT_OF_CORE;
+    CHECK(r.inserted == t->nb - n0 && r.on_gpu_inserts == gpu_walk && r.builds == 1,
+          "%s %s: inserted %lld (on the GPU: %d), builds %lld", t->name, graft_storage_name(kind),
+          (long long)r.inserted, r.on_gpu_inserts, (long long)r.builds);
+    CHECK(graft_gindex_gpu_bytes(g) > bytes0, "%s %s: device bytes %zu after the inserts, %zu before",
+          t->name, graft_storage_name(kind), graft_gindex_gpu_bytes(g), bytes0);
+    const graft_graph* gr = graft_gindex_graph(g); /* downloaded from the device */
+    CHECK(gr && gr->n == t->nb, "%s %s: the host graph after GPU inserts", t->name, graft_storage_name(kind));
+    if (gr) graft_test_check_graph(gr, t->nb, gr->R, t->xb, t->d, t->metric == GRAFT_METRIC_L2, "index graph");
+    int32_t* row = malloc(sizeof(int32_t) * t->nb);
+    for (int64_t i = 0; i < t->nb; i++) row[i] = (int32_t)i;
+    check_state(t, kind, mode, g, row, t->nb, 0.01, "ten 1% inserts");
+    int64_t w;
+    int32_t* gt = truth_rows(t, row, t->nb);
+    const double rc = recall_rows(c, t, gt, row, t->nb, &w), rg = recall_rows(g, t, gt, row, t->nb, &w);
+    CHECK(fabs(rc - rg) <= 0.01, "%s %s: GPU-inserted index %.4f vs the CPU's %.4f", t->name,
+          graft_storage_name(kind), rg, rc);
+    free(gt);
+    int32_t* rowc = malloc(sizeof(int32_t) * t->nb);
+    memcpy(rowc, row, sizeof(int32_t) * t->nb);
+    n = remove_some(g, row, t->nb, t->nb / 10, 11);
+    remove_some(c, rowc, t->nb, t->nb / 10, 11);
+    check_state(t, kind, mode, g, row, n, 0.02, "10% removed");
+    gt = truth_rows(t, row, n);
+    const double rc2 = recall_rows(c, t, gt, row, n, &w), rg2 = recall_rows(g, t, gt, row, n, &w);
+    CHECK(fabs(rc2 - rg2) <= 0.01, "%s %s 10%% removed: GPU index %.4f vs the CPU's %.4f", t->name,
+          graft_storage_name(kind), rg2, rc2);
+    free(gt);
+    n = remove_some(g, row, n, t->nb / 2 - t->nb / 10, 13);
+    CHECK_OK(graft_gindex_consolidate(g));
+    CHECK(report_of(g).tombstones == 0 && graft_gindex_ntotal(g) == n, "%s %s: consolidated", t->name,
+          graft_storage_name(kind));
+    check_state(t, kind, mode, g, row, n, 0.02, "50% removed, consolidated");
+    CHECK_OK(graft_gindex_add(g, 10, t->xb)); /* inserts after a consolidation */
+    free(row), free(rowc);
+    graft_gindex_free(g);
+    graft_gindex_free(c);
+}
+
+/* ---- searches during writes, on the GPU ------------------------------------------------------ */
+
+static void concurrent(const data* t) {
+    graft_gindex* g = make(t, GRAFT_STORAGE_FP32, 0, GRAFT_BANG_AUTO, 1.0);
+    const int64_t n0 = t->nb / 2;
+    CHECK_OK(graft_gindex_add(g, n0, t->xb));
+    CHECK_OK(graft_gindex_build(g));
+    living_states c;
+    living_start(&c, g, t->xb, t->nb, t->xq, t->nq, t->d, t->metric == GRAFT_METRIC_L2, n0);
+    int64_t next = n0;
+    for (int step = 0; step < 20 && c.k + 1 < LIVING_STATES; step++) {
+        const int64_t n = c.n[c.k];
+        if (step % 4 == 3) {
+            int64_t ids[30];
+            for (int i = 0; i < 30; i++) ids[i] = (n / 30) * i;
+            living_removed(&c, t->nb, ids, 30);
+            CHECK_OK(graft_gindex_remove_ids(g, 30, ids, NULL));
+        } else if (step == 10) {
+            living_next(&c, t->nb);
+            CHECK_OK(graft_gindex_consolidate(g));
+        } else {
+            const int64_t m = t->nb / 50;
+            living_added(&c, t->nb, next, m);
+            CHECK_OK(graft_gindex_add(g, m, t->xb + next * t->d));
+            next += m;
+        }
+        living_published(&c);
+    }
+    CHECK_OK(graft_gindex_build(g));
+    const int writes = c.k;
+    const long searches = atomic_load(&c.searches), bad = living_stop(&c);
+    printf("  %-22s %ld GPU searches during %d writes: %ld results of no single state\n", t->name,
+           searches, writes, bad);
+    CHECK(bad == 0 && searches > 0, "%s: searches during writes", t->name);
+    graft_gindex_free(g);
+}
+
+int main(void) {
+    GRAFT_TEST_REQUIRE_GPU();
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    const data sift = {"sift5k", s.xb, s.xq, s.nb, s.nq, s.d, GRAFT_METRIC_L2, 32};
+    float* xn = malloc(sizeof(float) * s.nb * s.d);
+    float* qn = malloc(sizeof(float) * s.nq * s.d);
+    memcpy(xn, s.xb, sizeof(float) * s.nb * s.d);
+    memcpy(qn, s.xq, sizeof(float) * s.nq * s.d);
+    graft_test_normalize(xn, s.nb, s.d);
+    graft_test_normalize(qn, s.nq, s.d);
+    const data cosine = {"sift5k normalized, IP", xn, qn, s.nb, s.nq, s.d, GRAFT_METRIC_INNER_PRODUCT, 32};
+    float *fb, *fq;
+    int64_t fnb, fnq, fd;
+    const int have_fm = graft_test_load_fmnist(10000, 300, &fb, &fnb, &fq, &fnq, &fd) == 0;
+    const data fm = {"Fashion-MNIST 10k", fb, fq, fnb, fnq, fd, GRAFT_METRIC_L2, 16};
+
+    printf("one round, GPU against CPU from the same candidates:\n");
+    round_equal(&sift, 64, 0);
+    round_equal(&sift, 32, 0);
+    round_equal(&sift, 64, 1);
+    round_equal(&cosine, 64, 0);
+    if (have_fm) round_equal(&fm, 64, 1);
+
+    printf("whole inserts, the GPU walk's candidates:\n");
+    int32_t* gt = graft_test_exact_topk(s.xb, s.nb, s.xq, s.nq, s.d, GRAFT_METRIC_L2, 10);
+    inserts_close(&sift, gt);
+    free(gt);
+    gt = graft_test_exact_topk(xn, s.nb, qn, s.nq, s.d, GRAFT_METRIC_INNER_PRODUCT, 10);
+    inserts_close(&cosine, gt);
+    free(gt);
+    if (have_fm) {
+        gt = graft_test_exact_topk(fb, fnb, fq, fnq, fd, GRAFT_METRIC_L2, 10);
+        inserts_close(&fm, gt);
+        free(gt);
+    }
+
+    printf("the index on GPU 0:\n");
+    index_living(&sift, GRAFT_STORAGE_FP32, GRAFT_BANG_AUTO);
+    index_living(&sift, GRAFT_STORAGE_FP16, GRAFT_BANG_AUTO);
+    index_living(&sift, GRAFT_STORAGE_SQ8, GRAFT_BANG_AUTO);
+    index_living(&sift, GRAFT_STORAGE_PQ, GRAFT_BANG_IN_MEMORY);
+    index_living(&sift, GRAFT_STORAGE_PQ, GRAFT_BANG_OUT_OF_CORE);
+    index_living(&cosine, GRAFT_STORAGE_FP32, GRAFT_BANG_AUTO);
+    if (have_fm) index_living(&fm, GRAFT_STORAGE_FP32, GRAFT_BANG_AUTO);
+    concurrent(&sift);
+    if (have_fm) {
+        concurrent(&fm);
+        free(fb), free(fq);
+    }
+    free(xn), free(qn);
+    graft_test_free_sift(&s);
+    return graft_test_finish("test_gpu_living");
+}
