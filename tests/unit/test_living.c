@@ -414,8 +414,11 @@ static void test_record(const data* t) {
     FILE* f = tmpfile();
     CHECK_OK(graft_gindex_write(g, f));
     rewind(f);
+    /* Read onto g's device (the record does not hold one; NULL would put r on GPU 0 wherever there
+     * is one, whose cost model takes the exact path over the tombstones where g's CPU walks). */
+    const graft_gindex_params gp = graft_gindex_get_params(g);
     graft_gindex* r = NULL;
-    CHECK_OK(graft_gindex_read(f, NULL, &r));
+    CHECK_OK(graft_gindex_read(f, &gp, &r));
     fclose(f);
     if (!r) return;
     const graft_living_report a = report_of(r);
