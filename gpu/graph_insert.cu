@@ -103,8 +103,10 @@ __device__ int rng_prune(uint64_t* keys, uint8_t* fresh, int c, int R, const flo
             pruned = __any_sync(kFullMask, real && dd < dv);
         }
         if (!pruned) {
-            if ((threadIdx.x & 31) == 0) {
-                keys[kept] = k; // kept <= i: nothing unread is overwritten
+            // kept <= i: nothing unread is overwritten; kept == i leaves the entry where it is (a
+            // write of the same value would race with the other lanes' reads of keys[i])
+            if ((threadIdx.x & 31) == 0 && kept != i) {
+                keys[kept] = k;
                 if (fresh) fresh[kept] = fi;
             }
             kept++;
