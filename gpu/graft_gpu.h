@@ -240,9 +240,12 @@ typedef struct graft_gpu_insert_args {
     int32_t* graph;         /* (n + m) x R rows: [0, n) the graph (target rows change), [n, n + m)
                                written */
     int R;                  /* 1..256 */
-    const int64_t* cand;    /* m x C candidate ids (ids outside [0, n), removed ones and repeats
-                               are skipped) */
+    const int64_t* cand;    /* m x C candidate ids (ids outside [0, n + m), the vertex itself,
+                               removed ones and repeats are skipped) */
     int C;                  /* 1..1024 */
+    const int64_t* cand_round; /* NULL, or m x K more: the round's own k-NN, ids j in [0, m) standing
+                               for n + j (graft_gpu_exact_knn's over the new vectors) */
+    int K;                  /* 0..256 */
     const uint32_t* live;   /* NULL, or an (n + m)-bit bitmap of the vertices that may gain edges */
     int l2;                 /* 1 squared L2, 0 inner product (ranked by -dot) */
     void* scratch;          /* graft_gpu_graph_insert_scratch(m, R, C) bytes, 256-byte aligned */

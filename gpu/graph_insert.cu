@@ -103,8 +103,11 @@ __device__ int rng_prune(uint64_t* keys, uint8_t* fresh, int c, int R, const flo
             pruned = __any_sync(kFullMask, real && dd < dv);
         }
         if (!pruned) {
-            // kept <= i: nothing unread is overwritten; kept == i leaves the entry where it is (a
-            // write of the same value would race with the other lanes' reads of keys[i])
+            // kept <= i: nothing unread is overwritten; kept == i leaves the entry where it is.
+            // The warp's reads of keys[] and fresh[] (this entry's, and keys[kept] when it was
+            // read as entry kept and pruned) are done before lane 0 writes: the votes above do
+            // not order memory (racecheck), __syncwarp does.
+            __syncwarp();
             if ((threadIdx.x & 31) == 0 && kept != i) {
                 keys[kept] = k;
                 if (fresh) fresh[kept] = fi;
@@ -148,8 +151,9 @@ struct Args {
     const float* x;
     int64_t n, m, d;
     int32_t* graph;
-    int R, C;
+    int R, C, K;
     const int64_t* cand;
+    const int64_t* cand_round; // m x K: the round's own k-NN, ids in [0, m) (NULL when K = 0)
     const uint32_t* live;
     bool l2;
     uint64_t* offer_key; // m x R: target << 32 | ordered distance (kKeyNone past the kept)
@@ -158,21 +162,23 @@ struct Args {
     unsigned long long* counts; // offers, repruned, forced
 };
 
-// Step 1. Shared memory per warp: 2 C keys.
+// Step 1. Shared memory per warp: 2 (C + K) keys.
 __global__ void new_rows(Args a) {
     extern __shared__ uint64_t smem[];
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t i = (int64_t)blockIdx.x * (blockDim.x >> 5) + w;
     if (i >= a.m) return;
-    uint64_t* A = smem + (size_t)w * 2 * a.C;
-    uint64_t* B = A + a.C;
+    uint64_t* A = smem + (size_t)w * 2 * (a.C + a.K);
+    uint64_t* B = A + a.C + a.K;
     const int64_t v = a.n + i;
     const float* xv = a.x + v * a.d;
-    // live candidates in [0, n), in their order, with their distances
+    // live candidates in [0, n + m) but v, in their order (the walk's, then the round's), with
+    // their distances
     const int c = gather_ids([&](int j) -> int64_t {
-        const int64_t u = a.cand[i * a.C + j];
-        return u >= 0 && u < a.n && is_live(a.live, u) ? u : -1;
-    }, a.C, B);
+        int64_t u = j < a.C ? a.cand[i * a.C + j] : a.cand_round[i * a.K + j - a.C];
+        if (j >= a.C && u >= 0) u += a.n;
+        return u >= 0 && u < a.n + a.m && u != v && (u >= a.n || is_live(a.live, u)) ? u : -1;
+    }, a.C + a.K, B);
     distance_keys(B, c, xv, a.x, a.d, a.l2, A);
     rank_sort(A, B, c);
     // repeats (equal keys) are adjacent: one of each
@@ -186,13 +192,29 @@ __global__ void new_rows(Args a) {
     }
     __syncwarp();
     const int kept = rng_prune(A, nullptr, u, a.R, a.x, a.d, a.l2);
-    for (int j = lane; j < a.R; j += 32) {
-        const bool k = j < kept;
-        a.graph[v * a.R + j] = k ? key_id(A[j]) : -1;
-        a.offer_key[i * a.R + j] = k ? ((uint64_t)(uint32_t)key_id(A[j]) << 32) | (A[j] >> 32) : kKeyNone;
-        a.offer_from[i * a.R + j] = (int32_t)v;
+    // offers to the old neighbours, in the row's order (the CPU's); a new one is linked
+    int offers = 0;
+    for (int j0 = 0; j0 < a.R; j0 += 32) {
+        const int j = j0 + lane;
+        const int32_t id = j < kept ? key_id(A[j]) : -1;
+        const bool old = id >= 0 && id < a.n;
+        const unsigned mask = __ballot_sync(kFullMask, old);
+        if (j < a.R) {
+            a.graph[v * a.R + j] = id;
+            a.offer_key[i * a.R + j] = kKeyNone;
+            a.offer_from[i * a.R + j] = (int32_t)v;
+        }
+        __syncwarp();
+        if (old) {
+            const int o = offers + __popc(mask & lanemask_lt());
+            a.offer_key[i * a.R + o] = ((uint64_t)(uint32_t)id << 32) | (A[j] >> 32);
+            a.offer_from[i * a.R + o] = (int32_t)v;
+        } else if (id >= a.n) {
+            a.linked[id - a.n] = 1;
+        }
+        offers += __popc(mask);
     }
-    if (lane == 0) atomicAdd(&a.counts[0], (unsigned long long)kept);
+    if (lane == 0) atomicAdd(&a.counts[0], (unsigned long long)offers);
 }
 
 // Step 3, over the sorted offers (M of them, kKeyNone last). Shared memory per warp: 4 R keys and
@@ -328,10 +350,11 @@ extern "C" int graft_gpu_graph_insert(graft_gpu_ctx* ctx, const graft_gpu_insert
     if (!ctx || !ia || !ia->x || !ia->graph || (ia->m > 0 && (!ia->cand || !ia->scratch)))
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_insert: NULL argument");
     if (ia->n < 1 || ia->m < 0 || ia->n + ia->m > INT32_MAX || ia->d < 1 || ia->R < 1 || ia->R > 256 ||
-        ia->C < 1 || ia->C > 1024 || (int64_t)ia->m * ia->R > INT32_MAX)
+        ia->C < 1 || ia->C > 1024 || (ia->cand_round && (ia->K < 0 || ia->K > 256)) ||
+        (int64_t)ia->m * ia->R > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_insert: bad arguments (n=%lld m=%lld d=%lld "
-                        "R=%d C=%d; m R < 2^31)", (long long)ia->n, (long long)ia->m,
-                        (long long)ia->d, ia->R, ia->C);
+                        "R=%d C=%d K=%d; m R < 2^31)", (long long)ia->n, (long long)ia->m,
+                        (long long)ia->d, ia->R, ia->C, ia->K);
     if (ia->m == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
     cudaStream_t st = ctx->stream;
@@ -346,7 +369,9 @@ extern "C" int graft_gpu_graph_insert(graft_gpu_ctx* ctx, const graft_gpu_insert
     a.graph = ia->graph;
     a.R = ia->R;
     a.C = ia->C;
+    a.K = ia->cand_round ? ia->K : 0;
     a.cand = ia->cand;
+    a.cand_round = ia->cand_round;
     a.live = ia->live;
     a.l2 = ia->l2 != 0;
     a.offer_key = reinterpret_cast<uint64_t*>(s + l.key_in);
@@ -356,7 +381,7 @@ extern "C" int graft_gpu_graph_insert(graft_gpu_ctx* ctx, const graft_gpu_insert
     GRAFT_CUDA_TRY(cudaMemsetAsync(s, 0, l.key_in, st)); // linked and counts
     // 1. the new rows and their offers
     {
-        const size_t per_warp = (size_t)2 * ia->C * sizeof(uint64_t);
+        const size_t per_warp = (size_t)2 * (ia->C + a.K) * sizeof(uint64_t);
         const int w = warps_for(per_warp);
         new_rows<<<(unsigned)ceil_div(ia->m, w), w * 32, w * per_warp, st>>>(a);
         GRAFT_CUDA_LAUNCH_CHECK();

@@ -49,15 +49,19 @@ int graft_gindex_insert_gpu(graft_gpu_ctx* ctx, const gindex_gpu_graph* g, int64
     const int W = cand_given ? C : L;
     int64_t most = cand_given ? m : graft_insert_round_size(total);
     if (most > m) most = m;
-    float *dD = NULL, *dQ = NULL;
-    int64_t* dI = NULL;
+    float *dD = NULL, *dQ = NULL, *dN = NULL, *dKD = NULL;
+    int64_t *dI = NULL, *dKI = NULL;
     void* scratch = NULL;
+    const int K = g->R; /* the round's own k-NN: R candidates more */
     const size_t sbytes = graft_gpu_graph_insert_scratch(most, g->R, W);
     if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dD, (size_t)most * L * sizeof(float));
     if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dI, (size_t)most * L * sizeof(int64_t));
     /* The walk's queries in a buffer of their own: a search's queries start aligned as a
      * cudaMalloc'd block (row n of the vectors is only 4-byte aligned for some d). */
     if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dQ, (size_t)most * d * sizeof(float));
+    if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dN, (size_t)most * sizeof(float));
+    if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dKD, (size_t)most * K * sizeof(float));
+    if (rc == GRAFT_OK && !cand_given) rc = graft_gpu_malloc(ctx, (void**)&dKI, (size_t)most * K * sizeof(int64_t));
     if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, &scratch, sbytes);
     graft_gpu_insert_counts counts = {0, 0, 0};
     int rounds = 0;
@@ -92,15 +96,37 @@ int graft_gindex_insert_gpu(graft_gpu_ctx* ctx, const gindex_gpu_graph* g, int64
             a.storage = GRAFT_STORAGE_FP32;
             if (rc == GRAFT_OK) rc = graft_gpu_graph_search(ctx, &a, NULL);
             cand = dI;
+            /* The round's vectors among themselves, which the walk cannot see (insert.c's step 1):
+             * exact, each one's K nearest but itself. */
+            graft_gpu_knn_args k;
+            memset(&k, 0, sizeof k);
+            k.xb = dQ;
+            k.xb_norms = dN;
+            k.nb = r;
+            k.xq = dQ;
+            k.nq = r;
+            k.d = d;
+            k.k = K;
+            k.metric = metric;
+            k.exclude_self = 0;
+            k.D = dKD;
+            k.I = dKI;
+            if (rc == GRAFT_OK && metric == GRAFT_METRIC_L2) rc = graft_gpu_row_norms(ctx, dQ, r, d, dN);
+            if (rc == GRAFT_OK) rc = graft_gpu_exact_knn(ctx, &k);
         }
-        graft_gpu_insert_args ia = {g->x, n, r, d, g->out, g->R, cand, W, live,
-                                    metric == GRAFT_METRIC_L2, scratch};
+        graft_gpu_insert_args ia = {.x = g->x, .n = n, .m = r, .d = d, .graph = g->out, .R = g->R,
+                                    .cand = cand, .C = W, .cand_round = cand_given ? NULL : dKI,
+                                    .K = cand_given ? 0 : K, .live = live,
+                                    .l2 = metric == GRAFT_METRIC_L2, .scratch = scratch};
         if (rc == GRAFT_OK) rc = graft_gpu_graph_insert(ctx, &ia, &counts);
         n += r;
     }
     graft_gpu_free(ctx, dD);
     graft_gpu_free(ctx, dQ);
     graft_gpu_free(ctx, dI);
+    graft_gpu_free(ctx, dN);
+    graft_gpu_free(ctx, dKD);
+    graft_gpu_free(ctx, dKI);
     graft_gpu_free(ctx, scratch);
     graft_gpu_free(ctx, live);
     if (rc != GRAFT_OK) return gpu_status(rc, fn);

@@ -1,6 +1,7 @@
 /* The living graph index on the GPU against the CPU reference (label gpu; docs/adding-and-
  * removing.md):
- *   - one insertion round (gpu/graph_insert.cu) from the same candidates: every row equal to
+ *   - one insertion round (gpu/graph_insert.cu) from the same candidates (the CPU walk's and the
+ *     round's own k-NN, graft_insert_candidates_cpu): every row equal to
  *     graft_graph_insert_round_cpu's, bit for bit (the distances are graft_vec_dist's, the orders
  *     the CPU's), on sift5k (L2, R = 64 and 32), normalized sift5k (inner product) and Fashion-
  *     MNIST, with and without tombstones;
@@ -64,23 +65,18 @@ static void round_equal(const data* t, int R, int with_dead) {
         dead = calloc((size_t)(n0 + m + 7) / 8, 1);
         for (int64_t v = 0; v < n0; v += 5) dead[v >> 3] |= (uint8_t)(1u << (v & 7));
     }
-    /* the CPU walk's candidates, for both */
-    const int L = graft_insert_default_L(R);
-    float* D = malloc(sizeof(float) * m * L);
-    int64_t* I = malloc(sizeof(int64_t) * m * L);
+    /* the CPU's candidates, for both: the walk's and the round's own k-NN (new ids) */
+    const int L = graft_insert_default_L(R), C = L + R;
+    int64_t* I = malloc(sizeof(int64_t) * m * C);
     uint8_t* live = NULL;
     if (dead) {
         live = malloc((size_t)(n0 + m + 7) / 8);
         for (int64_t i = 0; i < (n0 + m + 7) / 8; i++) live[i] = (uint8_t)~dead[i];
     }
-    graft_search_params sp;
-    graft_search_params_defaults(&sp);
-    sp.L = L;
-    sp.allowed = live;
-    CHECK_OK(graft_graph_search_cpu_ex(&a, t->xb, t->d, t->metric, t->xb + n0 * t->d, m, L, &sp, D, I));
+    CHECK_OK(graft_insert_candidates_cpu(&a, t->xb, t->d, t->metric, m, live, L, I));
     graft_insert_report rc = {0}, rg = {0};
-    CHECK_OK(graft_graph_insert_round_cpu(&a, t->xb, t->d, t->metric, m, dead, I, L, &rc));
-    CHECK_OK(graft_graph_insert_round_gpu(&b, t->xb, t->d, t->metric, m, dead, I, L, 0, &rg));
+    CHECK_OK(graft_graph_insert_round_cpu(&a, t->xb, t->d, t->metric, m, dead, I, C, &rc));
+    CHECK_OK(graft_graph_insert_round_gpu(&b, t->xb, t->d, t->metric, m, dead, I, C, 0, &rg));
     int64_t same = 0;
     for (int64_t v = 0; v < n0 + m; v++) same += !memcmp(a.nbrs + v * R, b.nbrs + v * R, sizeof(int32_t) * R);
     printf("  %-22s R=%-3d %s one round of %lld: %lld of %lld rows equal; offers %lld/%lld, re-pruned "
@@ -92,7 +88,7 @@ static void round_equal(const data* t, int R, int with_dead) {
               rc.forced == rg.forced,
           "%s R=%d: the GPU round differs from the CPU's (%lld of %lld rows equal)", t->name, R,
           (long long)same, (long long)(n0 + m));
-    free(D), free(I), free(live), free(dead);
+    free(I), free(live), free(dead);
     graft_graph_free(&a);
     graft_graph_free(&b);
 }

@@ -470,15 +470,10 @@ static void test_algorithms(const data* t) {
     for (int64_t done = 0; done < m;) {
         int64_t r = graft_insert_round_size(h.n);
         if (r > m - done) r = m - done;
-        const int L = graft_insert_default_L(p.R);
-        float* D = malloc(sizeof(float) * r * L);
-        int64_t* I = malloc(sizeof(int64_t) * r * L);
-        graft_search_params sp;
-        graft_search_params_defaults(&sp);
-        sp.L = L;
-        CHECK_OK(graft_graph_search_cpu_ex(&h, t->xb, t->d, GRAFT_METRIC_L2, t->xb + h.n * t->d, r, L, &sp, D, I));
-        CHECK_OK(graft_graph_insert_round_cpu(&h, t->xb, t->d, GRAFT_METRIC_L2, r, NULL, I, L, NULL));
-        free(D);
+        const int L = graft_insert_default_L(p.R), C = L + p.R;
+        int64_t* I = malloc(sizeof(int64_t) * r * C);
+        CHECK_OK(graft_insert_candidates_cpu(&h, t->xb, t->d, GRAFT_METRIC_L2, r, NULL, L, I));
+        CHECK_OK(graft_graph_insert_round_cpu(&h, t->xb, t->d, GRAFT_METRIC_L2, r, NULL, I, C, NULL));
         free(I);
         done += r;
     }

@@ -325,19 +325,20 @@ int graft_graph_search_gpu(const graft_graph* graph, const float* x, int64_t d,
  * Insertion of m new vertices (ids n .. n + m - 1, their vectors rows n .. of x) into a graph of
  * n rows, in rounds of at most graft_insert_round_size(current n) vertices. A round:
  *   1. candidates: each new vertex's walk over the graph (graft_graph_search_cpu_ex, beam L,
- *      removed vertices passed through but never returned): the L best live vertices it saw;
+ *      removed vertices passed through but never returned): the L best live vertices it saw; and
+ *      its R nearest among the round's other new vertices (exact), which the walk cannot see;
  *   2. prune with the build's rule (RNN-Descent's Alg. 2, strict RNG test): candidates by
  *      (distance, id), c kept unless a kept closer a has d(a, c) < d(v, c); at most R kept;
- *   3. reverse edges: v is offered to each kept neighbour; a row with room takes its offers, a row
+ *   3. reverse edges: v is offered to each kept old neighbour; a row with room takes its offers, a row
  *      they overflow is pruned again by the same test (offers new, the row's entries old: two old
  *      entries are not compared again) and keeps the R closest survivors; at most R offers a row;
- *   4. a new vertex no row took is linked from its nearest kept neighbour (replacing that row's
+ *   4. a new vertex no row took (new or old) is linked from its nearest kept neighbour (replacing that row's
  *      farthest entry), so that every new vertex has an in-edge.
  * Offers are applied per row in (distance, source) order: deterministic, whatever the threads. */
 #define GRAFT_INSERT_ROUND_SHARE 0.02 /* a round inserts at most 2% of the graph ... */
 #define GRAFT_INSERT_ROUND_MIN 256    /* ... or 256 vertices: vertices of one round do not see each
-                                         other, later rounds see the earlier ones (ParlayANN's
-                                         prefix-doubling batches) */
+                                         other's rows but their exact k-NN, later rounds the
+                                         earlier ones (ParlayANN's prefix-doubling batches) */
 #define GRAFT_GRAPH_INSERT_MAX_R 256  /* the GPU search's degree limit */
 
 /* The default beam (and candidates) of an insert's walk: max(64, R), at most 1024. */
@@ -362,15 +363,27 @@ typedef struct graft_insert_report {
 int graft_graph_insert_cpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
                            int64_t m, const uint8_t* dead, int L, graft_insert_report* report);
 /* One round (steps 2-4) with the candidates given: cand is m x C vertex ids (ids outside
- * [0, graph->n), removed ones and repeats are skipped), e.g. from the GPU's walk. What
- * gpu/graph_insert.cu computes on the device from the same candidates. report accumulates. */
+ * [0, graph->n + m), the vertex itself, removed ones and repeats are skipped), e.g. from the
+ * GPU's walk. What gpu/graph_insert.cu computes on the device from the same candidates. report
+ * accumulates. */
 int graft_graph_insert_round_cpu(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
                                  int64_t m, const uint8_t* dead, const int64_t* cand, int C,
                                  graft_insert_report* report);
 
+/* A round's candidates (step 1) for the m vertices after graph->n: m x (L + graph->R) ids into
+ * cand, the walk's L (live: NULL or the walk's filter, graft_search_params.allowed) then
+ * graft_insert_round_knn_cpu's R. graft_graph_insert_cpu's; tests build rounds by hand with it. */
+int graft_insert_candidates_cpu(const graft_graph* graph, const float* x, int64_t d,
+                                graft_metric metric, int64_t m, const uint8_t* live, int L,
+                                int64_t* cand);
+/* The round's own k-NN: for each of the m vectors xr (rows n .. n + m - 1 of the vectors), the ids
+ * n + j of its K nearest among the others by (graft_vec_dist, id), -1 padded; out is m x K. */
+int graft_insert_round_knn_cpu(const float* xr, int64_t m, int64_t d, graft_metric metric, int64_t n,
+                               int K, int64_t* out);
+
 /* The same on a GPU (plugin/graph/insert_gpu.c): graph and vectors to `device`, each round's
- * candidates from the GPU walk (FP32, beam L), the round on the device (gpu/graph_insert.cu), the
- * rows back. Deterministic; equal to graft_graph_insert_cpu wherever the walks return the same
+ * candidates from the GPU walk (FP32, beam L) and the round's exact k-NN (cuBLAS,
+ * graft_gpu_exact_knn), the round on the device (gpu/graph_insert.cu), the rows back. Deterministic; equal to graft_graph_insert_cpu wherever the walks return the same
  * candidates (the GPU walk's float sums differ from the CPU's, which can swap near-ties).
  * Errors: graft_graph_insert_cpu's, GRAFT_ENODEVICE, GRAFT_EGPU_NOMEM, GRAFT_ECUDA. The graph
  * index does the same on its own device data. */
