@@ -20,10 +20,10 @@
  * insert_L = max(64, R), R = 64). CPU: graft_graph_insert_cpu against RNN-Descent on one thread
  * (the shared 2-core machine's OpenMP timings were dominated by other processes), ten 1% adds
  * into a graph of 90%: sift5k 450-565 us a vector inserted against 375-445 us built, Fashion-MNIST
- * 10k 2.1 ms against 1.6 ms: about 1.3. GPU: the walk of the inserted vectors is a search at beam
- * 64, which on the H100 runs at ~1-2 us a query over 1M dense SIFT (bench/RESULTS.md) against
- * GRNND's 0.64 us a vector built; with the prune and the reverse edges about 3 (an estimate:
- * bench/studies/bench_living.cpp measures both, and its H100 run replaces it). */
+ * 10k 2.1 ms against 1.6 ms: about 1.3. GPU (H100, bench/studies/bench_living.cpp at 4262bce,
+ * dense SIFT, ten 1% adds into 90%, median): 2.19 us a vector inserted against 0.71 us built at 1M
+ * (3.1), 1.19 us against 0.71 us at 10M (1.7): 3, the larger, so that the share errs toward
+ * rebuilding. */
 #define CPU_INSERT_PER_BUILD 1.3
 #define GPU_INSERT_PER_BUILD 3.0
 
