@@ -40,6 +40,7 @@
 #include "core/error.h"
 #include "core/validate.h"
 #include "core/vec_dist.h"
+#include "graft/flat.h"
 #include "graft/graph.h"
 #include "graph/graph_gpu.h"
 #include "graph/merge_rule.h"
@@ -252,42 +253,6 @@ int graft_graph_insert_round_cpu(graft_graph* g, const float* x, int64_t d, graf
     return GRAFT_OK;
 }
 
-int graft_insert_round_knn_cpu(const float* xr, int64_t m, int64_t d, graft_metric metric, int64_t n,
-                               int K, int64_t* out) {
-    const char* fn = "graft_insert_round_knn_cpu";
-    if (!xr || !out || m < 0 || d < 1 || K < 1 || n < 0)
-        return graft_fail(GRAFT_EINVAL, "%s: bad arguments (m=%lld K=%d)", fn, (long long)m, K);
-    const int l2 = metric == GRAFT_METRIC_L2;
-    int failed = 0;
-#pragma omp parallel
-    {
-        ent* e = malloc((size_t)K * sizeof(ent)); /* the K best so far, sorted by (d, id) */
-        if (!e) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(dynamic, 16)
-        for (int64_t i = 0; i < m; i++) {
-            if (!e) continue;
-            int c = 0;
-            for (int64_t j = 0; j < m; j++) {
-                if (j == i) continue;
-                const ent f = {graft_vec_dist(xr + i * d, xr + j * d, d, l2), (int32_t)(n + j), 1};
-                if (c == K && !ent_less(f, e[K - 1])) continue;
-                int p = c < K ? c++ : K - 1; /* insertion from the back */
-                while (p > 0 && ent_less(f, e[p - 1])) {
-                    e[p] = e[p - 1];
-                    p--;
-                }
-                e[p] = f;
-            }
-            for (int j = 0; j < K; j++) out[i * K + j] = j < c ? e[j].id : -1;
-        }
-        free(e);
-    }
-    return failed ? graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn) : GRAFT_OK;
-}
-
 int graft_insert_candidates_cpu(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                                 int64_t m, const uint8_t* live, int L, int64_t* cand) {
     const char* fn = "graft_insert_candidates_cpu";
@@ -295,7 +260,8 @@ int graft_insert_candidates_cpu(const graft_graph* g, const float* x, int64_t d,
     if (!x || !cand || d < 1 || m < 0 || L < 1 || L > 1024)
         return graft_fail(GRAFT_EINVAL, "%s: bad arguments (m=%lld L=%d)", fn, (long long)m, L);
     const int R = g->R, C = L + R;
-    float* D = malloc((size_t)m * L * sizeof(float));
+    /* D holds the walk's distances, then the k-NN's (m x max(L, R)) */
+    float* D = malloc((size_t)m * (L > R ? L : R) * sizeof(float));
     int64_t* I = malloc((size_t)m * L * sizeof(int64_t));
     int64_t* K = malloc((size_t)m * R * sizeof(int64_t));
     int rc = D && I && K ? GRAFT_OK : graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
@@ -304,10 +270,12 @@ int graft_insert_candidates_cpu(const graft_graph* g, const float* x, int64_t d,
     sp.L = L;
     sp.allowed = live;
     if (rc == GRAFT_OK) rc = graft_graph_search_cpu_ex(g, x, d, metric, x + g->n * d, m, L, &sp, D, I);
-    if (rc == GRAFT_OK) rc = graft_insert_round_knn_cpu(x + g->n * d, m, d, metric, g->n, R, K);
+    /* the round among itself: exact, each one's R nearest but itself (graft_knn_cpu) */
+    const float* xr = x + g->n * d;
+    if (rc == GRAFT_OK) rc = graft_knn_cpu(xr, m, xr, m, d, R, metric, 0, D, K);
     for (int64_t i = 0; rc == GRAFT_OK && i < m; i++) {
         memcpy(cand + i * C, I + i * L, (size_t)L * sizeof(int64_t));
-        memcpy(cand + i * C + L, K + i * R, (size_t)R * sizeof(int64_t));
+        for (int j = 0; j < R; j++) cand[i * C + L + j] = K[i * R + j] < 0 ? -1 : g->n + K[i * R + j];
     }
     free(D), free(I), free(K);
     return rc;

@@ -371,16 +371,12 @@ int graft_graph_insert_round_cpu(graft_graph* graph, const float* x, int64_t d, 
                                  graft_insert_report* report);
 
 /* A round's candidates (step 1) for the m vertices after graph->n: m x (L + graph->R) ids into
- * cand, the walk's L (live: NULL or the walk's filter, graft_search_params.allowed) then
- * graft_insert_round_knn_cpu's R. graft_graph_insert_cpu's; tests build rounds by hand with it. */
+ * cand, the walk's L (live: NULL or the walk's filter, graft_search_params.allowed), then the ids
+ * graph->n + j of each one's R nearest among the m (graft_knn_cpu, itself excluded; -1 padded).
+ * graft_graph_insert_cpu's; tests build rounds by hand with it. */
 int graft_insert_candidates_cpu(const graft_graph* graph, const float* x, int64_t d,
                                 graft_metric metric, int64_t m, const uint8_t* live, int L,
                                 int64_t* cand);
-/* The round's own k-NN: for each of the m vectors xr (rows n .. n + m - 1 of the vectors), the ids
- * n + j of its K nearest among the others by (graft_vec_dist, id), -1 padded; out is m x K. */
-int graft_insert_round_knn_cpu(const float* xr, int64_t m, int64_t d, graft_metric metric, int64_t n,
-                               int K, int64_t* out);
-
 /* The same on a GPU (plugin/graph/insert_gpu.c): graph and vectors to `device`, each round's
  * candidates from the GPU walk (FP32, beam L) and the round's exact k-NN (cuBLAS,
  * graft_gpu_exact_knn), the round on the device (gpu/graph_insert.cu), the rows back. Deterministic; equal to graft_graph_insert_cpu wherever the walks return the same
