@@ -119,4 +119,19 @@ static inline long living_stop(living_states* c) {
     return atomic_load(&c->bad);
 }
 
+/* g written to a record and read back onto g's device (the record holds no device; NULL params
+ * would put it on GPU 0 wherever there is one, whose cost model may take another search path).
+ * NULL (a failed check counted) when the write or read fails. */
+static inline graft_gindex* living_reread(const graft_gindex* g) {
+    FILE* f = tmpfile();
+    if (!f) return NULL;
+    CHECK_OK(graft_gindex_write(g, f));
+    rewind(f);
+    const graft_gindex_params gp = graft_gindex_get_params(g);
+    graft_gindex* r = NULL;
+    CHECK_OK(graft_gindex_read(f, &gp, &r));
+    fclose(f);
+    return r;
+}
+
 #endif

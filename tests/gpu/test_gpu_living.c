@@ -248,14 +248,9 @@ static int64_t remove_some(graft_gindex* g, int32_t* row, int64_t n, int64_t cou
  * model picks and on the walk (the record carries the index's state: vectors, graph, entry,
  * tombstones, search defaults). */
 static void record_same(const data* t, const graft_gindex* g) {
-    FILE* f = tmpfile();
-    CHECK_OK(graft_gindex_write(g, f));
-    rewind(f);
-    const graft_gindex_params gp = graft_gindex_get_params(g);
-    graft_gindex* r = NULL;
-    CHECK_OK(graft_gindex_read(f, &gp, &r));
-    fclose(f);
+    graft_gindex* r = living_reread(g);
     if (!r) return;
+    const graft_gindex_params gp = graft_gindex_get_params(g);
     const int64_t nk = t->nq * 10;
     float *D1 = malloc(sizeof(float) * nk), *D2 = malloc(sizeof(float) * nk);
     int64_t *I1 = malloc(sizeof(int64_t) * nk), *I2 = malloc(sizeof(int64_t) * nk);

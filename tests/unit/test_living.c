@@ -411,15 +411,7 @@ static void test_record(const data* t) {
     int64_t ids[50];
     for (int i = 0; i < 50; i++) ids[i] = 3 + i * 17;
     CHECK_OK(graft_gindex_remove_ids(g, 50, ids, NULL));
-    FILE* f = tmpfile();
-    CHECK_OK(graft_gindex_write(g, f));
-    rewind(f);
-    /* Read onto g's device (the record does not hold one; NULL would put r on GPU 0 wherever there
-     * is one, whose cost model takes the exact path over the tombstones where g's CPU walks). */
-    const graft_gindex_params gp = graft_gindex_get_params(g);
-    graft_gindex* r = NULL;
-    CHECK_OK(graft_gindex_read(f, &gp, &r));
-    fclose(f);
+    graft_gindex* r = living_reread(g); /* onto g's device: the CPU, where g's CPU walks */
     if (!r) return;
     const graft_living_report a = report_of(r);
     const graft_living_params lp = graft_gindex_get_params(r).living;
@@ -433,7 +425,7 @@ static void test_record(const data* t) {
     CHECK_OK(graft_gindex_search(r, 20, t->xq, 10, NULL, D2, I2, NULL));
     CHECK(!memcmp(I1, I2, sizeof I1) && !memcmp(D1, D2, sizeof D1), "record: the same results");
     /* A bitmap that does not count its tombstones is refused. */
-    f = tmpfile();
+    FILE* f = tmpfile();
     CHECK_OK(graft_gindex_write(r, f));
     size_t len;
     unsigned char* b = graft_test_bytes_of(f, &len);
