@@ -6,7 +6,7 @@
 //                [--hnsw-threads T] [--deadline S]
 //
 // On one dataset (u8bin / fvecs / ... as graft_dataset_read_f32 reads; --scale C grows a d = 128
-// SIFT base to C cell-permuted copies, bench_record.h):
+// SIFT base to C cell-permuted, jittered copies, as graft-bench --scale does, bench_record.h):
 //   1. full:    one build over every vector (the reference time and recall at L 32..128);
 //   2. insert:  built on 90%, ten 1% adds (each timed: the insert's wall time over the full
 //               build's is the "at most 5%"), recall at the same L against the full build;
@@ -204,7 +204,10 @@ int main(int argc, char** argv) {
     int64_t dq = 0;
     if (!bench::read_matrix(o.base, false, D.xb, D.nb, D.d) || !bench::read_matrix(o.query, false, D.xq, D.nq, dq))
         return 1;
-    if (o.scale > 1) bench::scale_by_cells(D, o.scale);
+    if (o.scale > 1) {  // graft-bench's grown set: copies jittered, never equal, so ids score
+        bench::scale_by_cells(D, o.scale);
+        bench::jitter_copies(D, 0x5EED0033ull);
+    }
     D.nq = std::min(D.nq, o.nq);
     D.xq.resize(D.nq * D.d);
     const std::string date = bench::utc_date();
