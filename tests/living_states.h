@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graft/graph_index.h"
@@ -117,6 +118,23 @@ static inline long living_stop(living_states* c) {
     for (int i = 0; i < LIVING_READERS; i++) pthread_join(c->readers[i], NULL);
     for (int i = 0; i <= c->k; i++) free(c->rows[i]);
     return atomic_load(&c->bad);
+}
+
+/* The rows rows[0..n) of xb (d floats each), gathered into a new buffer (malloc'd). */
+static inline float* living_rows(const float* xb, int64_t d, const int32_t* rows, int64_t n) {
+    float* x = malloc(sizeof(float) * (size_t)(n ? n : 1) * d);
+    for (int64_t i = 0; i < n; i++) memcpy(x + i * d, xb + (int64_t)rows[i] * d, sizeof(float) * d);
+    return x;
+}
+
+/* Exact top 10 of the nq queries among the rows rows[0..n) of xb, as row numbers (malloc'd). */
+static inline int32_t* living_truth(const float* xb, int64_t d, const int32_t* rows, int64_t n,
+                                    const float* xq, int64_t nq, graft_metric metric) {
+    float* x = living_rows(xb, d, rows, n);
+    int32_t* gt = graft_test_exact_topk(x, n, xq, nq, d, metric, 10);
+    for (int64_t i = 0; i < nq * 10; i++) gt[i] = rows[gt[i]];
+    free(x);
+    return gt;
 }
 
 /* g written to a record and read back onto g's device (the record holds no device; NULL params

@@ -186,19 +186,9 @@ static double recall_rows(const graft_gindex* g, const data* t, const int32_t* g
     return r;
 }
 
-static int32_t* truth_rows(const data* t, const int32_t* row, int64_t n) {
-    float* x = malloc(sizeof(float) * n * t->d);
-    for (int64_t i = 0; i < n; i++) memcpy(x + i * t->d, t->xb + (int64_t)row[i] * t->d, sizeof(float) * t->d);
-    int32_t* gt = graft_test_exact_topk(x, n, t->xq, t->nq, t->d, t->metric, 10);
-    for (int64_t i = 0; i < t->nq * 10; i++) gt[i] = row[gt[i]];
-    free(x);
-    return gt;
-}
-
 static graft_gindex* fresh(const data* t, int kind, graft_bang_mode mode, const int32_t* row, int64_t n) {
     graft_gindex* f = make(t, kind, 0, mode, 0.25);
-    float* x = malloc(sizeof(float) * n * t->d);
-    for (int64_t i = 0; i < n; i++) memcpy(x + i * t->d, t->xb + (int64_t)row[i] * t->d, sizeof(float) * t->d);
+    float* x = living_rows(t->xb, t->d, row, n);
     CHECK_OK(graft_gindex_add(f, n, x));
     CHECK_OK(graft_gindex_build(f));
     free(x);
@@ -207,7 +197,7 @@ static graft_gindex* fresh(const data* t, int kind, graft_bang_mode mode, const 
 
 static void check_state(const data* t, int kind, graft_bang_mode mode, graft_gindex* g, const int32_t* row,
                         int64_t n, int path, double slack, const char* what) {
-    int32_t* gt = truth_rows(t, row, n);
+    int32_t* gt = living_truth(t->xb, t->d, row, n, t->xq, t->nq, t->metric);
     graft_gindex* f = fresh(t, kind, mode, row, n);
     int32_t* id = malloc(sizeof(int32_t) * n);
     for (int64_t i = 0; i < n; i++) id[i] = row[i];
@@ -299,7 +289,7 @@ static void index_living(const data* t, int kind, graft_bang_mode mode) {
     for (int64_t i = 0; i < t->nb; i++) row[i] = (int32_t)i;
     check_state(t, kind, mode, g, row, t->nb, PATH_AUTO, 0.01, "ten 1% inserts");
     int64_t w;
-    int32_t* gt = truth_rows(t, row, t->nb);
+    int32_t* gt = living_truth(t->xb, t->d, row, t->nb, t->xq, t->nq, t->metric);
     const double rc = recall_rows(c, t, gt, row, t->nb, PATH_AUTO, &w);
     const double rg = recall_rows(g, t, gt, row, t->nb, PATH_AUTO, &w);
     CHECK(fabs(rc - rg) <= 0.01, "%s %s: GPU-inserted index %.4f vs the CPU's %.4f", t->name,
@@ -313,7 +303,7 @@ static void index_living(const data* t, int kind, graft_bang_mode mode) {
      * the walk through the tombstones (the path at scale). */
     check_state(t, kind, mode, g, row, n, PATH_AUTO, 0.02, "10% removed");
     check_state(t, kind, mode, g, row, n, PATH_WALK, 0.02, "10% removed");
-    gt = truth_rows(t, row, n);
+    gt = living_truth(t->xb, t->d, row, n, t->xq, t->nq, t->metric);
     const double rc2 = recall_rows(c, t, gt, row, n, PATH_WALK, &w);
     const double rg2 = recall_rows(g, t, gt, row, n, PATH_WALK, &w);
     CHECK(fabs(rc2 - rg2) <= 0.01, "%s %s 10%% removed, walk: GPU index %.4f vs the CPU's %.4f", t->name,

@@ -73,21 +73,10 @@ static double recall_at(const graft_gindex* g, const data* t, int L, const int32
     return r;
 }
 
-/* Exact top 10 among the rows rows[0..n) of the data, as row numbers. */
-static int32_t* truth_over(const data* t, const int32_t* rows, int64_t n) {
-    float* x = malloc(sizeof(float) * n * t->d);
-    for (int64_t i = 0; i < n; i++) memcpy(x + i * t->d, t->xb + (int64_t)rows[i] * t->d, sizeof(float) * t->d);
-    int32_t* gt = graft_test_exact_topk(x, n, t->xq, t->nq, t->d, GRAFT_METRIC_L2, 10);
-    for (int64_t i = 0; i < t->nq * 10; i++) gt[i] = rows[gt[i]];
-    free(x);
-    return gt;
-}
-
 /* A fresh index over the rows rows[0..n), built. */
 static graft_gindex* fresh_over(const data* t, const int32_t* rows, int64_t n) {
     graft_gindex* f = new_index(t->d);
-    float* x = malloc(sizeof(float) * n * t->d);
-    for (int64_t i = 0; i < n; i++) memcpy(x + i * t->d, t->xb + (int64_t)rows[i] * t->d, sizeof(float) * t->d);
+    float* x = living_rows(t->xb, t->d, rows, n);
     CHECK_OK(graft_gindex_add(f, n, x));
     CHECK_OK(graft_gindex_build(f));
     free(x);
@@ -207,7 +196,7 @@ static int64_t remove_random(graft_gindex* g, int32_t* rows, int64_t n, int64_t 
 /* The index (ids -> rows[0..n)) against exact search and a fresh build over the same rows. */
 static void check_against_fresh(const graft_gindex* g, const data* t, const int32_t* rows, int64_t n,
                                 const char* what) {
-    int32_t* gt = truth_over(t, rows, n);
+    int32_t* gt = living_truth(t->xb, t->d, rows, n, t->xq, t->nq, GRAFT_METRIC_L2);
     graft_gindex* f = fresh_over(t, rows, n);
     /* No removed vector, every id its row's: the distances say which vector an id is. */
     float* D = malloc(sizeof(float) * t->nq * 10);
@@ -276,8 +265,7 @@ static void test_removals(const data* t) {
           "%s: consolidated (tombstones %lld, slots %lld)", t->name, (long long)r.tombstones,
           (long long)graft_gindex_slots(g));
     const graft_graph* gr = graft_gindex_graph(g);
-    float* xr = malloc(sizeof(float) * n * t->d);
-    for (int64_t i = 0; i < n; i++) memcpy(xr + i * t->d, t->xb + (int64_t)rows[i] * t->d, sizeof(float) * t->d);
+    float* xr = living_rows(t->xb, t->d, rows, n);
     CHECK(!memcmp(graft_gindex_vectors(g), xr, sizeof(float) * n * t->d), "%s: compacted vectors", t->name);
     graft_test_check_graph(gr, n, gr->R, xr, t->d, 1, "consolidated graph");
     printf("%s: consolidation %.3f s, reachable %.4f\n", t->name, r.consolidate_seconds,
