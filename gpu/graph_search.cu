@@ -59,9 +59,11 @@ constexpr uint64_t kExpanded = 1ull << 31;
 __device__ inline uint64_t plain(uint64_t k) { return k & ~kExpanded; }
 constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
-// At least 6 blocks (24 warps) a multiprocessor: 80 registers a thread. Uncapped, ptxas takes
-// 96-128 for a few more loads in flight and halves the resident warps that hide their latency.
-#ifndef GRAFT_WALK_MIN_BLOCKS  // experiment: the A/B builds another value beside this one
+// At least 5 blocks (20 warps) a multiprocessor: at most 96 registers a thread (ptxas spills a
+// few dozen bytes in the G = 8..32 variants). Uncapped, ptxas takes up to 128 for a few more
+// loads in flight and cuts the resident warps that hide their latency. GRAFT_WALK_MIN_BLOCKS (a
+// CUDA flag) builds another value, for device_run.sh --walk-ab's GRAFT_AB_VARIANT.
+#ifndef GRAFT_WALK_MIN_BLOCKS
 #define GRAFT_WALK_MIN_BLOCKS 5
 #endif
 constexpr int kBlocksPerSM = GRAFT_WALK_MIN_BLOCKS;
