@@ -224,6 +224,11 @@ typedef struct graft_gpu_search_args {
 /* Bytes of the `bloom` buffer for nq queries (0 for the hash visited set). */
 size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);
 
+/* Queries the device holds resident at once (a wave) in a search with these arguments: its
+ * multiprocessors x the blocks each holds (the walk's register bound, or its shared memory at
+ * large L) x queries a block. Callers size their kernels in waves; 0 when the device is unknown. */
+int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* ctx, const graft_gpu_search_args* args);
+
 /* Runs the search; returns when D and I are written. gpu_ms (nullable): kernel time. */
 int graft_gpu_graph_search(graft_gpu_ctx* ctx, const graft_gpu_search_args* args, float* gpu_ms);
 

@@ -668,6 +668,22 @@ extern "C" size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, in
     return (size_t)nq * ((size_t)1 << bloom_log2) / 8;
 }
 
+extern "C" int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* ctx, const graft_gpu_search_args* a) {
+    if (!ctx || !a) return 0;
+    const Layout lay = make_layout(a);
+    int optin = 0, per_sm = 0, reserved = 0;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, ctx->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, ctx->device) != cudaSuccess)
+        return 0;
+    int wpb = kWarpsPerBlock;  // as search_on chooses
+    while (wpb > 1 && (int64_t)wpb * lay.stride > optin) wpb /= 2;
+    int64_t blocks = per_sm / ((int64_t)wpb * lay.stride + reserved);
+    if (blocks > kBlocksPerSM) blocks = kBlocksPerSM;
+    if (blocks < 1) blocks = 1;
+    return (int64_t)ctx->sm_count * blocks * wpb;
+}
+
 namespace {
 // The search on stream st; with sync, timed (gpu_ms, nullable) and waited for.
 int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t st, float* gpu_ms,

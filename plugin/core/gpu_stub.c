@@ -62,6 +62,10 @@ size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq) {
     (void)visited; (void)bloom_log2; (void)nq;
     return 0;
 }
+int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* c, const graft_gpu_search_args* a) {
+    (void)c; (void)a;
+    return 0;
+}
 int graft_gpu_graph_search(graft_gpu_ctx* c, const graft_gpu_search_args* a, float* ms) {
     (void)c; (void)a; (void)ms;
     return GRAFT_ENODEVICE;

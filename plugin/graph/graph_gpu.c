@@ -179,24 +179,36 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
                           fn, per_q, budget);
     int64_t batch = (int64_t)(budget / per_q);
     if (batch > nq) batch = nq;
+    graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, NULL, 0, k,
+                               p.L, p.probes, p.visited, p.merge, p.bloom_log2,
+                               metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, NULL, NULL,
+                               NULL, NULL, dev->storage, dev->codes, dev->sq,
+                               dev->sq ? dev->sq + dev->d : NULL, p.rerank};
     /* Every call is a pipeline of chunks over two io sets, each with its stream: the host copies
      * (and checks) a chunk's queries into pinned memory while the other set's kernel runs, the
      * copies up and down are asynchronous, and the host moves a chunk's results out of pinned
      * memory while the next chunk's kernel runs. So a caller's pageable buffers cost what pinned
      * ones would, and the host work of a call is a memcpy on the calling thread: no OpenMP
-     * region, no allocation once the buffers have grown to the call's size. The pipeline starts with a small chunk (an eighth of the call, at least kPipeMin queries)
-     * so that the GPU starts early, and each chunk after is twice the one before (up to half the
-     * call): its kernel is launched while the previous one runs, and fills the multiprocessors
-     * that the previous one's last queries leave idle (a 2.5k-query kernel alone holds ~19 warps
-     * a multiprocessor, under the walk's 20 resident). The last chunk takes the rest when it is
-     * under twice the next size. Smaller calls are one chunk. With a report (benchmarks), each
-     * chunk's kernel is timed alone and the chunks run one after the other. */
-    enum { kPipeMin = 1024 };
-    const int sets = !report && nq >= 2 * kPipeMin && batch >= 2 * kPipeMin ? 2 : 1;
+     * region, no allocation once the buffers have grown to the call's size. The pipeline starts
+     * with a small chunk (an eighth of the call) so that the GPU starts early, and each chunk
+     * after is twice the one before (up to half the call): its kernel is launched while the
+     * previous one runs, and fills the multiprocessors that the previous one's last queries leave
+     * idle. The last chunk takes the rest when it is under twice the next size. No chunk is under
+     * a wave (the queries the device holds resident at once, ~2.6k on the H100 at dense-SIFT's
+     * L): a smaller kernel leaves multiprocessors idle for a whole walk, and with two streams at
+     * most two run at once (a 2.5k-query call as 1024 + 1250 + 226 took two walks' time, as one
+     * chunk one). Calls under two waves are one chunk. With a report (benchmarks), each chunk's
+     * kernel is timed alone and the chunks run one after the other. GRAFT_SEARCH_PIPE_MIN=N
+     * (benchmarks only) sets the smallest chunk instead of the wave, to compare the two rules. */
+    int64_t pipe_min = graft_gpu_graph_search_resident(ctx, &a);
+    const char* pm = getenv("GRAFT_SEARCH_PIPE_MIN");
+    if (pm && atoll(pm) > 0) pipe_min = atoll(pm);
+    if (pipe_min < 1) pipe_min = 1024; /* the device's attributes unreadable */
+    const int sets = !report && nq >= 2 * pipe_min && batch >= 2 * pipe_min ? 2 : 1;
     int64_t chunk = batch, first = batch;
     if (sets == 2) {
         chunk = (nq + 1) / 2 < batch / 2 ? (nq + 1) / 2 : batch / 2; /* the largest */
-        first = (nq + 7) / 8 > kPipeMin ? (nq + 7) / 8 : kPipeMin;
+        first = (nq + 7) / 8 > pipe_min ? (nq + 7) / 8 : pipe_min;
         if (first > chunk) first = chunk;
     }
     const size_t bbytes = graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, chunk);
@@ -212,11 +224,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
     int64_t* counters = report ? (int64_t*)((char*)dev->io + sets * set.bytes) : NULL;
     const int64_t zero[2] = {0, 0};
     if (counters) rc = graft_gpu_upload(ctx, counters, zero, sizeof zero);
-    graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, NULL, 0, k,
-                               p.L, p.probes, p.visited, p.merge, p.bloom_log2,
-                               metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, NULL, NULL,
-                               NULL, counters, dev->storage, dev->codes, dev->sq,
-                               dev->sq ? dev->sq + dev->d : NULL, p.rerank};
+    a.counters = counters;
     double gpu_s = 0;
     int batches = 0, bad_query = 0;
     chunk_in_flight prev = {0, 0, -1}; /* the chunk whose results are still on their way */
