@@ -297,11 +297,15 @@ void GraftIndexShards::search(idx_t n, const float* x, idx_t k, float* distances
     });
     // k-way merge of the shards' sorted lists: the best distance first, ties to the smaller id
     // (a single graft index's order), missing slots as a single index fills them. About
-    // n k ns comparisons (0.4M for 10k queries, k = 10, 4 shards): the query rows split over the
-    // caller's threads.
+    // n k ns comparisons (0.4M for 10k queries, k = 10, 4 shards, ~1 ms on one core): the query
+    // rows split over a thread per 100k comparisons, at most the caller's. Not all of them: a
+    // fork-join of every core for a fraction of a millisecond waits for its slowest thread to be
+    // scheduled, which on a host with busy cores can take a scheduler slice (milliseconds).
     const bool l2 = metric_type == faiss::METRIC_L2;
     constexpr int kStackShards = 64;
-#pragma omp parallel for schedule(static) if (n > 64)
+    const int merge_threads =
+            (int)std::min<int64_t>(omp_get_max_threads(), 1 + (int64_t)stride * ns / 100000);
+#pragma omp parallel for schedule(static) num_threads(merge_threads) if (merge_threads > 1)
     for (idx_t q = 0; q < n; q++) {
         idx_t pos_stack[kStackShards];
         std::vector<idx_t> pos_heap(ns > kStackShards ? ns : 0);
