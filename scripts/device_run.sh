@@ -95,7 +95,10 @@
 #                                              #     GRAFT_DEADLINE (e.g. 550) so that it ends in time;
 #                                              #     GRAFT_SHARDS_INDEX picks the graft index,
 #                                              #     GRAFT_SHARDS_BATCHES the batches (10000),
-#                                              #     GRAFT_SHARDS_FAISS=0 leaves FAISS out
+#                                              #     GRAFT_SHARDS_FAISS=0 leaves FAISS out,
+#                                              #     GRAFT_SHARDS_STEPS picks the steps ("10 faiss
+#                                              #     scales big", all by default; e.g. "big" on a
+#                                              #     warm machine after a call that ran the others)
 #   bash scripts/device_run.sh --no-tests --bench-living
 #                                              # ... issue 34's living-index benchmark (bench/studies/bench_living.cpp)
 #                                              #     on the 1M dense-SIFT set, then grown to 10M (--scale 10):
@@ -104,7 +107,8 @@
 #                                              #     100k beside FAISS HNSW32's add rate on 16 threads (1M
 #                                              #     only), removal of 10% and 50%, consolidation; into $OUT:
 #                                              #     living.jsonl, bench_living.log. GRAFT_LIVING_SCALES="1 10"
-#                                              #     (default) picks the sizes
+#                                              #     (default) picks the sizes; GRAFT_LIVING_INSERT_L=96,128
+#                                              #     repeats the 1M inserts at those beams
 #   bash scripts/device_run.sh --no-tests ... # skip CTest (a later call on a warm machine, whose tests
 #                                              #     already ran for this commit)
 #   bash scripts/device_run.sh --bench-exact-dense --no-faiss-gpu
@@ -744,6 +748,8 @@ if [ $bench_shards = 1 ]; then
   cp build-device/bench/graft-bench $gbin
   faiss_ready=/tmp/graft-shards-faiss
   rm -f $faiss_ready.ok $faiss_ready.failed
+  steps=" ${GRAFT_SHARDS_STEPS:-10 faiss scales big} "
+  [[ $steps == *" faiss "* ]] || GRAFT_SHARDS_FAISS=0
   if [ "${GRAFT_SHARDS_FAISS:-1}" = 1 ] && [ $faiss115 = 1 ]; then
     touch $faiss_ready.ok  # graft-bench already links FAISS 1.15 with its GPU part
   elif [ "${GRAFT_SHARDS_FAISS:-1}" = 1 ]; then
@@ -813,11 +819,19 @@ if [ $bench_shards = 1 ]; then
         --index "GraftGraph,gpus=0-$last" --index "GraftGraph,PQ32,ooc"
     fi
   }
-  graft_step 10 90
-  [ -f $faiss_ready.ok ] || [ -f $faiss_ready.failed ] || scale_steps
-  faiss_step
-  [ $scales_done = 1 ] || scale_steps
-  big_step
+  # The FAISS GPU build (every core, in the background) is paused while graft is timed: a
+  # compile on every core beside a timed search measures the compile.
+  faiss_build_pause() {  # STOP / CONT
+    local pid
+    for pid in $(pgrep -f device_faiss_gpu.sh); do kill -$1 -- -$pid 2>/dev/null; done
+  }
+  timed() { faiss_build_pause STOP; "$@"; faiss_build_pause CONT; }
+  [[ $steps == *" 10 "* ]] && timed graft_step 10 90
+  [[ $steps == *" scales "* ]] || scales_done=1
+  [ -f $faiss_ready.ok ] || [ -f $faiss_ready.failed ] || [ $scales_done = 1 ] || timed scale_steps
+  [[ $steps == *" faiss "* ]] && faiss_step
+  [ $scales_done = 1 ] || timed scale_steps
+  [[ $steps == *" big "* ]] && timed big_step
   mv "$sdir/graft-bench.jsonl" "$OUT/shards.jsonl" 2>/dev/null && rmdir "$sdir"
   python3 scripts/shards_summary.py "$OUT/shards.jsonl" --run-id $rid --charts "$OUT" ${gpu_mib:+--gpu-mib $gpu_mib} \
     2>&1 | tee -a "$OUT/shards.log"
@@ -834,7 +848,8 @@ if [ $bench_living = 1 ]; then
     GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=1 timeout $left \
       ./build-device/bench/studies/bench_living --base $dense/base.u8bin --query $dense/query.u8bin \
       --name dense-sift1m --scale $c --nq 10000 --hnsw-threads 16 --out "$OUT/living.jsonl" \
-      --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) 2>&1 | tee -a "$OUT/bench_living.log"
+      --commit "${GRAFT_COMMIT:-unknown}" --deadline $(( left - 30 )) \
+      $([ $c = 1 ] && [ -n "${GRAFT_LIVING_INSERT_L:-}" ] && echo --insert-L $GRAFT_LIVING_INSERT_L) 2>&1 | tee -a "$OUT/bench_living.log"
   done
   stamp "living-index benchmark done"
 fi

@@ -3,13 +3,15 @@
 //
 //   bench_living --base F --query F [--name N] [--scale C] [--nq Q] [--out F.jsonl] [--commit C]
 //                [--run-id R] [--device D] [--storage FP32|FP16|SQ8] [--hnsw-max N]
-//                [--hnsw-threads T] [--deadline S]
+//                [--hnsw-threads T] [--deadline S] [--insert-L L,L,...]
 //
 // On one dataset (u8bin / fvecs / ... as graft_dataset_read_f32 reads; --scale C grows a d = 128
 // SIFT base to C cell-permuted, jittered copies, as graft-bench --scale does, bench_record.h):
 //   1. full:    one build over every vector (the reference time and recall at L 32..128);
 //   2. insert:  built on 90%, ten 1% adds (each timed: the insert's wall time over the full
 //               build's is the "at most 5%"), recall at the same L against the full build;
+//               then again with each --insert-L (the beam of the inserts' walk, against the
+//               default graft_insert_default_L(R)), to compare the beams in one run;
 //   3. rate:    built on 80%, adds of 1k vectors (5, median) and one of 100k: vectors a second;
 //               FAISS HNSW32 (M = 32, efConstruction 40) on --hnsw-threads threads, built on the
 //               same 80% (its build rate), then the same 1k and 100k adds (skipped past
@@ -45,6 +47,7 @@ struct Opts {
     int scale = 1, device = 0, storage = GRAFT_STORAGE_FP32, hnsw_threads = 16;
     int64_t nq = 1000, hnsw_max = 2000000;
     double deadline = 1e9;
+    std::vector<int> insert_Ls;  // --insert-L: step 2 again at each beam
 };
 
 const int kLs[] = {32, 48, 64, 96, 128};
@@ -81,9 +84,10 @@ std::string fmt(const char* f, ...) {
     return b;
 }
 
-graft_gindex* make(const Opts& o, int64_t d) {
+graft_gindex* make(const Opts& o, int64_t d, int insert_L = 0) {
     graft_gindex_params p;
     graft_gindex_params_defaults(&p);
+    p.living.insert_L = insert_L;
     p.device = graft_gpu_available() ? o.device : -1;
     p.storage = o.storage;
     p.living.policy = GRAFT_ADD_INSERT; /* measured as inserts, whatever the cost model says */
@@ -183,6 +187,13 @@ int main(int argc, char** argv) {
         else if (a == "--hnsw-max") o.hnsw_max = atoll(v.c_str());
         else if (a == "--hnsw-threads") o.hnsw_threads = atoi(v.c_str());
         else if (a == "--deadline") o.deadline = atof(v.c_str());
+        else if (a == "--insert-L") {
+            for (size_t at = 0; at < v.size();) {
+                const size_t comma = v.find(',', at);
+                o.insert_Ls.push_back(atoi(v.substr(at, comma - at).c_str()));
+                at = comma == std::string::npos ? v.size() : comma + 1;
+            }
+        }
         else {
             fprintf(stderr, "bench_living: unknown option %s\n", a.c_str());
             return 2;
@@ -243,36 +254,45 @@ int main(int argc, char** argv) {
     record_sweep(out, index, "\"op\":\"full\"", t_full, s_full);
     graft_gindex_free(full);
 
-    // 2. built on 90%, ten 1% inserts
-    const int64_t n90 = n * 9 / 10, step = n / 100;
-    graft_gindex* g = make(o, d);
-    must(graft_gindex_add(g, n90, D.xb.data()), "add 90%");
-    t0 = now_s();
-    must(graft_gindex_build(g), "build 90%");
-    const double t90 = now_s() - t0;
-    std::vector<double> t_add;
-    for (int64_t at = n90; at < n;) {
-        const int64_t m = std::min(step, n - at);
-        t0 = now_s();
-        must(graft_gindex_add(g, m, D.xb.data() + at * d), "insert");
-        t_add.push_back(now_s() - t0);
-        const double t = t_add.back();
-        out.rec("graft", "graph", index,
-                fmt("\"op\":\"insert\",\"batch\":%lld,\"at\":%lld,\"share_of_full_build\":%.4f,\"vectors_per_s\":%.0f,"
-                    "\"gpu_inserts\":%d", (long long)m, (long long)at, t / t_full, m / t, living(g).on_gpu_inserts),
-                t, -1, 0, 0);
-        printf("  insert of %lld at %lld: %.4f s = %.2f%% of the full build (%.0f vectors/s)\n", (long long)m,
-               (long long)at, t, 100 * t / t_full, m / t);
-        at += m;
-    }
-    const Sweep s_ins = sweep(g, D, gt);
-    const graft_living_report lr = living(g);
-    printf("built on 90%% in %.3f s; ten 1%% inserts: median %.4f s = %.2f%% of the full build (on the GPU: %d)\n",
-           t90, bench::median(t_add), 100 * bench::median(t_add) / t_full, lr.on_gpu_inserts);
-    print_sweep("90% + ten 1% inserts", s_ins, &s_full);
-    record_sweep(out, index, fmt("\"op\":\"after_inserts\",\"median_insert_s\":%.4f,\"full_build_s\":%.4f",
-                                 bench::median(t_add), t_full),
-                 t90, s_ins);
+    // 2. built on 90%, ten 1% inserts (the index of 4.), then at each --insert-L
+    auto inserts = [&](int insert_L) {
+        const int64_t n90 = n * 9 / 10, step = n / 100;
+        graft_gindex* g = make(o, d, insert_L);
+        const std::string beam = insert_L ? fmt(",\"insert_L\":%d", insert_L) : std::string();
+        must(graft_gindex_add(g, n90, D.xb.data()), "add 90%");
+        double ts = now_s();
+        must(graft_gindex_build(g), "build 90%");
+        const double t90 = now_s() - ts;
+        std::vector<double> t_add;
+        for (int64_t at = n90; at < n;) {
+            const int64_t m = std::min(step, n - at);
+            ts = now_s();
+            must(graft_gindex_add(g, m, D.xb.data() + at * d), "insert");
+            t_add.push_back(now_s() - ts);
+            const double t = t_add.back();
+            out.rec("graft", "graph", index,
+                    fmt("\"op\":\"insert\",\"batch\":%lld,\"at\":%lld,\"share_of_full_build\":%.4f,\"vectors_per_s\":%.0f,"
+                        "\"gpu_inserts\":%d", (long long)m, (long long)at, t / t_full, m / t, living(g).on_gpu_inserts) + beam,
+                    t, -1, 0, 0);
+            printf("  insert of %lld at %lld: %.4f s = %.2f%% of the full build (%.0f vectors/s)\n", (long long)m,
+                   (long long)at, t, 100 * t / t_full, m / t);
+            at += m;
+        }
+        const Sweep s_ins = sweep(g, D, gt);
+        const graft_living_report lr = living(g);
+        printf("built on 90%% in %.3f s; ten 1%% inserts%s: median %.4f s = %.2f%% of the full build (on the GPU: %d)\n",
+               t90, insert_L ? fmt(" at insert_L %d", insert_L).c_str() : "", bench::median(t_add),
+               100 * bench::median(t_add) / t_full, lr.on_gpu_inserts);
+        print_sweep(insert_L ? fmt("90%% + ten 1%% inserts, beam %d", insert_L).c_str() : "90% + ten 1% inserts",
+                    s_ins, &s_full);
+        record_sweep(out, index, fmt("\"op\":\"after_inserts\",\"median_insert_s\":%.4f,\"full_build_s\":%.4f",
+                                     bench::median(t_add), t_full) + beam,
+                     t90, s_ins);
+        return g;
+    };
+    graft_gindex* g = inserts(0);
+    for (int beam : o.insert_Ls)
+        if (!late("another insert beam")) graft_gindex_free(inserts(beam));
 
     // 3. insert rates at batch 1k and 100k, and FAISS HNSW32's add rate
     if (!late("rates")) {
