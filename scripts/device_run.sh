@@ -291,10 +291,10 @@ cmake -S . -B build-device "${cfg[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OU
 # Beside the FAISS GPU build (background, all cores): a quarter of the cores, at least 6.
 jobs=$([ $faiss_gpu = 1 ] && echo $(( $(nproc) / 4 > 6 ? $(nproc) / 4 : 6 )) || nproc)
 # --bench-shards alone builds only what it runs (graft-bench, test_gpu_shards) and tests only
-# test_gpu_shards (unless GRAFT_TESTS says otherwise): the call's minutes go to the GPUs.
+# test_gpu_shards (with GRAFT_TESTS: everything, those tests): the call's minutes go to the GPUs.
 only_shards=$(( bench_shards && !bench && !bench_build && !bench_search && !bench_bang && !graft_bench && !filter_bench && !storage_bench && !search_ncu && !walk_ab && !sanitize && !install_check ))
 targets=()
-if [ $only_shards = 1 ]; then
+if [ $only_shards = 1 ] && [ -z "${GRAFT_TESTS:-}" ]; then
   targets=(graft-bench test_gpu_shards)
   GRAFT_TESTS=${GRAFT_TESTS:-test_gpu_shards}
 fi
