@@ -341,7 +341,7 @@ int graft_graph_search_gpu(const graft_graph* graph, const float* x, int64_t d,
                                          earlier ones (ParlayANN's prefix-doubling batches) */
 #define GRAFT_GRAPH_INSERT_MAX_R 256  /* the GPU search's degree limit */
 
-/* The default beam (and candidates) of an insert's walk: max(64, R), at most 1024. */
+/* The default beam (and candidates) of an insert's walk: max(64, 2 R), at most 1024. */
 int graft_insert_default_L(int R);
 /* Vertices a round inserts into a graph of n: max(GRAFT_INSERT_ROUND_MIN, ceil(2% of n)). */
 int64_t graft_insert_round_size(int64_t n);
