@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "graft_gpu.h"
 #include "core/validate.h"
 
@@ -64,7 +65,8 @@ int graft_check_filter_len(const uint8_t* allowed, int64_t allowed_n, int64_t nt
 
 void graft_copy_rows(float* dst, const float* src, int64_t n, int64_t d) {
     const int64_t rows = 1 << 14;
-#pragma omp parallel for schedule(static)
+    const int t = graft_threads_for(n * d * (int64_t)sizeof(float));
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
     for (int64_t i = 0; i < n; i += rows)
         memcpy(dst + i * d, src + i * d, (size_t)(n - i < rows ? n - i : rows) * (size_t)d * sizeof(float));
 }

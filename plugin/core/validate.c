@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "graft/graph.h"
 
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
     int64_t bad = n;
-#pragma omp parallel for reduction(min : bad) schedule(static)
+    const int t = graft_threads_for(n * d * (int64_t)sizeof(float));
+#pragma omp parallel for reduction(min : bad) schedule(static) num_threads(t) if (t > 1)
     for (int64_t i = 0; i < n; i++) {
         const float* row = x + i * d;
         for (int64_t j = 0; j < d; j++)

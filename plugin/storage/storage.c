@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "core/validate.h"
 
 const char* graft_storage_name(int kind) {
@@ -169,19 +170,20 @@ static float f16_to_f32(uint16_t h) {
 
 void graft_storage_encode(const graft_storage* s, int64_t n, const float* x, uint8_t* codes) {
     const int64_t d = s->d;
+    const int t = graft_threads_for(n * d * (int64_t)sizeof(float));
     switch (s->kind) {
     case GRAFT_STORAGE_FP32:
         memcpy(codes, x, (size_t)n * (size_t)d * sizeof(float));
         break;
     case GRAFT_STORAGE_FP16:
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
         for (int64_t i = 0; i < n; i++) {
             uint16_t* c = (uint16_t*)(codes + (size_t)i * (size_t)d * 2);
             for (int64_t j = 0; j < d; j++) c[j] = f32_to_f16(x[i * d + j]);
         }
         break;
     case GRAFT_STORAGE_SQ8:
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
         for (int64_t i = 0; i < n; i++) {
             uint8_t* c = codes + (size_t)i * (size_t)d;
             for (int64_t j = 0; j < d; j++) {
