@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <ctime>
 #include <string>
@@ -55,6 +57,23 @@ inline double recall_at_k(const int64_t* got, const int64_t* truth, int64_t nq, 
                     break;
                 }
     return nq > 0 ? (double)hit / (double)(nq * k) : 0.0;
+}
+
+// "1,2.5,3" into out (appended): false unless every item is a finite number >= 0 (the benchmarks'
+// comma lists: --batch, --sweep values, --insert-L).
+inline bool split_numbers(const std::string& s, std::vector<double>* out) {
+    size_t i = 0;
+    while (i <= s.size()) {
+        size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        const std::string t = s.substr(i, j - i);
+        char* end = nullptr;
+        const double v = strtod(t.c_str(), &end);
+        if (t.empty() || *end || !std::isfinite(v) || v < 0) return false;
+        out->push_back(v);
+        i = j + 1;
+    }
+    return !out->empty();
 }
 
 }  // namespace bench

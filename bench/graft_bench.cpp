@@ -137,21 +137,6 @@ const char* kUsage =
     "  --refine GAP: after the sweep, more knob values until each recall bar (0.90, 0.95, 0.99)\n"
     "         lies between two points at most GAP apart in recall (default 0.02; 0: the sweep as given)\n";
 
-bool split_numbers(const std::string& s, std::vector<double>* out) {
-    size_t i = 0;
-    while (i <= s.size()) {
-        size_t j = s.find(',', i);
-        if (j == std::string::npos) j = s.size();
-        const std::string t = s.substr(i, j - i);
-        char* end = nullptr;
-        const double v = strtod(t.c_str(), &end);
-        if (t.empty() || *end || !std::isfinite(v) || v < 0) return false;
-        out->push_back(v);
-        i = j + 1;
-    }
-    return !out->empty();
-}
-
 bool parse(int argc, char** argv, Options* o) {
     auto fail = [](const std::string& msg) {
         fprintf(stderr, "graft-bench: %s\n%s", msg.c_str(), kUsage);
@@ -188,12 +173,12 @@ bool parse(int argc, char** argv, Options* o) {
         } else if (a == "--sweep") {
             const size_t eq = v.find('=');
             Sweep s;
-            if (eq == std::string::npos || eq == 0 || !split_numbers(v.substr(eq + 1), &s.values))
+            if (eq == std::string::npos || eq == 0 || !bench::split_numbers(v.substr(eq + 1), &s.values))
                 return fail("--sweep: " + v + ", need KNOB=V1,V2,... (non-negative numbers)");
             s.knob = v.substr(0, eq);
             o->sweeps.push_back(s);
         } else if (a == "--batch") {
-            if (!split_numbers(v, &nums)) return fail("--batch: " + v + ", need N[,N...]");
+            if (!bench::split_numbers(v, &nums)) return fail("--batch: " + v + ", need N[,N...]");
             o->batches.clear();
             for (double n : nums) {
                 if (n < 1 || n != std::floor(n)) return fail("--batch: " + v + ", need positive integers");
@@ -204,7 +189,7 @@ bool parse(int argc, char** argv, Options* o) {
         else if (a == "--deadline") o->deadline_s = atof(v.c_str());
         else if (a == "--threads") o->threads = atoi(v.c_str());
         else if (a == "--selectivity") {
-            if (!split_numbers(v, &o->selectivities) ||
+            if (!bench::split_numbers(v, &o->selectivities) ||
                 std::any_of(o->selectivities.begin(), o->selectivities.end(), [](double x) { return x <= 0 || x > 1; }))
                 return fail("--selectivity: " + v + ", need fractions in (0, 1]");
         } else if (a == "--filter-modes") {

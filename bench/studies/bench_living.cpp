@@ -188,11 +188,12 @@ int main(int argc, char** argv) {
         else if (a == "--hnsw-threads") o.hnsw_threads = atoi(v.c_str());
         else if (a == "--deadline") o.deadline = atof(v.c_str());
         else if (a == "--insert-L") {
-            for (size_t at = 0; at < v.size();) {
-                const size_t comma = v.find(',', at);
-                o.insert_Ls.push_back(atoi(v.substr(at, comma - at).c_str()));
-                at = comma == std::string::npos ? v.size() : comma + 1;
+            std::vector<double> beams;
+            if (!bench::split_numbers(v, &beams)) {
+                fprintf(stderr, "bench_living: --insert-L %s, need L[,L...]\n", v.c_str());
+                return 2;
             }
+            for (double b : beams) o.insert_Ls.push_back((int)b);
         }
         else {
             fprintf(stderr, "bench_living: unknown option %s\n", a.c_str());
