@@ -2,6 +2,9 @@
  * (graph/build.h). */
 #include "graph/build.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "core/error.h"
 #include "core/index_common.h"
 #include "core/validate.h"
@@ -54,7 +57,13 @@ int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const
      * past the pools' room goes to the pieces at once: a whole build would first fault in its
      * n x R host graph and upload every vector, only to find no room for the pools. */
     const int64_t fit = gpu ? graft_grnnd_max_vectors(d, b) : 0;
-    int rc = gpu && n <= fit ? graft_grnnd_build_gpu(x, n, d, b, out, NULL) : GRAFT_EGPU_NOMEM;
+    graft_grnnd_report gr;
+    int rc = gpu && n <= fit ? graft_grnnd_build_gpu(x, n, d, b, out, &gr) : GRAFT_EGPU_NOMEM;
+    /* GRAFT_GRNND_PROFILE (the kernels' own clocks: gpu/grnnd_build.cu): the build's wall phases. */
+    if (rc == GRAFT_OK && gpu && n <= fit && getenv("GRAFT_GRNND_PROFILE"))
+        fprintf(stderr, "GRNND build of %lld on device %d: context + upload %.3f s, kernels %.3f s, "
+                "download %.3f s, host %.3f s\n", (long long)n, b->device, gr.upload_seconds,
+                gr.gpu_seconds, gr.download_seconds, gr.host_seconds);
     *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n};
     for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
