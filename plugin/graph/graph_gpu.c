@@ -190,34 +190,30 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
      * memory while the next chunk's kernel runs. So a caller's pageable buffers cost what pinned
      * ones would, and the host work of a call is a memcpy on the calling thread: no OpenMP
      * region, no allocation once the buffers have grown to the call's size.
-     * The chunks are equal, one per whole wave of the call (a wave: the queries the device holds
-     * resident at once, ~2.6k on the H100), so each is at least a wave -- a smaller kernel leaves
-     * multiprocessors idle for a whole walk, and with two streams at most two run at once -- and
-     * the next kernel fills the previous one's tail. Equal, because the host copies chunk i + 1
-     * while kernel i runs: at d = 784 copying a query takes about as long as walking it, and a
-     * chunk twice the one before left the GPU idle while it was copied (Fashion-MNIST, 10k
-     * queries: 2,640 + 5,000 + 2,360 took 6.8 ms, bench/RESULTS.md "The pipeline's chunks").
-     * A call of one to two waves is two half chunks (their kernels run side by side, and the
-     * second's copy hides behind the first), a call under a wave one chunk. With a report
-     * (benchmarks), each chunk's kernel is timed alone and the chunks run one after the other.
-     * GRAFT_SEARCH_PIPE_MIN=N (benchmarks only) sets the wave instead of the device's count;
-     * GRAFT_SEARCH_PIPE_GROW=1 the earlier rule (an eighth of the call, then doubling), for the
-     * A/B of this stop. */
-    int64_t wave = graft_gpu_graph_search_resident(ctx, &a);
+     * The pipeline starts with a small chunk (an eighth of the call) so that the GPU starts early,
+     * and each chunk after is twice the one before (up to half the call): its kernel is launched
+     * while the previous one runs, and fills the multiprocessors that the previous one's last
+     * queries leave idle; a large second chunk also keeps the GPU busy while the host finishes
+     * the first and copies the third (equal chunks of 3,334 at 10k ran 0.84x on dense SIFT). The
+     * last chunk takes the rest when it is under twice the next size. No chunk is under a wave
+     * (the queries the device holds resident at once, ~2.6k on the H100 at dense-SIFT's L): a
+     * smaller kernel leaves multiprocessors idle for a whole walk, and with two streams at most
+     * two run at once (a 2.5k-query call as 1024 + 1250 + 226 took two walks' time, as one
+     * chunk one). A call under a wave is one chunk; one of one to two waves is two halves, side
+     * by side on the two streams, the second copied while the first runs (1.2x one chunk at 5k
+     * on dense SIFT). With a report (benchmarks), each chunk's kernel is timed alone and the
+     * chunks run one after the other. GRAFT_SEARCH_PIPE_MIN=N (benchmarks only) sets the
+     * smallest chunk instead of the wave, to compare rules (bench/RESULTS.md, "The pipeline's
+     * chunks"). */
+    int64_t pipe_min = graft_gpu_graph_search_resident(ctx, &a);
     const char* pm = getenv("GRAFT_SEARCH_PIPE_MIN");
-    if (pm && atoll(pm) > 0) wave = atoll(pm);
-    if (wave < 1) wave = 1024; /* the device's attributes unreadable */
-    const int grow_rule = getenv("GRAFT_SEARCH_PIPE_GROW") != NULL;
-    int64_t chunks = nq < wave ? 1 : nq < 2 * wave ? 2 : nq / wave;
-    if (grow_rule) chunks = nq < 2 * wave ? 1 : 2;
-    if (report) chunks = 1;
-    int64_t chunk = (nq + chunks - 1) / chunks;
-    if (chunk > batch) chunk = batch; /* the scratch budget's cap */
-    const int sets = !report && chunk < nq ? 2 : 1;
-    int64_t first = chunk;
-    if (grow_rule && sets == 2) {
+    if (pm && atoll(pm) > 0) pipe_min = atoll(pm);
+    if (pipe_min < 1) pipe_min = 1024; /* the device's attributes unreadable */
+    const int sets = !report && nq >= pipe_min && batch >= pipe_min ? 2 : 1;
+    int64_t chunk = batch, first = batch;
+    if (sets == 2) {
         chunk = (nq + 1) / 2 < batch / 2 ? (nq + 1) / 2 : batch / 2; /* the largest */
-        first = (nq + 7) / 8 > wave ? (nq + 7) / 8 : wave;
+        first = (nq + 7) / 8 > pipe_min ? (nq + 7) / 8 : pipe_min;
         if (first > chunk) first = chunk;
     }
     const size_t bbytes = graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, chunk);
@@ -238,8 +234,8 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
     int batches = 0, bad_query = 0;
     chunk_in_flight prev = {0, 0, -1}; /* the chunk whose results are still on their way */
     for (int64_t q0 = 0, nb = first; q0 < nq && rc == GRAFT_OK; q0 += nb, batches++) {
-        if (grow_rule && batches > 0) nb = 2 * nb < chunk ? 2 * nb : chunk;
-        if (grow_rule && nq - q0 - nb < 2 * nb && nq - q0 <= chunk) nb = nq - q0; /* the rest */
+        if (batches > 0) nb = 2 * nb < chunk ? 2 * nb : chunk;
+        if (nq - q0 - nb < 2 * nb && nq - q0 <= chunk) nb = nq - q0; /* the rest, when it fits */
         const int l = batches % sets;
         const graft_gpu_stream st = dev->streams[l];
         char* io = (char*)dev->io + l * set.bytes;
