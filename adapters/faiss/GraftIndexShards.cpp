@@ -225,9 +225,11 @@ void GraftIndexShards::add_with_ids(idx_t n, const float* x, const idx_t* xids) 
     const idx_t dim = d;
     auto part = [n, ns](int s) { return (idx_t)s * n / ns; };
     std::string failed;
+    const int threads = omp_get_max_threads();
     try {
         runOnIndex([&](int s, faiss::Index* index) {
             idx_t i0 = part(s), i1 = part(s + 1);
+            share_cores(threads, ns); /* the shards copy their parts at once */
             if (i1 > i0) index->add(i1 - i0, x + i0 * dim);
         });
     } catch (const std::exception& e) {

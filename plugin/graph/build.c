@@ -51,6 +51,12 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
 
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
                             graft_graph* out, double* seconds, graft_pieces_report* rep) {
+    return graft_index_build_graph_on(gpu, x, NULL, n, d, b, out, seconds, rep);
+}
+
+int graft_index_build_graph_on(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
+                               const graft_grnnd_params* b, graft_graph* out, double* seconds,
+                               graft_pieces_report* rep) {
     const double t0 = graft_now_s();
     /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built on the
      * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). Data
@@ -58,7 +64,7 @@ int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const
      * n x R host graph and upload every vector, only to find no room for the pools. */
     const int64_t fit = gpu ? graft_grnnd_max_vectors(d, b) : 0;
     graft_grnnd_report gr;
-    int rc = gpu && n <= fit ? graft_grnnd_build_gpu(x, n, d, b, out, &gr) : GRAFT_EGPU_NOMEM;
+    int rc = gpu && n <= fit ? graft_grnnd_build_gpu_on(x, dx, n, d, b, out, &gr) : GRAFT_EGPU_NOMEM;
     /* GRAFT_GRNND_PROFILE (the kernels' own clocks: gpu/grnnd_build.cu): the build's wall phases. */
     if (rc == GRAFT_OK && gpu && n <= fit && getenv("GRAFT_GRNND_PROFILE"))
         fprintf(stderr, "GRNND build of %lld on device %d: context + upload %.3f s, kernels %.3f s, "

@@ -33,5 +33,16 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
  * Errors as the builders'. */
 int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
                             graft_graph* out, double* seconds, graft_pieces_report* rep);
+/* The same, where dx (nullable) holds the n vectors on b->device already (an index's device copy,
+ * checked finite when added): a whole GRNND build reads them there instead of uploading x again. */
+int graft_index_build_graph_on(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
+                               const graft_grnnd_params* b, graft_graph* out, double* seconds,
+                               graft_pieces_report* rep);
+
+/* graft_grnnd_build_gpu (graft/graph.h) over vectors dx already on params->device (not uploaded,
+ * not checked again), or over x uploaded when dx is NULL; x (host) gives the entry point. */
+int graft_grnnd_build_gpu_on(const float* x, const float* dx, int64_t n, int64_t d,
+                             const graft_grnnd_params* params, graft_graph* out,
+                             graft_grnnd_report* report);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "core/index_common.h"
 #include "core/validate.h"
 #include "graph/build.h"
@@ -36,6 +37,7 @@ gbuf* gbuf_host(size_t bytes) {
         free(p);
         return NULL;
     }
+    graft_host_huge_pages(p, bytes); /* a large calloc is fresh zero pages: nothing touched yet */
     atomic_init(&b->refs, 1);
     b->p = p;
     b->bytes = bytes;
