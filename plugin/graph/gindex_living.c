@@ -285,8 +285,7 @@ static int copy_graph(gsnap* t, int64_t rows, const char* fn) {
     return GRAFT_OK;
 }
 
-/* The graph of t's slots, built (its tombstones compacted first). */
-/* Builds t's graph. A GPU index whose placement keeps the FP32 vectors on the device (every
+/* Builds the graph of t's slots (its tombstones compacted first). A GPU index whose placement keeps the FP32 vectors on the device (every
  * storage but PQ) uploads them once, before a whole GRNND build, which reads that copy; *dx_out
  * gets it for the placement (upload_taking), NULL otherwise. At 10M x 128 on the H100 the second
  * upload cost 0.94 s of a 7.5 s build, and four shards' builds at once paid it too. */
@@ -355,7 +354,7 @@ int gindex_make_ready(graft_gindex* g, const char* fn) {
         snap_release(t);
         return rc;
     }
-    if (getenv("GRAFT_GRNND_PROFILE")) /* beside the build's phases (graph/build.c) */
+    if ((all_removed || pending) && getenv("GRAFT_GRNND_PROFILE")) /* beside graph/build.c's */
         fprintf(stderr, "graph index of %lld: graph %.3f s, placed on the device in %.3f s\n",
                 (long long)t->n, t->build_seconds, graft_now_s() - t0);
     gindex_publish(g, t);
