@@ -49,14 +49,9 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
     return graft_check_finite(x, n, d, fn);
 }
 
-int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
-                            graft_graph* out, double* seconds, graft_pieces_report* rep) {
-    return graft_index_build_graph_on(gpu, x, NULL, n, d, b, out, seconds, rep);
-}
-
-int graft_index_build_graph_on(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
-                               const graft_grnnd_params* b, graft_graph* out, double* seconds,
-                               graft_pieces_report* rep) {
+int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
+                            const graft_grnnd_params* b, graft_graph* out, double* seconds,
+                            graft_pieces_report* rep) {
     const double t0 = graft_now_s();
     /* Data too large for GRNND's device pools (2 n R 8 bytes beside the vectors) is built on the
      * GPU in pieces that fit, halved while a piece still does not (another tenant's memory). Data

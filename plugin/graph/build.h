@@ -14,6 +14,9 @@
  * T1 and T2 >= 0, rho in [0, 1], a known metric, finite x. fn names the caller. */
 int graft_check_graph_build(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
                             const graft_graph* out, const char* fn);
+/* The same but for the finite scan of x (vectors an index checked when they were added). */
+int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
+                                 const graft_graph* out, const char* fn);
 
 /* The build parameters the next add will use, checked when they are set so that a bad value
  * fails then and not after the vectors were taken. gpu: also GRNND's limits. */
@@ -30,14 +33,12 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
  * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,
  * RNN-Descent on the CPU. *seconds gets the build's wall time, *rep how it was built (pieces 0: on
  * the CPU, 1: GRNND on the whole, P: GRNND in P pieces, with graft_graph_build_pieces's times).
- * Errors as the builders'. */
-int graft_index_build_graph(int gpu, const float* x, int64_t n, int64_t d, const graft_grnnd_params* b,
-                            graft_graph* out, double* seconds, graft_pieces_report* rep);
-/* The same, where dx (nullable) holds the n vectors on b->device already (an index's device copy,
- * checked finite when added): a whole GRNND build reads them there instead of uploading x again. */
-int graft_index_build_graph_on(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
-                               const graft_grnnd_params* b, graft_graph* out, double* seconds,
-                               graft_pieces_report* rep);
+ * dx (nullable): the same n vectors on b->device already (an index's device copy, checked finite
+ * when added), which a whole GRNND build reads instead of uploading x again. Errors as the
+ * builders'. */
+int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
+                            const graft_grnnd_params* b, graft_graph* out, double* seconds,
+                            graft_pieces_report* rep);
 
 /* graft_grnnd_build_gpu (graft/graph.h) over vectors dx already on params->device (not uploaded,
  * not checked again), or over x uploaded when dx is NULL; x (host) gives the entry point. */

@@ -285,9 +285,10 @@ static int copy_graph(gsnap* t, int64_t rows, const char* fn) {
     return GRAFT_OK;
 }
 
-/* Builds the graph of t's slots (its tombstones compacted first). A GPU index whose placement keeps the FP32 vectors on the device (every
- * storage but PQ) uploads them once, before a whole GRNND build, which reads that copy; *dx_out
- * gets it for the placement (upload_taking), NULL otherwise. At 10M x 128 on the H100 the second
+/* Builds the graph of t's slots (its tombstones compacted first). A GPU index whose placement
+ * keeps the FP32 vectors on the device (every storage but PQ) uploads them once, before a whole
+ * GRNND build, which reads that copy; *dx_out gets it for the placement (upload_taking), NULL
+ * otherwise. At 10M x 128 on the H100 the second
  * upload cost 0.94 s of a 7.5 s build, and four shards' builds at once paid it too. */
 static int build(graft_gindex* g, gsnap* t, gbuf** dx_out, const char* fn) {
     *dx_out = NULL;
@@ -301,8 +302,8 @@ static int build(graft_gindex* g, gsnap* t, gbuf** dx_out, const char* fn) {
     graft_graph gr = {0};
     double seconds;
     graft_pieces_report rep;
-    const int rc = graft_index_build_graph_on(g->ctx != NULL, t->xb->p, dx ? (const float*)dx->p : NULL,
-                                              t->n, g->d, &t->p.build, &gr, &seconds, &rep);
+    const int rc = graft_index_build_graph(g->ctx != NULL, t->xb->p, dx ? (const float*)dx->p : NULL,
+                                           t->n, g->d, &t->p.build, &gr, &seconds, &rep);
     if (rc != GRAFT_OK) {
         gbuf_unref(dx);
         return graft_relabel(rc, fn);
@@ -732,7 +733,7 @@ static void* background_main(void* arg) {
     double seconds = 0;
     graft_pieces_report brep;
     /* No lock while it builds: searches and writers go on; base keeps its buffers alive. */
-    const int rc = graft_index_build_graph(g->ctx != NULL, s->xb->p, s->n, g->d, &s->p.build, &gr,
+    const int rc = graft_index_build_graph(g->ctx != NULL, s->xb->p, NULL, s->n, g->d, &s->p.build, &gr,
                                            &seconds, &brep);
     pthread_mutex_lock(&g->wlock);
     if (rc == GRAFT_OK && !g->bg_cancel && g->epoch == g->bg_epoch)

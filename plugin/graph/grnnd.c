@@ -53,10 +53,8 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
     const graft_rnnd_params* b = &p.base;
     const double t0 = graft_now_s();
     /* Vectors already on the device are an index's, checked finite when they were added. */
-    GRAFT_TRY(graft_check_graph_build(x, dx_given ? 1 : n, d, b, out, "graft_grnnd_build_gpu"));
-    if (n < 1 || n > INT32_MAX)
-        return graft_fail(GRAFT_EINVAL, "graft_grnnd_build_gpu: bad size n=%lld (need 0 < n < 2^31)",
-                          (long long)n);
+    GRAFT_TRY(dx_given ? graft_check_graph_build_args(x, n, d, b, out, "graft_grnnd_build_gpu")
+                       : graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
     if (b->R > 64 || p.pairs < 0 || p.pairs > 256 || p.staged < -1 || p.staged > 1 ||
         (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM))
         return graft_fail(GRAFT_EINVAL,

@@ -168,6 +168,12 @@ static int64_t apply_redirects(rnnd* g, redirect* r, const int* nr, int give_bac
 
 int graft_check_graph_build(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
                             const graft_graph* out, const char* fn) {
+    GRAFT_TRY(graft_check_graph_build_args(x, n, d, p, out, fn));
+    return graft_check_finite(x, n, d, fn);
+}
+
+int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
+                                 const graft_graph* out, const char* fn) {
     if (!x || !out) return graft_fail(GRAFT_EINVAL, "%s: NULL pointer argument", fn);
     if (n < 1 || n > INT32_MAX || d < 1)
         return graft_fail(GRAFT_EINVAL, "%s: bad sizes n=%lld d=%lld (need 0 < n < 2^31, d > 0)",
@@ -179,7 +185,7 @@ int graft_check_graph_build(const float* x, int64_t n, int64_t d, const graft_rn
                           fn, p->S, p->R, p->T1, p->T2, (double)p->rho);
     if (p->metric != GRAFT_METRIC_L2 && p->metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)p->metric);
-    return graft_check_finite(x, n, d, fn);
+    return GRAFT_OK;
 }
 
 void graft_rnnd_params_defaults(graft_rnnd_params* p) {
