@@ -5,9 +5,12 @@
 //      worklist) are marked expanded; their graph rows are read by the whole warp (coalesced),
 //      and every neighbour is tested against the visited set (test-and-set, so one warp never
 //      computes a vertex twice in an iteration); the fresh ones are packed into a candidate list;
-//   2. bulk distances: a team of G lanes a candidate (G chosen per call by an instruction count,
-//      lanes_for), each lane with up to kInFlight candidates' 16-byte loads in flight, the query
-//      from shared memory, G-lane shuffle reductions;
+//   2. bulk distances: on sm_90, the candidates' rows are first copied into a shared-memory
+//      buffer of the warp by the bulk copy engine (cp.async.bulk, one lane a row, completing on
+//      an mbarrier: one memory round trip for the buffer, stage_rows), else read into registers
+//      (each lane with up to kInFlight candidates' 16-byte loads in flight, a round trip for
+//      every 2 G chunks of a row); a team of G lanes a candidate (G chosen per call by an
+//      instruction count, lanes_for), the query from shared memory, G-lane shuffle reductions;
 //   3. maintenance: the candidates that beat the worst entry of a full worklist (SONG's selected
 //      insertion) are merged into it in place: each survivor's place is its rank among the
 //      survivors plus its rank in the list, each entry moves up by the survivors before it
@@ -86,6 +89,10 @@ struct Params {
     int wpb;  // warps a block
     int qw;   // warps a query: 1, or kWarpsPerBlock (the Shared kernels: small batches, search_on)
     int dw, dw_fp32;  // 16-byte chunks of a row of the walk's storage / of a vector (0: d % W != 0)
+    // Staged rows (sm_90's bulk copies, see stage_rows; 0 rows: the register path): each warp's
+    // buffer of stage_bytes at stage_off + warp (stage_bytes + 128), its mbarrier in the last 128;
+    // rows of the walk's storage / of the vectors it holds, and their stride in it.
+    int stage_off, stage_bytes, rows, ss, rows_fp32, ss_fp32;
 };
 
 // One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
@@ -245,13 +252,116 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
     }
 }
 
+// How long a warp waiting on its staged rows sleeps in one try (the hardware wakes it when they
+// land): a wait that polls instead issues instructions the other warps could use.
+constexpr uint32_t kStageWaitNs = 1000000;
+
+// A warp's staging buffer (pointer, and its shared-memory address for the copies), its
+// mbarrier's shared-memory address and the barrier's phase.
+struct Stage {
+    const unsigned char* ptr;
+    uint32_t buf, bar, phase;
+};
+
+// Rows c0 .. c0 + n - 1 of cand[] (n <= 32) copied into st.buf, row i at i ss, by the bulk copy
+// engine: one lane a row, one memory round trip for all of them, no registers held while they
+// fly. The register path needs a round trip for every 2 G chunks of a row a lane holds (4 KB a
+// warp); here a trip carries the whole buffer. Warp-wide.
+__device__ inline void stage_rows(const unsigned char* base, uint32_t row_bytes, const uint64_t* cand,
+                                  int c0, int n, int ss, Stage& st, int lane) {
+#if __CUDA_ARCH__ >= 900
+    __syncwarp();  // the buffer's last rows were read (their values used) before it is refilled
+    if (lane == 0)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(st.bar),
+                     "r"((uint32_t)n * row_bytes)
+                     : "memory");
+    __syncwarp();
+    if (lane < n) {
+        const unsigned char* src = base + (size_t)(uint32_t)cand[c0 + lane] * row_bytes;
+        asm volatile(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                        st.buf + (uint32_t)(lane * ss)),
+                "l"(src), "r"(row_bytes), "r"(st.bar)
+                : "memory");
+    }
+    uint32_t done = 0;
+    do {
+        asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(st.bar), "r"(st.phase), "r"(kStageWaitNs)
+                : "memory");
+    } while (!done);
+    st.phase ^= 1;
+#endif
+}
+
+// One distance pass over staged rows: NV candidates a team (G lanes), staged rows s0 + v 32/G + g
+// of the n in the buffer (a slot past n reads row n - 1 and drops its result). The keys replace
+// the ids in cand[c0 + s].
+template <int G, int NV, bool L2, int S>
+__device__ void staged_pass(const Query& x, int dw, const unsigned char* buf, int ss, uint64_t* cand,
+                            int c0, int s0, int n, int lane) {
+    constexpr int NG = 32 / G;
+    const int g = lane / G, gl = lane % G;
+    const uint4* row[NV];
+    uint32_t id[NV];
+    float acc[NV];
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        const int i = s0 + v * NG + g, r = i < n ? i : n - 1;
+        id[v] = (uint32_t)cand[c0 + r];
+        row[v] = reinterpret_cast<const uint4*>(buf + r * ss);
+        acc[v] = 0.f;
+    }
+    for (int j = gl; j < dw; j += G) {
+        uint4 r[NV];
+#pragma unroll
+        for (int v = 0; v < NV; v++) r[v] = row[v][j];
+        accumulate<NV, L2, S>(x, dw, acc, r, j);
+    }
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2)
+#pragma unroll
+        for (int v = 0; v < NV; v++) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
+    __syncwarp();  // every team read its ids from cand[] above
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        const int i = s0 + v * NG + g;
+        const float val = S == kSQ8 && !L2 ? acc[v] + x.qc : acc[v];
+        if (i < n && gl == 0) cand[c0 + i] = make_key(L2 ? val : -val, id[v]);
+    }
+}
+
 // Distances of the m candidates whose ids sit in the low words of cand[] (written by the whole
-// warp before the call): passes of up to kInFlight candidates a team, the last one exactly as
-// wide as what is left, so a pass issues no loads for empty slots of a whole team.
+// warp before the call). Staged (st, on sm_90, rows of 16-byte chunks): buffers of rows, each
+// in passes of up to kInFlight candidates a team. Else from registers: passes of up to
+// kInFlight candidates a team, the last one exactly as wide as what is left, so a pass issues
+// no loads for empty slots of a whole team.
 template <int G, bool L2, int S>
-__device__ void warp_distances(const Params& P, const Query& x, uint64_t* cand, int m, int lane) {
+__device__ void warp_distances(const Params& P, const Query& x, uint64_t* cand, int m, int lane,
+                               Stage* st) {
     if (m <= 0) return;
     constexpr int NG = 32 / G;  // candidates a pass slot
+    const int rows = S == kFP32 ? P.rows_fp32 : P.rows;
+    if (st && rows > 0) {
+        const int dw = S == kFP32 ? P.dw_fp32 : P.dw, ss = S == kFP32 ? P.ss_fp32 : P.ss;
+        const unsigned char* base = static_cast<const unsigned char*>(
+                S == kFP32 ? static_cast<const void*>(P.a.x) : P.a.codes);
+        const unsigned char* buf = st->ptr;
+        for (int c0 = 0; c0 < m; c0 += rows) {
+            const int n = m - c0 < rows ? m - c0 : rows;
+            stage_rows(base, (uint32_t)dw * 16, cand, c0, n, ss, *st, lane);
+            for (int s0 = 0; s0 < n; s0 += kInFlight * NG) {
+                const int nv = (n - s0 + NG - 1) / NG;
+                if (nv >= 4) staged_pass<G, 4, L2, S>(x, dw, buf, ss, cand, c0, s0, n, lane);
+                else if (nv == 3) staged_pass<G, 3, L2, S>(x, dw, buf, ss, cand, c0, s0, n, lane);
+                else if (nv == 2) staged_pass<G, 2, L2, S>(x, dw, buf, ss, cand, c0, s0, n, lane);
+                else staged_pass<G, 1, L2, S>(x, dw, buf, ss, cand, c0, s0, n, lane);
+            }
+        }
+        return;
+    }
     const uint32_t dummy = (uint32_t)cand[0];
     for (int c0 = 0; c0 < m; c0 += kInFlight * NG) {
         const int nv = (m - c0 + NG - 1) / NG;
@@ -369,6 +479,23 @@ graph_search_kernel(Params P) {
     const int repeats = use_hash ? 0 : kRepeatsInSurvivors;
     const int res_repeats = use_hash ? kRepeatsOfEntries : kRepeatsInSurvivors;
     const int L = a.L, R = a.R, k = (int)a.k;
+    // This warp's staging buffer and mbarrier (P.rows == P.rows_fp32 == 0: none).
+    Stage stage{};
+    Stage* st = nullptr;
+    if (P.stage_bytes) {
+        unsigned char* w = smem + P.stage_off + (size_t)warp * (P.stage_bytes + 128);
+        stage.ptr = w;
+        stage.buf = (uint32_t)__cvta_generic_to_shared(w);
+        stage.bar = stage.buf + (uint32_t)P.stage_bytes;
+#if __CUDA_ARCH__ >= 900
+        if (lane == 0) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(stage.bar) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+#endif
+        __syncwarp();
+        st = &stage;
+    }
 
     const float* gq = a.xq + qi * a.d;
     if (Shared && !lead) {
@@ -382,7 +509,7 @@ graph_search_kernel(Params P) {
             if (m < 0) return;
             const int per = (m + qw - 1) / qw, lo = part * per;
             warp_distances<G, L2, S>(P, Query{q, sc, *reinterpret_cast<float*>(ctl + 1)},
-                                     cand + lo, m - lo < per ? m - lo : per, lane);
+                                     cand + lo, m - lo < per ? m - lo : per, lane, st);
             query_sync();  // the distances are in cand[]
         }
     }
@@ -425,7 +552,7 @@ graph_search_kernel(Params P) {
         cand[0] = (uint32_t)e;
     }
     __syncwarp();
-    warp_distances<G, L2, S>(P, query, cand, 1, lane);
+    warp_distances<G, L2, S>(P, query, cand, 1, lane, st);
     __syncwarp();
     int size = 1, nres = 0;
     if (lane == 0) list[0] = cand[0];
@@ -498,10 +625,10 @@ graph_search_kernel(Params P) {
         if (Shared) {
             if (lane == 0) *ctl = m;
             query_sync();
-            warp_distances<G, L2, S>(P, query, cand, m < (m + qw - 1) / qw ? m : (m + qw - 1) / qw, lane);
+            warp_distances<G, L2, S>(P, query, cand, m < (m + qw - 1) / qw ? m : (m + qw - 1) / qw, lane, st);
             query_sync();
         } else {
-            warp_distances<G, L2, S>(P, query, cand, m, lane);
+            warp_distances<G, L2, S>(P, query, cand, m, lane, st);
         }
         __syncwarp();
         ndist += m;
@@ -542,7 +669,7 @@ graph_search_kernel(Params P) {
         const int nr = a.allowed || a.rerank == 0 || a.rerank > found ? found : a.rerank;
         for (int i = lane; i < nr; i += 32) cand[i] = (uint32_t)plain(out[i]);
         __syncwarp();
-        warp_distances<G, L2, kFP32>(P, Query{gq, nullptr, 0.f}, cand, nr, lane);
+        warp_distances<G, L2, kFP32>(P, Query{gq, nullptr, 0.f}, cand, nr, lane, st);
         __syncwarp();
         for (int i = lane; i < nr; i += 32) {
             const uint64_t key = cand[i];
@@ -578,8 +705,9 @@ graph_search_kernel(Params P) {
 // log2(G) reduction steps. A round trip weighs 28 slot-steps: the fit to the H100's team-size
 // sweep (GRAFT_SEARCH_LANES = 4..32) on dense-SIFT (d = 128: 4), KDE-patches (192: 4-8) and
 // Fashion-MNIST (784: 16-32), each within 3% of its best team (bench/RESULTS.md). Ties go to
-// more lanes. GRAFT_SEARCH_LANES overrides it (benchmarks).
-int lanes_for(int64_t d, int W, int C) {
+// more lanes. Staged rows (stage_rows) make the round trips the buffers', whatever G: then
+// instructions alone choose. GRAFT_SEARCH_LANES overrides it (benchmarks).
+int lanes_for(int64_t d, int W, int C, bool staged) {
     if (const char* s = getenv("GRAFT_SEARCH_LANES")) {
         const int g = atoi(s);
         if (g == 4 || g == 8 || g == 16 || g == 32) return g;
@@ -591,7 +719,7 @@ int lanes_for(int64_t d, int W, int C) {
         const int g = 1 << lg;
         const int64_t slots = ceil_div(m, 32 / g);
         const int64_t trips = ceil_div(slots, kInFlight) * ceil_div(dw, 2 * g);
-        const int64_t cost = 28 * trips + slots * (ceil_div(dw, g) + lg);
+        const int64_t cost = (staged ? 0 : 28 * trips) + slots * (ceil_div(dw, g) + lg);
         if (cost < best_cost) best = g, best_cost = cost;
     }
     return best;
@@ -668,20 +796,100 @@ extern "C" size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, in
     return (size_t)nq * ((size_t)1 << bloom_log2) / 8;
 }
 
+namespace {
+// The shared memory a launch may use, from the device's attributes.
+struct Smem {
+    int optin, per_sm, reserved, major;
+};
+int smem_limits(int device, Smem* m) {
+    GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&m->optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&m->per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&m->reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&m->major, cudaDevAttrComputeCapabilityMajor, device));
+    return GRAFT_OK;
+}
+
+// A row's stride in a staging buffer: 64 bytes past a multiple of 128, so that two 4-lane teams
+// reading their rows' chunks side by side hit different banks.
+int stage_stride(int row_bytes) { return (row_bytes + 127) / 128 * 128 + 64; }
+
+// Where a launch's warps stage rows (Params' stage fields) and its shared memory a block. The
+// buffers take what kBlocksPerSM blocks (the register bound) leave of a multiprocessor's shared
+// memory, up to 32 rows; staged when a buffer carries at least the 4 KB a round trip of the
+// register path carries, or an iteration's candidates (sm_90 and rows of 16-byte chunks only).
+// GRAFT_SEARCH_STAGE=0 turns staging off, =N caps the rows (benchmarks: the A/B).
+size_t plan_stage(Params* P, const Smem& m) {
+    const int slots = P->wpb / P->qw;
+    const size_t base = (size_t)slots * P->lay.stride;
+    P->stage_off = (int)((base + 127) / 128 * 128);
+    P->stage_bytes = P->rows = P->ss = P->rows_fp32 = P->ss_fp32 = 0;
+    const char* e = getenv("GRAFT_SEARCH_STAGE");
+    const int cap = e ? atoi(e) : 32;
+    if (m.major < 9 || !P->dw || cap <= 0) return base;
+    const int row_bytes = P->dw * 16, ss = stage_stride(row_bytes);
+    const int64_t per_block = (int64_t)m.per_sm / kBlocksPerSM - m.reserved;
+    const int64_t room = per_block < m.optin ? per_block : m.optin;
+    int64_t rows = (room - P->stage_off) / P->wpb - 128;
+    rows = rows > 0 ? rows / ss : 0;
+    const int want = P->lay.C < cap ? P->lay.C : cap < 32 ? cap : 32;
+    if (rows > want) rows = want;
+    if (rows < 1 || (rows * row_bytes < 4096 && rows < want)) return base;
+    P->rows = (int)rows;
+    P->ss = ss;
+    P->stage_bytes = (int)(rows * ss);
+    if (P->dw_fp32) {  // the compressed walks' FP32 re-ranking, in the same buffer
+        P->ss_fp32 = stage_stride(P->dw_fp32 * 16);
+        P->rows_fp32 = P->stage_bytes / P->ss_fp32 < 32 ? P->stage_bytes / P->ss_fp32 : 32;
+    }
+    return (size_t)P->stage_off + (size_t)P->wpb * (P->stage_bytes + 128);
+}
+
+// The launch's shape: warps a block, warps a query, staging, shared memory a block.
+int plan_launch(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, Params* P, size_t* smem) {
+    Smem m{};
+    GRAFT_GPU_TRY(smem_limits(ctx->device, &m));
+    P->lay = make_layout(a);
+    P->wpb = kWarpsPerBlock;
+    while (P->wpb > 1 && (size_t)P->wpb * P->lay.stride > (size_t)m.optin) P->wpb /= 2;
+    if ((size_t)P->lay.stride > (size_t)m.optin)
+        return gpu_fail(GRAFT_EINVAL,
+                        "graft_gpu_graph_search: one query needs %d bytes of shared memory (d=%lld, "
+                        "L=%d, probes x R=%d), over the device's %d; lower L or probes",
+                        P->lay.stride, (long long)a->d, a->L, P->lay.C, m.optin);
+    // Small batches (every query can have a block of its own resident at once): a block a
+    // query, the lead warp walking and all four computing each iteration's distances, which
+    // shortens a query's latency (batch 1); larger ones, a warp a query (throughput).
+    P->qw = 1;
+    if (P->wpb == kWarpsPerBlock && a->nq <= (int64_t)ctx->sm_count * kBlocksPerSM) P->qw = P->wpb;
+    const int W = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;
+    P->dw = a->d % W == 0 ? (int)(a->d / W) : 0;
+    P->dw_fp32 = a->d % 4 == 0 ? (int)(a->d / 4) : 0;
+    *smem = plan_stage(P, m);
+    // GRAFT_SEARCH_BLOCKS_PER_SM=B (benchmarks only): pads each block's shared memory so that at
+    // most B blocks share a multiprocessor, to measure how the walk's speed follows the number of
+    // resident warps (latency-bound: in proportion; issue- or bandwidth-bound: less).
+    if (const char* e = getenv("GRAFT_SEARCH_BLOCKS_PER_SM")) {
+        const int b = atoi(e);
+        if (b > 0 && m.per_sm / b - m.reserved > (int)*smem && m.per_sm / b - m.reserved <= m.optin)
+            *smem = (size_t)(m.per_sm / b - m.reserved);
+    }
+    return GRAFT_OK;
+}
+}  // namespace
+
 extern "C" int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* ctx, const graft_gpu_search_args* a) {
     if (!ctx || !a) return 0;
-    const Layout lay = make_layout(a);
-    int optin = 0, per_sm = 0, reserved = 0;
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, ctx->device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, ctx->device) != cudaSuccess)
+    Smem m{};
+    Params P{};
+    size_t smem = 0;
+    graft_gpu_search_args big = *a;  // a large batch: a warp a query
+    big.nq = INT64_MAX;
+    if (smem_limits(ctx->device, &m) != GRAFT_OK || plan_launch(ctx, &big, &P, &smem) != GRAFT_OK)
         return 0;
-    int wpb = kWarpsPerBlock;  // as search_on chooses
-    while (wpb > 1 && (int64_t)wpb * lay.stride > optin) wpb /= 2;
-    int64_t blocks = per_sm / ((int64_t)wpb * lay.stride + reserved);
+    int64_t blocks = m.per_sm / ((int64_t)smem + m.reserved);
     if (blocks > kBlocksPerSM) blocks = kBlocksPerSM;
     if (blocks < 1) blocks = 1;
-    return (int64_t)ctx->sm_count * blocks * wpb;
+    return (int64_t)ctx->sm_count * blocks * P.wpb;
 }
 
 namespace {
@@ -709,46 +917,18 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
     GRAFT_GPU_TRY(ctx_enter(ctx));
     Params P{};
     P.a = *a;
-    P.lay = make_layout(a);
-    int optin = 0;
-    GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                          ctx->device));
-    P.wpb = kWarpsPerBlock;
-    while (P.wpb > 1 && (size_t)P.wpb * P.lay.stride > (size_t)optin) P.wpb /= 2;
-    if ((size_t)P.lay.stride > (size_t)optin)
-        return gpu_fail(GRAFT_EINVAL,
-                        "graft_gpu_graph_search: one query needs %d bytes of shared memory (d=%lld, "
-                        "L=%d, probes x R=%d), over the device's %d; lower L or probes",
-                        P.lay.stride, (long long)a->d, a->L, P.lay.C, optin);
+    size_t smem = 0;
+    GRAFT_GPU_TRY(plan_launch(ctx, a, &P, &smem));
     if (a->visited == 1) {
         if (!a->bloom || ((uintptr_t)a->bloom & 15))
             return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: the Bloom filter needs a "
                             "16-byte aligned scratch buffer");
         P.bloom_words = ((int64_t)1 << a->bloom_log2) / 32;
     }
-    // Small batches (every query can have a block of its own resident at once): a block a
-    // query, the lead warp walking and all four computing each iteration's distances, which
-    // shortens a query's latency (batch 1); larger ones, a warp a query (throughput).
-    P.qw = 1;
-    if (P.wpb == kWarpsPerBlock && a->nq <= (int64_t)ctx->sm_count * kBlocksPerSM) P.qw = P.wpb;
     const int64_t blocks = ceil_div(a->nq, P.wpb / P.qw);
     if (blocks > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: nq=%lld is too many for one launch",
                         (long long)a->nq);
-    size_t smem = (size_t)(P.wpb / P.qw) * P.lay.stride;
-    // GRAFT_SEARCH_BLOCKS_PER_SM=B (benchmarks only): pads each block's shared memory so that at
-    // most B blocks share a multiprocessor, to measure how the walk's speed follows the number of
-    // resident warps (latency-bound: in proportion; issue- or bandwidth-bound: less).
-    if (const char* e = getenv("GRAFT_SEARCH_BLOCKS_PER_SM")) {
-        int per_sm = 0, reserved = 0;
-        GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-                                              ctx->device));
-        GRAFT_CUDA_TRY(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock,
-                                              ctx->device));
-        const int b = atoi(e);
-        if (b > 0 && per_sm / b - reserved > (int)smem && per_sm / b - reserved <= optin)
-            smem = (size_t)(per_sm / b - reserved);
-    }
     cudaEvent_t t0 = nullptr, t1 = nullptr;
     if (gpu_ms) {
         GRAFT_CUDA_TRY(cudaEventCreate(&t0));
@@ -756,9 +936,7 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
         GRAFT_CUDA_TRY(cudaEventRecord(t0, st));
     }
     const int W = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;
-    P.dw = a->d % W == 0 ? (int)(a->d / W) : 0;
-    P.dw_fp32 = a->d % 4 == 0 ? (int)(a->d / 4) : 0;
-    const int g = lanes_for(a->d, W, P.lay.C);
+    const int g = lanes_for(a->d, W, P.lay.C, P.rows > 0);
     int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, st)
                    : launch_s<false>(g, P, (int)blocks, smem, st);
     if (rc == GRAFT_OK && gpu_ms) {
