@@ -809,15 +809,20 @@ int smem_limits(int device, Smem* m) {
     return GRAFT_OK;
 }
 
+constexpr int kStageMinRows = 8;
+
 // A row's stride in a staging buffer: 64 bytes past a multiple of 128, so that two 4-lane teams
 // reading their rows' chunks side by side hit different banks.
 int stage_stride(int row_bytes) { return (row_bytes + 127) / 128 * 128 + 64; }
 
 // Where a launch's warps stage rows (Params' stage fields) and its shared memory a block. The
 // buffers take what kBlocksPerSM blocks (the register bound) leave of a multiprocessor's shared
-// memory, up to 32 rows; staged when a buffer carries at least the 4 KB a round trip of the
-// register path carries, or an iteration's candidates (sm_90 and rows of 16-byte chunks only).
-// GRAFT_SEARCH_STAGE=0 turns staging off, =N caps the rows (benchmarks: the A/B).
+// memory, up to 32 rows (sm_90 and rows of 16-byte chunks only); staged when a buffer holds at
+// least kStageMinRows rows, or all of an iteration's candidates. Measured on the H100, batch
+// 10k, staged against registers (bench/RESULTS.md, "Staged rows"): 8 to 32 rows 1.10-1.51x on
+// dense-SIFT and KDE-patches, every storage; 7 rows (dense-SIFT, L = 128) 0.99x, 5 (KDE, L = 96)
+// 1.06x, 1 (Fashion-MNIST's 3 KB rows) 0.79x: a round trip of a few rows does not pay for its
+// wait. GRAFT_SEARCH_STAGE=0 turns staging off, =N stages N rows where they fit (benchmarks).
 size_t plan_stage(Params* P, const Smem& m) {
     const int slots = P->wpb / P->qw;
     const size_t base = (size_t)slots * P->lay.stride;
@@ -833,7 +838,7 @@ size_t plan_stage(Params* P, const Smem& m) {
     rows = rows > 0 ? rows / ss : 0;
     const int want = P->lay.C < cap ? P->lay.C : cap < 32 ? cap : 32;
     if (rows > want) rows = want;
-    if (rows < 1 || (rows * row_bytes < 4096 && rows < want)) return base;
+    if (rows < kStageMinRows && rows < want) return base;
     P->rows = (int)rows;
     P->ss = ss;
     P->stage_bytes = (int)(rows * ss);
