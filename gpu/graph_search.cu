@@ -252,8 +252,9 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
     }
 }
 
-// How long a warp waiting on its staged rows sleeps in one try (the hardware wakes it when they
-// land): a wait that polls instead issues instructions the other warps could use.
+// The suspend-time hint of a warp's wait on its staged rows (try_wait may sleep until they land
+// or this long). A hint only: with staging ncu counts about 15k more instructions a query,
+// most likely these polls (bench/RESULTS.md, "Staged rows").
 constexpr uint32_t kStageWaitNs = 1000000;
 
 // A warp's staging buffer (pointer, and its shared-memory address for the copies), its
