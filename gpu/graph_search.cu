@@ -252,11 +252,6 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
     }
 }
 
-// The suspend-time hint of a warp's wait on its staged rows (try_wait may sleep until they land
-// or this long). A hint only: with staging ncu counts about 15k more instructions a query,
-// most likely these polls (bench/RESULTS.md, "Staged rows").
-constexpr uint32_t kStageWaitNs = 1000000;
-
 // A warp's staging buffer (pointer, and its shared-memory address for the copies), its
 // mbarrier's shared-memory address and the barrier's phase.
 struct Stage {
@@ -285,6 +280,10 @@ __device__ inline void stage_rows(const unsigned char* base, uint32_t row_bytes,
                 "l"(src), "r"(row_bytes), "r"(st.bar)
                 : "memory");
     }
+    // The wait's suspend-time hint (try_wait may sleep until the rows land or this long). A hint
+    // only: with staging ncu counts about 15k more instructions a query, most likely these polls
+    // (bench/RESULTS.md, "Staged rows").
+    constexpr uint32_t kStageWaitNs = 1000000;
     uint32_t done = 0;
     do {
         asm volatile(
