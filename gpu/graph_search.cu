@@ -192,6 +192,26 @@ __device__ inline void accumulate(const Query& x, int dw, float (&acc)[NV], cons
     }
 }
 
+// The end of a distance pass: each team's partial sums reduced over its G lanes, and slot v of
+// team g written to out[v 32/G + g] as a key when under `left` (slots past it were padding).
+template <int G, int NV, bool L2, int S>
+__device__ inline void write_keys(const Query& x, float (&acc)[NV], const uint32_t (&id)[NV],
+                                  uint64_t* out, int left, int lane) {
+    constexpr int NG = 32 / G;
+    const int g = lane / G, gl = lane % G;
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2)
+#pragma unroll
+        for (int v = 0; v < NV; v++) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
+    __syncwarp();  // every team read its ids from cand[] before any key replaces one
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        const int i = v * NG + g;
+        const float val = S == kSQ8 && !L2 ? acc[v] + x.qc : acc[v];
+        if (i < left && gl == 0) out[i] = make_key(L2 ? val : -val, id[v]);
+    }
+}
+
 // One distance pass: NV candidates a team (G lanes), cand[c0 + v 32/G + g] for
 // team g; a slot past m reads the row of `dummy` (a valid id) so that no load needs a test, and
 // its result is dropped. Each lane keeps two chunks of each of its NV rows in flight: one memory
@@ -239,17 +259,7 @@ __device__ void distance_pass(const Params& P, const Query& x, uint64_t* cand, i
                 acc[v] = dim_acc<L2, S>(acc[v], qj, load1<S>(base, id[v], d, j), sj);
         }
     }
-#pragma unroll
-    for (int o = G / 2; o > 0; o /= 2)
-#pragma unroll
-        for (int v = 0; v < NV; v++) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
-    __syncwarp();  // every team read its ids from cand[] above
-#pragma unroll
-    for (int v = 0; v < NV; v++) {
-        const int c = c0 + v * NG + g;
-        const float val = S == kSQ8 && !L2 ? acc[v] + x.qc : acc[v];
-        if (c < m && gl == 0) cand[c] = make_key(L2 ? val : -val, id[v]);
-    }
+    write_keys<G, NV, L2, S>(x, acc, id, cand + c0, m - c0, lane);
 }
 
 // A warp's staging buffer (pointer, and its shared-memory address for the copies), its
@@ -320,17 +330,7 @@ __device__ void staged_pass(const Query& x, int dw, const unsigned char* buf, in
         for (int v = 0; v < NV; v++) r[v] = row[v][j];
         accumulate<NV, L2, S>(x, dw, acc, r, j);
     }
-#pragma unroll
-    for (int o = G / 2; o > 0; o /= 2)
-#pragma unroll
-        for (int v = 0; v < NV; v++) acc[v] += __shfl_xor_sync(kFullMask, acc[v], o);
-    __syncwarp();  // every team read its ids from cand[] above
-#pragma unroll
-    for (int v = 0; v < NV; v++) {
-        const int i = s0 + v * NG + g;
-        const float val = S == kSQ8 && !L2 ? acc[v] + x.qc : acc[v];
-        if (i < n && gl == 0) cand[c0 + i] = make_key(L2 ? val : -val, id[v]);
-    }
+    write_keys<G, NV, L2, S>(x, acc, id, cand + c0 + s0, n - s0, lane);
 }
 
 // Distances of the m candidates whose ids sit in the low words of cand[] (written by the whole
