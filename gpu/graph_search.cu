@@ -836,7 +836,7 @@ size_t plan_stage(Params* P, const Smem& m) {
     const int64_t room = per_block < m.optin ? per_block : m.optin;
     int64_t rows = (room - P->stage_off) / P->wpb - 128;
     rows = rows > 0 ? rows / ss : 0;
-    const int want = P->lay.C < cap ? P->lay.C : cap < 32 ? cap : 32;
+    const int want = std::min({P->lay.C, cap, 32});  // rows a buffer could use
     if (rows > want) rows = want;
     if (rows < kStageMinRows && rows < want) return base;
     P->rows = (int)rows;
@@ -849,9 +849,10 @@ size_t plan_stage(Params* P, const Smem& m) {
     return (size_t)P->stage_off + (size_t)P->wpb * (P->stage_bytes + 128);
 }
 
-// The launch's shape: warps a block, warps a query, staging, shared memory a block.
-int plan_launch(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, Params* P, size_t* smem) {
-    Smem m{};
+// The launch's shape: warps a block, warps a query, staging, shared memory a block (and the
+// device's limits it was fitted to, in *m).
+int plan_launch(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, Params* P, size_t* smem, Smem* m_out) {
+    Smem& m = *m_out;
     GRAFT_GPU_TRY(smem_limits(ctx->device, &m));
     P->lay = make_layout(a);
     P->wpb = kWarpsPerBlock;
@@ -889,8 +890,7 @@ extern "C" int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* ctx, const gra
     size_t smem = 0;
     graft_gpu_search_args big = *a;  // a large batch: a warp a query
     big.nq = INT64_MAX;
-    if (smem_limits(ctx->device, &m) != GRAFT_OK || plan_launch(ctx, &big, &P, &smem) != GRAFT_OK)
-        return 0;
+    if (plan_launch(ctx, &big, &P, &smem, &m) != GRAFT_OK) return 0;
     int64_t blocks = m.per_sm / ((int64_t)smem + m.reserved);
     if (blocks > kBlocksPerSM) blocks = kBlocksPerSM;
     if (blocks < 1) blocks = 1;
@@ -923,7 +923,8 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
     Params P{};
     P.a = *a;
     size_t smem = 0;
-    GRAFT_GPU_TRY(plan_launch(ctx, a, &P, &smem));
+    Smem m{};
+    GRAFT_GPU_TRY(plan_launch(ctx, a, &P, &smem, &m));
     if (a->visited == 1) {
         if (!a->bloom || ((uintptr_t)a->bloom & 15))
             return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: the Bloom filter needs a "

@@ -288,8 +288,8 @@ static int copy_graph(gsnap* t, int64_t rows, const char* fn) {
 /* Builds the graph of t's slots (its tombstones compacted first). A GPU index whose placement
  * keeps the FP32 vectors on the device (every storage but PQ) uploads them once, before a whole
  * GRNND build, which reads that copy; *dx_out gets it for the placement (upload_taking), NULL
- * otherwise. At 10M x 128 on the H100 the second
- * upload cost 0.94 s of a 7.5 s build, and four shards' builds at once paid it too. */
+ * otherwise. At 10M x 128 on the H100 the second upload cost 0.94 s of a 7.5 s build, and four
+ * shards' builds at once paid it too. */
 static int build(graft_gindex* g, gsnap* t, gbuf** dx_out, const char* fn) {
     *dx_out = NULL;
     GRAFT_TRY(compact_storage(g, t, fn));
