@@ -13,9 +13,10 @@
 //      instruction count, lanes_for), the query from shared memory, G-lane shuffle reductions;
 //   3. maintenance: the candidates that beat the worst entry of a full worklist (SONG's selected
 //      insertion) are merged into it in place: each survivor's place is its rank among the
-//      survivors plus its rank in the list, each entry moves up by the survivors before it
-//      (ballots over the list, no sort, no binary search); with a filter, allowed candidates
-//      are merged the same way into a separate top-k of allowed ids.
+//      survivors plus its rank in the list (each lane its own binary search), and each place
+//      above the lowest survivor's takes its entry from below, counted by one warp OR of the
+//      survivors' places a chunk (no sort, no pass over the list a survivor); with a filter,
+//      allowed candidates are merged the same way into a separate top-k of allowed ids.
 // The search ends when every worklist entry is expanded, exactly like the CPU reference
 // (graft_graph_search_cpu_ex in plugin/graph/graph.c), whose results it reproduces up to float
 // rounding of the distances (and, with the Bloom filter, up to its false positives).
@@ -27,7 +28,7 @@
 // Hence: teams sized by an instruction count, a distance pass of exactly as many candidates as
 // remain (no idle load slots, no per-load tests), the merge above, rows read without division.
 //
-// Visited sets: (0) an open-addressing hash in shared memory rebuilt from the worklist once it
+// Visited sets: (0) an open-addressing hash (double hashing) in shared memory rebuilt from the worklist once it
 // could pass 3/4 full in the next iteration (SONG's visited deletion, every few iterations: at
 // least 2 (L + probes R) slots, 4 (L + probes R) up to 1024); a vertex that left the worklist
 // may be computed again but cannot re-enter it, because the worklist's worst entry only improves.
@@ -50,6 +51,7 @@
 #include <cuda_fp16.h>
 
 #include <cfloat>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 
@@ -373,14 +375,18 @@ __device__ void warp_distances(const Params& P, const Query& x, uint64_t* cand, 
 }
 static_assert(kInFlight == 4, "warp_distances dispatches passes of 1..4 candidates a team");
 
+// Double hashing: the slot from the product's high bits, an odd step from its low ones. Linear
+// probing's clusters made the slowest of 32 lanes probe about 5 times at the table's 3/4 load
+// (Nsight Compute, bench/RESULTS.md); the warp waits for that lane.
 __device__ inline bool hash_insert(int32_t* table, int bits, int32_t u) {
-    const uint32_t mask = (1u << bits) - 1;
-    uint32_t s = ((uint32_t)u * 2654435761u) >> (32 - bits);
+    const uint32_t mask = (1u << bits) - 1, h = (uint32_t)u * 2654435761u;
+    const uint32_t step = (h | 1u) & mask;
+    uint32_t s = h >> (32 - bits);
     for (;;) {
         const int32_t old = atomicCAS(&table[s], -1, u);
         if (old == -1) return true;
         if (old == u) return false;
-        s = (s + 1) & mask;
+        s = (s + step) & mask;
     }
 }
 
@@ -391,12 +397,15 @@ __device__ inline bool hash_insert(int32_t* table, int bits, int32_t u) {
 enum { kRepeatsInSurvivors = 1, kRepeatsOfEntries = 2 };
 
 // Merges the survivors (one key a lane, lanes with `has`; never carrying the expanded bit) into
-// the sorted list a[0..*size) of capacity cap, in place: a survivor's place is its rank among the
-// survivors plus the number of entries below it, and an entry moves up by the number of
-// survivors below it. Entries pushed past cap drop out. Chunks of 32 entries go top-down, so an
-// entry only moves into slots already read. sv: 32 keys of scratch. Repeats (see above) enter
-// once. Returns the lowest place a survivor took (cap when none entered). Warp-wide, uniform
-// arguments but key and has.
+// the sorted list a[0..*size) of capacity cap, in place. A survivor's place is its rank among the
+// survivors plus the entries below it (a binary search of the list, each lane its own: a few
+// steps whatever the number of survivors). Then each place from the top down to the lowest a
+// survivor takes is filled: a survivor's place by it, any other place p by the entry p - s, s the
+// survivors placed below p (a bit a place, one warp OR a chunk of 32). Entries pushed past cap
+// drop out; places below the lowest survivor keep their entries. Chunks go top-down and an entry
+// only moves up, so each chunk reads entries not yet overwritten. sv: 32 keys of scratch.
+// Repeats (see above) enter once. Returns the lowest place a survivor took (cap when none
+// entered). Warp-wide, uniform arguments but key and has.
 __device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool has, int repeats,
                           uint64_t* sv, int lane) {
     unsigned live = __ballot_sync(kFullMask, has);
@@ -423,29 +432,35 @@ __device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool ha
         live = __ballot_sync(kFullMask, has);
         if (!live) return cap;
     }
-    const int ns = __popc(live), me = __popc(live & lanemask_lt());
-    if (has) sv[me] = key;
+    const int ns = __popc(live);
+    if (has) sv[__popc(live & lanemask_lt())] = key;
     __syncwarp();
-    int rank = 0;  // a survivor's place: survivors below it, then plus entries below it
-    for (int j = 0; j < ns; j++) rank += sv[j] < key;
-    for (int b = (n - 1) >> 5; b >= 0; b--) {
-        const int i = (b << 5) + lane;
-        const uint64_t e = i < n ? a[i] : kKeyNone, pe = plain(e);
-        int shift = 0;
-        for (int j = 0; j < ns; j++) {
-            const bool below = i < n && pe < sv[j];  // never equal: repeats are gone
-            const int cnt = __popc(__ballot_sync(kFullMask, below));
-            if (j == me) rank += cnt;
-            shift += !below;
-        }
-        __syncwarp();  // the chunk is read before any of it is written
-        if (i < n && i + shift < cap) a[i + shift] = e;
+    int pos = INT_MAX;  // this survivor's place (none: above every chunk)
+    if (has) {
+        int below = 0;  // survivors below this one (never equal: repeats are gone)
+        for (int j = 0; j < ns; j++) below += sv[j] < key;
+        int lo = 0;  // entries below it: the list is sorted by plain key
+        for (int step = n ? 1 << (31 - __clz(n)) : 0; step; step >>= 1)
+            if (lo + step <= n && plain(a[lo + step - 1]) < key) lo += step;
+        pos = below + lo;
+    }
+    const int low = (int)__reduce_min_sync(kFullMask, (unsigned)pos);
+    const int nn = n + ns < cap ? n + ns : cap;
+    for (int b = (nn - 1) >> 5; b >= low >> 5; b--) {
+        const int p = (b << 5) + lane;
+        const unsigned mine = __reduce_or_sync(kFullMask, (pos >> 5) == b ? 1u << (pos & 31) : 0u);
+        const int s = __popc(__ballot_sync(kFullMask, pos < (b << 5))) + __popc(mine & lanemask_lt());
+        const bool move = p < nn && p >= low && !(mine >> lane & 1u);
+        uint64_t e = 0;
+        if (move) e = a[p - s];
+        __syncwarp();  // the chunk's sources are read before any of it is written
+        if (move) a[p] = e;
     }
     __syncwarp();
-    if (has && rank < cap) a[rank] = key;
-    *size = n + ns < cap ? n + ns : cap;
+    if (pos < cap) a[pos] = key;
+    *size = nn;
     __syncwarp();
-    return (int)__reduce_min_sync(kFullMask, has && rank < cap ? (unsigned)rank : (unsigned)cap);
+    return low < cap ? low : cap;
 }
 
 // The barrier of a query's warps when a block walks one query (Params::qw > 1): bar.sync by
