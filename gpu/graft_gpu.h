@@ -196,7 +196,8 @@ typedef struct graft_gpu_search_args {
     const int32_t* graph;  /* n x R neighbour ids, -1 padded */
     int R;                 /* 1..256 */
     int64_t entry;         /* start vertex */
-    const float* xq;       /* nq x d queries */
+    const float* xq;       /* nq x d queries; a query holding NaN or Inf is not walked: its row of
+                              I reads GRAFT_GPU_BAD_QUERY, of D NaN (the caller reports it) */
     int64_t nq;
     int64_t k;             /* 1 <= k <= L */
     int L;                 /* worklist size, 1..1024 */
@@ -220,6 +221,9 @@ typedef struct graft_gpu_search_args {
     const float* sq_offset; /* SQ8: d floats, vmin + 0.5 vdiff / 255 (decoded = code scale + offset) */
     int rerank;
 } graft_gpu_search_args;
+
+/* The ids of a query that holds NaN or Inf (the walk checks each query as it reads it). */
+#define GRAFT_GPU_BAD_QUERY (-2)
 
 /* Bytes of the `bloom` buffer for nq queries (0 for the hash visited set). */
 size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);

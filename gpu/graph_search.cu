@@ -530,8 +530,10 @@ graph_search_kernel(Params P) {
     }
     const int dpad = (int)((a.d + 3) & ~3ll);
     float qc = 0.f;  // SQ8 inner product: q . offset
+    bool bad = false;  // the query holds NaN or Inf: checked here, where it is read (not on the host)
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
+        bad |= (~__float_as_uint(v) & 0x7f800000u) == 0;
         const int at = staged_index<S>(j, a.d);
         if (S == kSQ8 && j < a.d) {
             if (L2) {
@@ -543,6 +545,18 @@ graph_search_kernel(Params P) {
             }
         }
         q[at] = v;
+    }
+    if (__any_sync(kFullMask, bad)) {
+        for (int j = lane; j < k; j += 32) {
+            a.D[qi * a.k + j] = __int_as_float(0x7fc00000);
+            a.I[qi * a.k + j] = GRAFT_GPU_BAD_QUERY;
+        }
+        if (Shared) {  // the helpers wait at the staged query's barrier, then read -1: done
+            if (lane == 0) *ctl = -1;
+            query_sync();
+            query_sync();
+        }
+        return;
     }
     if (S == kSQ8 && !L2)
         for (int o = 16; o > 0; o >>= 1) qc += __shfl_xor_sync(kFullMask, qc, o);

@@ -1,7 +1,6 @@
 #include "core/validate.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "core/error.h"
 #include "core/threads.h"
@@ -23,24 +22,6 @@ int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
         return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite values only",
                           what, (long long)bad);
     return GRAFT_OK;
-}
-
-int graft_copy_finite(float* dst, const float* src, int64_t n, int64_t d, int64_t first_row,
-                      const char* what) {
-    const size_t len = (size_t)n * (size_t)d;
-    uint32_t bad = 0;
-    /* Bit tests rather than isfinite(): the loop vectorizes (an all-ones exponent is NaN or Inf). */
-    for (size_t i = 0; i < len; i++) {
-        uint32_t u;
-        memcpy(&u, src + i, 4);
-        memcpy(dst + i, &u, 4);
-        bad |= (~u & 0x7f800000u) == 0;
-    }
-    if (!bad) return GRAFT_OK;
-    for (size_t i = 0;; i++)
-        if (!isfinite(src[i]))
-            return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite "
-                              "values only", what, (long long)(first_row + (int64_t)(i / (size_t)d)));
 }
 
 int graft_check_graph(const graft_graph* g, const char* fn) {

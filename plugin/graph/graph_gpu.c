@@ -137,13 +137,23 @@ typedef struct {
     int set;
 } chunk_in_flight;
 
-/* Waits for chunk c's copies and moves its results from pinned memory to D and I. */
+/* Waits for chunk c's copies and moves its results from pinned memory to D and I. A query that
+ * holds NaN or Inf was not walked (the kernel checks each query as it reads it, so the host makes
+ * no pass over the queries but the copy): its first id says so (GRAFT_GPU_BAD_QUERY); then the
+ * chunk's results are not moved, and *bad_query is set with the error. */
 static int chunk_finish(graft_graph_dev* dev, io_set s, chunk_in_flight c, int64_t k, float* D,
-                        int64_t* I) {
+                        int64_t* I, int* bad_query) {
     GRAFT_TRY(graft_gpu_stream_sync(dev->ctx, dev->streams[c.set]));
     const char* h = (const char*)dev->host_io + (size_t)c.set * (s.bytes - s.q);
+    const int64_t* hi = (const int64_t*)(h + (s.i - s.q));
+    for (int64_t q = 0; q < c.nb; q++)
+        if (hi[q * k] == GRAFT_GPU_BAD_QUERY) {
+            *bad_query = 1;
+            return graft_fail(GRAFT_EINVAL, "graft_graph_search_gpu: queries: row %lld holds NaN or "
+                              "Inf; graft accepts finite values only", (long long)(c.q0 + q));
+        }
     memcpy(D + c.q0 * k, h + (s.d - s.q), (size_t)c.nb * k * sizeof(float));
-    memcpy(I + c.q0 * k, h + (s.i - s.q), (size_t)c.nb * k * sizeof(int64_t));
+    memcpy(I + c.q0 * k, hi, (size_t)c.nb * k * sizeof(int64_t));
     return GRAFT_OK;
 }
 
@@ -246,12 +256,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         a.I = (int64_t*)(io + set.i);
         a.nq = nq - q0 < nb ? nq - q0 : nb;
         /* Set l is free: its last chunk finished below, in the previous round but one. */
-        rc = graft_copy_finite((float*)host, xq + q0 * dev->d, a.nq, dev->d, q0,
-                               "graft_graph_search_gpu: queries");
-        if (rc != GRAFT_OK) {
-            bad_query = 1;
-            break;
-        }
+        memcpy(host, xq + q0 * dev->d, (size_t)a.nq * dev->d * sizeof(float));
         rc = graft_gpu_copy_async(ctx, (void*)a.xq, host, (size_t)a.nq * dev->d * sizeof(float), st);
         if (rc == GRAFT_OK && report) {
             /* Timed, on the context's stream after the copy on st: one after the other. */
@@ -266,14 +271,14 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
             rc = graft_gpu_copy_async(ctx, host + (set.d - set.q), a.D, (size_t)a.nq * k * sizeof(float), st);
         if (rc == GRAFT_OK)
             rc = graft_gpu_copy_async(ctx, host + (set.i - set.q), a.I, (size_t)a.nq * k * sizeof(int64_t), st);
-        if (rc == GRAFT_OK && prev.set >= 0) rc = chunk_finish(dev, set, prev, k, D, I);
+        if (rc == GRAFT_OK && prev.set >= 0) rc = chunk_finish(dev, set, prev, k, D, I, &bad_query);
         prev = (chunk_in_flight){q0, a.nq, l};
         if (rc == GRAFT_OK && sets == 1) {
-            rc = chunk_finish(dev, set, prev, k, D, I);
+            rc = chunk_finish(dev, set, prev, k, D, I, &bad_query);
             prev.set = -1;
         }
     }
-    if (rc == GRAFT_OK && prev.set >= 0) rc = chunk_finish(dev, set, prev, k, D, I);
+    if (rc == GRAFT_OK && prev.set >= 0) rc = chunk_finish(dev, set, prev, k, D, I, &bad_query);
     for (int l = 0; l < sets && rc != GRAFT_OK; l++)
         graft_gpu_stream_sync(ctx, dev->streams[l]); /* nothing in flight after a failure */
     int64_t counts[2] = {0, 0};

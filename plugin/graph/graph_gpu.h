@@ -35,8 +35,8 @@ int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, 
  * parameters, metric); the message names fn. The one-shot searches' boundary
  * (graft_graph_search_cpu_ex, graft_graph_search_gpu): the walks below trust what it passed. Each
  * search checks that its queries are finite where it reads them: the CPU walk before it starts,
- * the GPU's as it copies them into pinned memory (graft_copy_finite), so that a GPU search makes
- * one pass over its queries on the host. */
+ * the GPU's kernel as it stages each query (GRAFT_GPU_BAD_QUERY), so that a GPU search's only pass
+ * over its queries on the host is their copy into pinned memory. */
 int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                             const float* xq, int64_t nq, int64_t k, const graft_search_params* p,
                             const float* D, const int64_t* I, int gpu, const char* fn);
