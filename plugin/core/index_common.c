@@ -3,6 +3,7 @@
 #include "core/index_common.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,7 +11,6 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "graft_gpu.h"
-#include "core/validate.h"
 
 double graft_now_s(void) {
     struct timespec t;
@@ -37,10 +37,10 @@ size_t graft_index_scratch_cap(int device) {
     return quarter && quarter < max_scratch ? quarter : max_scratch;
 }
 
-int graft_check_add_args(int have_index, int64_t n, const float* x, int64_t d, const char* fn) {
+int graft_check_add_args(int have_index, int64_t n, const float* x, const char* fn) {
     if (!have_index || (!x && n > 0)) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
     if (n < 0) return graft_fail(GRAFT_EINVAL, "%s: n = %lld < 0", fn, (long long)n);
-    return graft_check_finite(x, n, d, fn);
+    return GRAFT_OK;
 }
 
 int graft_check_search_call(int have_index, int64_t nq, const float* xq, int64_t k, const float* D,
@@ -69,4 +69,32 @@ void graft_copy_rows(float* dst, const float* src, int64_t n, int64_t d) {
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
     for (int64_t i = 0; i < n; i += rows)
         memcpy(dst + i * d, src + i * d, (size_t)(n - i < rows ? n - i : rows) * (size_t)d * sizeof(float));
+}
+
+int graft_copy_rows_finite(float* dst, const float* src, int64_t n, int64_t d, const char* what) {
+    const int64_t rows = 1 << 14;
+    const int t = graft_threads_for(n * d * (int64_t)sizeof(float));
+    int64_t bad = n; /* the first block of rows holding NaN or Inf */
+#pragma omp parallel for reduction(min : bad) schedule(static) num_threads(t) if (t > 1)
+    for (int64_t i = 0; i < n; i += rows) {
+        const size_t len = (size_t)(n - i < rows ? n - i : rows) * (size_t)d;
+        const float* s = src + i * d;
+        float* o = dst + i * d;
+        uint32_t nonfinite = 0;
+        /* Bit tests rather than isfinite(): the loop vectorizes (an all-ones exponent is NaN or
+         * Inf). */
+        for (size_t j = 0; j < len; j++) {
+            uint32_t u;
+            memcpy(&u, s + j, 4);
+            memcpy(o + j, &u, 4);
+            nonfinite |= (~u & 0x7f800000u) == 0;
+        }
+        if (nonfinite && i < bad) bad = i;
+    }
+    for (int64_t i = bad; i < n; i++)
+        for (int64_t j = 0; j < d; j++)
+            if (!isfinite(src[i * d + j]))
+                return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite "
+                                  "values only", what, (long long)i);
+    return GRAFT_OK;
 }

@@ -19,9 +19,10 @@ int graft_relabel(int status, const char* prefix);
 /* FAISS's answer for an empty index: every label -1, distance FLT_MAX (L2) or -FLT_MAX (IP). */
 void graft_fill_empty(int64_t nq, int64_t k, graft_metric metric, float* D, int64_t* I);
 
-/* The argument checks of an index's add (the index, x unless n = 0, n >= 0, finite x of d
- * columns); have_index: the index pointer was not NULL. */
-int graft_check_add_args(int have_index, int64_t n, const float* x, int64_t d, const char* fn);
+/* The argument checks of an index's add (the index, x unless n = 0, n >= 0); have_index: the
+ * index pointer was not NULL. That x is finite is checked where it is copied
+ * (graft_copy_rows_finite). */
+int graft_check_add_args(int have_index, int64_t n, const float* x, const char* fn);
 
 /* The argument checks of a graph index's search: the index and the arrays (unless nq = 0),
  * nq >= 0, 1 <= k <= 1024 (the largest worklist of the graph searches). */
@@ -37,6 +38,11 @@ int graft_check_filter_len(const uint8_t* allowed, int64_t allowed_n, int64_t nt
 /* dst = src, n rows of d floats, copied by all threads (fresh pages fault in on every core: one
  * thread faulting in tens of GB is the slowest part of a large add). */
 void graft_copy_rows(float* dst, const float* src, int64_t n, int64_t d);
+
+/* The same, checking on the way that every value is finite: one pass over src where a check and
+ * a copy made two (an add's check read all of its vectors once more). GRAFT_EINVAL naming `what`
+ * and the first row holding NaN or Inf; dst is then partly written. */
+int graft_copy_rows_finite(float* dst, const float* src, int64_t n, int64_t d, const char* what);
 
 /* Device scratch cap of an index's GPU context: a quarter of the device's memory, at most 8 GiB.
  * The context's arena only grows to what the searches take, so a generous cap costs nothing and

@@ -221,10 +221,11 @@ static int reserve(graft_gindex* g, gsnap* t, int64_t need, const char* fn) {
 }
 
 /* The m vectors x and their codes into t's slots [t->n, t->n + m), past every snapshot's rows
- * (t->n is not moved). */
+ * (t->n is not moved), x checked finite as it is copied: a failed add leaves the index as it was
+ * (t is the caller's clone, released on failure). */
 static int append(graft_gindex* g, gsnap* t, int64_t m, const float* x, const char* fn) {
     GRAFT_TRY(reserve(g, t, t->n + m, fn));
-    graft_copy_rows((float*)t->xb->p + t->n * g->d, x, m, g->d);
+    GRAFT_TRY(graft_copy_rows_finite((float*)t->xb->p + t->n * g->d, x, m, g->d, "graft_gindex_add"));
     /* FP32 keeps no codes: no pointer is formed past NULL (UBSan). */
     uint8_t* dst = g->code_size ? (uint8_t*)t->codes->p + (size_t)t->n * g->code_size : NULL;
     return gindex_encode(g, t->codec, m, x, dst, "graft_gindex_add: ");
@@ -522,7 +523,7 @@ static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn
 
 int graft_gindex_add(graft_gindex* g, int64_t n, const float* x) {
     const char* fn = "graft_gindex_add: ";
-    GRAFT_TRY(graft_check_add_args(g != NULL, n, x, g ? g->d : 0, "graft_gindex_add"));
+    GRAFT_TRY(graft_check_add_args(g != NULL, n, x, "graft_gindex_add"));
     if (n == 0) return GRAFT_OK;
     pthread_mutex_lock(&g->wlock);
     const int rc = add_locked(g, n, x, fn);
