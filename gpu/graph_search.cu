@@ -28,10 +28,11 @@
 // Hence: teams sized by an instruction count, a distance pass of exactly as many candidates as
 // remain (no idle load slots, no per-load tests), the merge above, rows read without division.
 //
-// Visited sets: (0) an open-addressing hash (double hashing) in shared memory rebuilt from the worklist once it
-// could pass 3/4 full in the next iteration (SONG's visited deletion, every few iterations: at
-// least 2 (L + probes R) slots, 4 (L + probes R) up to 1024); a vertex that left the worklist
-// may be computed again but cannot re-enter it, because the worklist's worst entry only improves.
+// Visited sets: (0) an open-addressing hash (double hashing) in shared memory, rebuilt from the
+// worklist once it could pass 3/4 full in the next iteration (SONG's visited deletion, every few
+// iterations: at least 2 (L + probes R) slots, 4 (L + probes R) up to 1024); a vertex that left
+// the worklist may be computed again but cannot re-enter it, because the worklist's worst entry
+// only improves.
 // (1) BANG's per-query Bloom filter in global memory (2 hash functions, 2^bloom_log2 bits),
 // cleared when the query starts and never during it; two lanes inserting the same id at once
 // may both see it as new, so the merge drops equal survivors.
@@ -449,7 +450,8 @@ __device__ int merge_into(uint64_t* a, int* size, int cap, uint64_t key, bool ha
     for (int b = (nn - 1) >> 5; b >= low >> 5; b--) {
         const int p = (b << 5) + lane;
         const unsigned mine = __reduce_or_sync(kFullMask, (pos >> 5) == b ? 1u << (pos & 31) : 0u);
-        const int s = __popc(__ballot_sync(kFullMask, pos < (b << 5))) + __popc(mine & lanemask_lt());
+        const int s = __popc(__ballot_sync(kFullMask, pos < (b << 5))) +
+                      __popc(mine & lanemask_lt());
         const bool move = p < nn && p >= low && !(mine >> lane & 1u);
         uint64_t e = 0;
         if (move) e = a[p - s];
@@ -530,7 +532,7 @@ graph_search_kernel(Params P) {
     }
     const int dpad = (int)((a.d + 3) & ~3ll);
     float qc = 0.f;  // SQ8 inner product: q . offset
-    bool bad = false;  // the query holds NaN or Inf: checked here, where it is read (not on the host)
+    bool bad = false;  // the query holds NaN or Inf: checked where it is read, not on the host
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
         bad |= (~__float_as_uint(v) & 0x7f800000u) == 0;
