@@ -282,6 +282,15 @@ static void test_bad_args(const graft_test_sift* s) {
     int64_t I[3 * 10];
     CHECK_ERR(graft_gindex_add(g, 3, bad), GRAFT_EINVAL);
     CHECK(strstr(graft_last_error(), "row 1"), "NaN add message: %s", graft_last_error());
+    /* Past the first block of rows that the add's parallel copy checks (graft_copy_rows_finite). */
+    const int64_t many = 20000;
+    float* rows = malloc(sizeof(float) * many * s->d);
+    for (int64_t i = 0; i < many; i++)
+        memcpy(rows + i * s->d, s->xb + (i % n) * s->d, sizeof(float) * s->d);
+    rows[16390 * s->d + 7] = INFINITY;
+    CHECK_ERR(graft_gindex_add(g, many, rows), GRAFT_EINVAL);
+    CHECK(strstr(graft_last_error(), "row 16390 "), "Inf add message: %s", graft_last_error());
+    free(rows);
     CHECK_ERR(graft_gindex_add(g, -1, s->xb), GRAFT_EINVAL);
     CHECK_ERR(graft_gindex_add(g, 3, NULL), GRAFT_EINVAL);
     CHECK_ERR(graft_gindex_add(NULL, 3, s->xb), GRAFT_EINVAL);
