@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "graft_gpu.h"
+#include "core/validate.h"
 
 double graft_now_s(void) {
     struct timespec t;
@@ -93,8 +94,6 @@ int graft_copy_rows_finite(float* dst, const float* src, int64_t n, int64_t d, c
     }
     for (int64_t i = bad; i < n; i++)
         for (int64_t j = 0; j < d; j++)
-            if (!isfinite(src[i * d + j]))
-                return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite "
-                                  "values only", what, (long long)i);
+            if (!isfinite(src[i * d + j])) return graft_fail_nonfinite(what, i);
     return GRAFT_OK;
 }

@@ -18,10 +18,12 @@ int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
                 break;
             }
     }
-    if (bad < n)
-        return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite values only",
-                          what, (long long)bad);
-    return GRAFT_OK;
+    return bad < n ? graft_fail_nonfinite(what, bad) : GRAFT_OK;
+}
+
+int graft_fail_nonfinite(const char* what, int64_t row) {
+    return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite values only",
+                      what, (long long)row);
 }
 
 int graft_check_graph(const graft_graph* g, const char* fn) {

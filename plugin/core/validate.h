@@ -7,6 +7,9 @@
 
 /* GRAFT_EINVAL naming `what` and the first offending row when x (n x d) holds NaN or +-Inf. */
 int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what);
+/* That error for row `row`: the one message of every finiteness check (graft_check_finite,
+ * graft_copy_rows_finite, the GPU walk's query check). */
+int graft_fail_nonfinite(const char* what, int64_t row);
 
 struct graft_graph;
 /* GRAFT_EINVAL naming fn unless g is a well-formed graph struct: nbrs set, 1 <= n < 2^31,

@@ -149,8 +149,7 @@ static int chunk_finish(graft_graph_dev* dev, io_set s, chunk_in_flight c, int64
     for (int64_t q = 0; q < c.nb; q++)
         if (hi[q * k] == GRAFT_GPU_BAD_QUERY) {
             *bad_query = 1;
-            return graft_fail(GRAFT_EINVAL, "graft_graph_search_gpu: queries: row %lld holds NaN or "
-                              "Inf; graft accepts finite values only", (long long)(c.q0 + q));
+            return graft_fail_nonfinite("graft_graph_search_gpu: queries", c.q0 + q);
         }
     memcpy(D + c.q0 * k, h + (s.d - s.q), (size_t)c.nb * k * sizeof(float));
     memcpy(I + c.q0 * k, hi, (size_t)c.nb * k * sizeof(int64_t));
