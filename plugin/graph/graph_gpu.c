@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "graph/graph_gpu.h"
+#include "core/threads.h"
 #include "core/validate.h"
 
 #define GRAFT_SEARCH_DEFAULT_BUDGET ((size_t)1 << 30)
@@ -197,8 +198,8 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
      * (and checks) a chunk's queries into pinned memory while the other set's kernel runs, the
      * copies up and down are asynchronous, and the host moves a chunk's results out of pinned
      * memory while the next chunk's kernel runs. So a caller's pageable buffers cost what pinned
-     * ones would, and the host work of a call is a memcpy on the calling thread: no OpenMP
-     * region, no allocation once the buffers have grown to the call's size.
+     * ones would, and the host work of a call is a memcpy (on a few threads once a chunk's
+     * queries pass 4 MiB, graft_memcpy_wide), no allocation once the buffers have grown.
      * The pipeline starts with a small chunk (an eighth of the call) so that the GPU starts early,
      * and each chunk after is twice the one before (up to half the call): its kernel is launched
      * while the previous one runs, and fills the multiprocessors that the previous one's last
@@ -215,6 +216,10 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
      * smallest chunk instead of the wave, to compare rules (bench/RESULTS.md, "The pipeline's
      * chunks"). */
     int64_t pipe_min = graft_gpu_graph_search_resident(ctx, &a);
+    /* GRAFT_SEARCH_COPY_THREADS=N (benchmarks only): the query copy's threads at most (1: the
+     * calling thread alone, as before 4-thread copies were measured). */
+    const char* ct = getenv("GRAFT_SEARCH_COPY_THREADS");
+    const int copy_threads = ct && atoi(ct) > 0 ? atoi(ct) : 4;
     const char* pm = getenv("GRAFT_SEARCH_PIPE_MIN");
     if (pm && atoll(pm) > 0) pipe_min = atoll(pm);
     if (pipe_min < 1) pipe_min = 1024; /* the device's attributes unreadable */
@@ -255,7 +260,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         a.I = (int64_t*)(io + set.i);
         a.nq = nq - q0 < nb ? nq - q0 : nb;
         /* Set l is free: its last chunk finished below, in the previous round but one. */
-        memcpy(host, xq + q0 * dev->d, (size_t)a.nq * dev->d * sizeof(float));
+        graft_memcpy_wide(host, xq + q0 * dev->d, (size_t)a.nq * dev->d * sizeof(float), copy_threads);
         rc = graft_gpu_copy_async(ctx, (void*)a.xq, host, (size_t)a.nq * dev->d * sizeof(float), st);
         if (rc == GRAFT_OK && report) {
             /* Timed, on the context's stream after the copy on st: one after the other. */

@@ -80,6 +80,32 @@ static void repeat(const dataset* s, const graft_search_params* p) {
     free(D1), free(D2), free(I1), free(I2);
 }
 
+/* A large call: the query set `times` times over (at d = 784, 500 x 8 queries are 12.5 MB), so
+ * that the call runs as a pipeline of chunks, each copied into pinned memory on several threads
+ * (graft_memcpy_wide). It gives what the same call as one chunk gives (with a report, a call is
+ * not pipelined), and every copy of a query the same results. */
+static void large_call(const dataset* s, int times) {
+    const int64_t nq = s->nq, k = 10, n = nq * times;
+    graft_search_params p;
+    graft_search_params_defaults(&p);
+    float *xq = malloc(sizeof(float) * n * s->d), *D1 = malloc(sizeof(float) * n * k),
+          *D = malloc(sizeof(float) * n * k);
+    int64_t *I1 = malloc(sizeof(int64_t) * n * k), *I = malloc(sizeof(int64_t) * n * k);
+    for (int t = 0; t < times; t++) memcpy(xq + t * nq * s->d, s->xq, sizeof(float) * nq * s->d);
+    graft_search_report rep = {0};
+    CHECK_OK(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, xq, n, k, &p, D1, I1, &rep));
+    CHECK_OK(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, xq, n, k, &p, D, I, NULL));
+    int same = !memcmp(D, D1, sizeof(float) * n * k) && !memcmp(I, I1, sizeof(int64_t) * n * k);
+    for (int t = 1; t < times; t++)
+        same &= !memcmp(D + t * nq * k, D, sizeof(float) * nq * k) &&
+                !memcmp(I + t * nq * k, I, sizeof(int64_t) * nq * k);
+    printf("  large call: %lld queries (%.1f MB), pipelined and in %d chunk(s): %s\n", (long long)n,
+           n * s->d * 4e-6, rep.batches, same ? "equal" : "DIFFER");
+    CHECK(same, "%s: a pipelined call of %lld queries differs from the same call in one chunk, or "
+          "between copies of a query", s->name, (long long)n);
+    free(xq), free(D1), free(D), free(I1), free(I);
+}
+
 /* Filter (even ids only): no odd id comes back; GPU within 0.01 of the CPU (which checks the
  * same rule against the exact search restricted to the allowed ids). */
 static void filtered(const dataset* s, graft_search_params p) {
@@ -293,6 +319,7 @@ int main(void) {
         build(&f);
         const int Lf[] = {10, 16, 32, 64};
         sweep(&f, Lf, 4);
+        large_call(&f, 8);
         graft_graph_free(&f.g);
         free(gtf), free(fb), free(fq);
     }
