@@ -58,10 +58,11 @@
 #                                              #     GGNN: nothing to build in the background); into
 #                                              #     $OUT: graft-bench-storage.log, graft-bench.jsonl
 #   bash scripts/device_run.sh --no-tests --search-ncu
-#                                              # ... Nsight Compute on one walk kernel (a 2.5k-query chunk
-#                                              #     of a batch-10k call) of GraftGraph, ,FP16 and ,SQ8:
-#                                              #     dense-SIFT at L = 48, Fashion-MNIST at L = 16 (their
-#                                              #     recall-0.95 beams); throughput, occupancy, stall
+#                                              # ... Nsight Compute on one walk kernel (a chunk of a
+#                                              #     batch-10k call) of GraftGraph, ,FP16 and ,SQ8:
+#                                              #     dense-SIFT at L = 40, Fashion-MNIST at L = 16 and,
+#                                              #     with .deps/data/kde-images, KDE-patches at L = 160
+#                                              #     (their recall-0.95 beams); throughput, occupancy, stall
 #                                              #     reasons, instruction mix; into $OUT: search-ncu.log.
 #                                              #     GRAFT_NCU_INDEXES picks the indexes, GRAFT_NCU_SECTIONS
 #                                              #     ncu's sections; GRAFT_OCCUPANCY_BLOCKS="2 3 4 0": then
@@ -216,7 +217,7 @@ if [ $bench = 1 ] && [ $quick = 0 ] && [ -f .deps/data/mate-images/desktop/Ubunt
 fi
 
 patches=/tmp/kde-patches1m patches_log=/tmp/graft-patches.log
-if [ $walk_ab = 1 ] && [ -d .deps/data/kde-images ] && [ ! -f $patches/query.u8bin ]; then
+if [ $(( walk_ab || search_ncu )) = 1 ] && [ -d .deps/data/kde-images ] && [ ! -f $patches/query.u8bin ]; then
   # The third set (d = 192), made here like dense-SIFT.
   setsid nohup env PYTHONUNBUFFERED=1 python3 scripts/make_patches.py $patches \
     --images .deps/data/kde-images >$patches_log 2>&1 </dev/null &
@@ -624,8 +625,9 @@ if [ $walk_ab = 1 ]; then
 fi
 
 if [ $search_ncu = 1 ]; then
-  # One walk kernel per index: the fifth launch (the first of the second pass; a pass of 10k
-  # queries is a pipeline of four 2.5k chunks). --clock-control none: the clocks as they run.
+  # One walk kernel per index: the fifth launch (a pass of 10k queries is a pipeline of three or
+  # four chunks, and the sweep runs the beam twice, so that there are five). --clock-control
+  # none: the clocks as they run.
   # GRAFT_NCU_SECTIONS replaces the sections (e.g. "WarpStateStats SourceCounters": stall
   # reasons and the source lines they fall on).
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
@@ -637,8 +639,12 @@ if [ $search_ncu = 1 ]; then
   idx=(); for index in "${indexes[@]}"; do idx+=(--index $index); done
   wait_dense_sift
   fm=$root/.deps/data/fashion-mnist
-  for set in "dense-sift1m 48 --base $dense/base.u8bin --query $dense/query.u8bin" \
-             "fashion-mnist 16 --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz"; do
+  # Each set at its recall-0.95 beam (15a7b3e's walk); KDE-patches when its images were carried.
+  sets=("dense-sift1m 40 --base $dense/base.u8bin --query $dense/query.u8bin"
+        "fashion-mnist 16 --base $fm/train-images-idx3-ubyte.gz --query $fm/t10k-images-idx3-ubyte.gz")
+  while pgrep -f "make_patches.py $patches" >/dev/null; do sleep 2; done
+  [ -f $patches/query.u8bin ] && sets+=("kde-patches1m 160 --base $patches/base.u8bin --query $patches/query.u8bin")
+  for set in "${sets[@]}"; do
     read -r name L args <<<"$set"
     for index in "${indexes[@]}"; do
       [ $(seconds_left) -ge 40 ] || { stamp "ncu $name $index: skipped"; continue; }
@@ -647,7 +653,7 @@ if [ $search_ncu = 1 ]; then
         -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 "${sections[@]}" --print-details all \
         ./build-device/bench/graft-bench --name $name --k 10 --batch 10000 \
         --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
-        --sweep "L=$L" --refine 0 --index $index $args >>"$OUT/search-ncu.log" 2>&1
+        --sweep "L=$L,$L" --refine 0 --index $index $args >>"$OUT/search-ncu.log" 2>&1
     done
     # The same indexes with at most B blocks (4 warps each) a multiprocessor
     # (GRAFT_SEARCH_BLOCKS_PER_SM): how QPS follows the resident warps. 0: no limit.
