@@ -97,6 +97,7 @@
 #                                              #     GRAFT_SHARDS_INDEX picks the graft index,
 #                                              #     GRAFT_SHARDS_BATCHES the batches (10000),
 #                                              #     GRAFT_SHARDS_FAISS=0 leaves FAISS out,
+#                                              #     GRAFT_SHARDS_FAISS_SCALES its sizes ("10"),
 #                                              #     GRAFT_SHARDS_STEPS picks the steps ("10 faiss
 #                                              #     scales big", all by default; e.g. "big" on a
 #                                              #     warm machine after a call that ran the others)
@@ -720,8 +721,9 @@ if [ $bench_shards = 1 ]; then
   #   1. 10M: GraftGraph on one GPU, sharded over the N GPUs ("gpus=0-(N-1)") and replicated on
   #      them (",replicas"): build time (every device's graph, before the first search returns)
   #      and QPS by recall;
-  #   2. FAISS's IVF16384,Flat at 10M on one GPU, sharded (@gpus=N) and replicated
-  #      (@gpus=N,replicas), one k-means for the three, once the FAISS GPU build is done
+  #   2. FAISS's IVF16384,Flat at 10M (GRAFT_SHARDS_FAISS_SCALES, e.g. "10 40") on one GPU,
+  #      sharded (@gpus=N) and replicated (@gpus=N,replicas), one k-means for the three at each
+  #      size, once the FAISS GPU build is done
   #      (background, started at the top; graft-bench is relinked against it in the background
   #      while the GPUs run step 1 on a copy of the graft-only binary);
   #   3. step 1 at the sizes of GRAFT_SHARDS_SCALES (default "40" with 2 GPUs: 40M, the largest
@@ -799,13 +801,15 @@ if [ $bench_shards = 1 ]; then
     local left=$(seconds_left)
     if [ ! -f $faiss_ready.ok ]; then
       stamp "no FAISS GPU peer: its build or graft-bench's link failed or is not done (setup.log, build.log)" | tee -a "$OUT/shards.log"
-    elif [ $left -lt 100 ]; then
-      stamp "FAISS at 10M skipped: ${left}s left" | tee -a "$OUT/shards.log"
     else
-      local f=(--index IVF16384,Flat@gpu)
+      local f=(--index IVF16384,Flat@gpu) c
       [ $N -ge 2 ] && f+=(--index IVF16384,Flat@gpus=$N --index IVF16384,Flat@gpus=$N,replicas)
-      gbs "FAISS IVF16384,Flat at 10M: 1 GPU, @gpus=$N, @gpus=$N,replicas" $(( left - 20 )) ./build-device/bench/graft-bench \
-        --scale 10 --sweep nprobe=16,32,64,128,256 "${f[@]}"
+      for c in ${GRAFT_SHARDS_FAISS_SCALES:-10}; do
+        left=$(seconds_left)
+        [ $left -ge 100 ] || { stamp "FAISS at ${c}M skipped: ${left}s left" | tee -a "$OUT/shards.log"; continue; }
+        gbs "FAISS IVF16384,Flat at ${c}M: 1 GPU, @gpus=$N, @gpus=$N,replicas" $(( left - 20 )) ./build-device/bench/graft-bench \
+          --scale $c --sweep nprobe=16,32,64,128,256 "${f[@]}"
+      done
     fi
   }
   big_step() {
