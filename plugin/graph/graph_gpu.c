@@ -195,7 +195,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
                                NULL, NULL, dev->storage, dev->codes, dev->sq,
                                dev->sq ? dev->sq + dev->d : NULL, p.rerank};
     /* Every call is a pipeline of chunks over two io sets, each with its stream: the host copies
-     * (and checks) a chunk's queries into pinned memory while the other set's kernel runs, the
+     * a chunk's queries into pinned memory while the other set's kernel runs, the
      * copies up and down are asynchronous, and the host moves a chunk's results out of pinned
      * memory while the next chunk's kernel runs. So a caller's pageable buffers cost what pinned
      * ones would, and the host work of a call is a memcpy (on a few threads once a chunk's
