@@ -130,6 +130,7 @@ struct GraftSpec {
     int device = -2;  // -2: GPU 0 when one is visible, else the CPU
     int R = 0;        // graph: max degree, 0 = default
     int L = 0;        // graph: search beam, 0 = default
+    int probes = 0;   // graph without PQ: vertices expanded a step, 0 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
@@ -194,6 +195,7 @@ struct GraftSpec {
         if (device != -2) p.device = device;
         if (R > 0) p.build.base.R = R;
         if (L > 0) p.search.L = L;
+        if (probes > 0) p.search.probes = probes;
         p.storage = storage;
         return new graft::GraftIndexGraph(d, metric, &p);
     }
@@ -258,6 +260,12 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "once, NN the search beam width (1..1024); %s",
                           c.c_str(), desc.c_str(), kAccepted);
             have_L = true;
+        } else if (spec.graph && !pq && starts_with(c, "probes=")) {
+            GRAFT_REQUIRE(spec.probes == 0 && parse_small_int(c.substr(7), &spec.probes) &&
+                                  spec.probes >= 1 && spec.probes <= 8,
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "probes=N once, N the vertices the walk expands a step (1..8); %s",
+                          c.c_str(), desc.c_str(), kAccepted);
         } else if (c == "ooc" || c == "inmem" || starts_with(c, "budget=")) {
             GRAFT_REQUIRE(pq,
                           "faiss_graft_index_factory: \"%s\": option '%s' belongs to the graph + "
@@ -321,7 +329,7 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
                       pq ? ", L=NN, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

@@ -74,6 +74,15 @@ static void test_factory(void) {
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,cpu,L=8,L=9", METRIC_L2), "L=9");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,cpu,L=2000", METRIC_L2), "1024");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,L=8", METRIC_L2), "L=8");
+    /* probes=N: the walk's vertices a step, read back as the "probes" parameter. */
+    FaissIndex* probes2 = make("GraftGraph,cpu,L=48,probes=2");
+    if (probes2) CHECK(param(probes2, "probes") == 2 && param(probes2, "L") == 48, "probes=2: probes %g L %g",
+                       param(probes2, "probes"), param(probes2, "L"));
+    faiss_Index_free(probes2);
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,probes=9", METRIC_L2), "probes=9");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,probes=1,probes=2", METRIC_L2), "probes=2");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,PQ16,probes=2", METRIC_L2), "probes=2");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,probes=2", METRIC_L2), "probes=2");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,cpu,HNSW32", METRIC_L2), "HNSW32");
     if (!graft_gpu_available())
         FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,gpu=0", METRIC_L2), "device");
