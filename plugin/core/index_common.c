@@ -65,11 +65,8 @@ int graft_check_filter_len(const uint8_t* allowed, int64_t allowed_n, int64_t nt
 }
 
 void graft_copy_rows(float* dst, const float* src, int64_t n, int64_t d) {
-    const int64_t rows = 1 << 14;
-    const int t = graft_threads_for(n * d * (int64_t)sizeof(float));
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t i = 0; i < n; i += rows)
-        memcpy(dst + i * d, src + i * d, (size_t)(n - i < rows ? n - i : rows) * (size_t)d * sizeof(float));
+    const int64_t bytes = n * d * (int64_t)sizeof(float);
+    graft_memcpy_on(dst, src, (size_t)bytes, graft_threads_for(bytes));
 }
 
 int graft_copy_rows_finite(float* dst, const float* src, int64_t n, int64_t d, const char* what) {

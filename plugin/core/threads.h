@@ -16,6 +16,22 @@ static inline int graft_threads_for(int64_t bytes) {
     return want < most ? (int)want : most;
 }
 
+/* memcpy on t threads, each a contiguous part of about bytes / t; on the calling thread when
+ * t < 2 or inside a parallel region. The one parallel copy: graft_copy_rows (an add, t from
+ * graft_threads_for) and graft_memcpy_wide (a search call's queries) choose only t. */
+static inline void graft_memcpy_on(void* dst, const void* src, size_t bytes, int t) {
+    if (t < 2 || omp_in_parallel()) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+#pragma omp parallel num_threads(t)
+    {
+        const size_t n = (size_t)omp_get_num_threads(), per = (bytes / n + 63) & ~(size_t)63;
+        const size_t a = (size_t)omp_get_thread_num() * per;
+        if (a < bytes) memcpy((char*)dst + a, (const char*)src + a, per < bytes - a ? per : bytes - a);
+    }
+}
+
 /* A search call's copy of its queries into pinned staging: on a few threads (one per 2 MiB)
  * whatever OMP_NUM_THREADS says, so that the host work of a call costs the same at any OpenMP
  * setting (only OMP_THREAD_LIMIT caps it). A 10k-query call at d = 784 copies 31 MB: on one core
@@ -27,16 +43,7 @@ static inline void graft_memcpy_wide(void* dst, const void* src, size_t bytes, i
     int t = (int)(bytes >> 21);
     if (t > most) t = most;
     if (t > omp_get_num_procs()) t = omp_get_num_procs();
-    if (t < 2 || omp_in_parallel()) {
-        memcpy(dst, src, bytes);
-        return;
-    }
-#pragma omp parallel num_threads(t)
-    {
-        const size_t n = (size_t)omp_get_num_threads(), per = (bytes / n + 63) & ~(size_t)63;
-        const size_t a = (size_t)omp_get_thread_num() * per;
-        if (a < bytes) memcpy((char*)dst + a, (const char*)src + a, per < bytes - a ? per : bytes - a);
-    }
+    graft_memcpy_on(dst, src, bytes, t);
 }
 
 #endif
