@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The multi-GPU summary of a `device_run.sh --bench-shards` call (issue 33), from graft-bench's records.
 
-Reads the JSON lines graft-bench wrote (one run id: the last one in the file unless --run-id) and
-prints, per data set:
-  - every index: its GPUs, build seconds and the ratio to the one-GPU index of the same system
-    (graft or FAISS), QPS at recall@10 0.90 and 0.95 read off its frontier (graft-bench's summary
-    records: interpolated between the two points around the bar) and the ratio to one GPU, and its
-    peak memory on each device;
+Reads the JSON lines graft-bench wrote (one run id: the last one in the file unless --run-id, which
+may name several, comma-separated, e.g. two calls back to back on one machine) and prints, per data
+set:
+  - every index, batch by batch: its GPUs, build seconds and the ratio to the one-GPU index of the
+    same system (graft or FAISS), QPS at recall@10 0.90 and 0.95 read off its frontier at that batch
+    (graft-bench's rule, bench/frontier.cpp: interpolated between the two frontier points around
+    the bar; checked against graft-bench's own summary records of its largest batch) and the ratio
+    to one GPU, and its peak memory on each device;
   - replicas and shards against one GPU at the same beam L (batch by batch): the QPS ratio at every
     L of the coarse sweep, and at the smallest L where the one-GPU index reaches recall 0.95 (the
     issue's measure), against the targets (1.8x on 2 GPUs, 3.4x on 4);
@@ -14,7 +16,7 @@ prints, per data set:
     data: QPS at 0.90 and 0.95.
 and writes one recall-QPS chart per data set (SVG, no dependencies) beside --charts.
 
-Usage: python3 scripts/shards_summary.py RECORDS.jsonl [--run-id R] [--charts DIR] [--gpu-mib M]
+Usage: python3 scripts/shards_summary.py RECORDS.jsonl [--run-id R[,R2...]] [--charts DIR] [--gpu-mib M]
 """
 import argparse
 import json
@@ -53,6 +55,28 @@ def fmt_ratio(a, b):
     return "" if a is None or not b else f"{a / b:.2f}x"
 
 
+def qps_at(points, bar):
+    """graft-bench's summary figure (bench/frontier.cpp): the QPS at recall `bar` on the Pareto
+    frontier of points [(recall, qps)], log QPS linear in recall between the two frontier points
+    around the bar; the lowest-recall frontier point at >= bar when none lies below; None when none
+    reaches it."""
+    pts = sorted(((r, q) for r, q in points if q > 0), key=lambda p: (-p[0], -p[1]))
+    front, best = [], 0.0
+    for r, q in pts:
+        if q > best:
+            front.append((r, q))
+            best = q
+    front.reverse()
+    i = next((i for i, p in enumerate(front) if p[0] >= bar), None)
+    if i is None:
+        return None
+    r1, q1 = front[i]
+    if i == 0 or r1 == bar:
+        return q1
+    r0, q0 = front[i - 1]
+    return math.exp(math.log(q0) + (bar - r0) / (r1 - r0) * (math.log(q1) - math.log(q0)))
+
+
 def load(path, run_id):
     recs = []
     with open(path) as f:
@@ -66,7 +90,8 @@ def load(path, run_id):
     if not recs:
         sys.exit(f"{path}: no records")
     rid = run_id or recs[-1]["run_id"]
-    return rid, [r for r in recs if r["run_id"] == rid]
+    rids = set(rid.split(","))
+    return rid, [r for r in recs if r["run_id"] in rids]
 
 
 def chart(path, title, curves):
@@ -110,6 +135,7 @@ def chart(path, title, curves):
         out.append(f'<line x1="{W - R + 12}" y1="{ly - 4}" x2="{W - R + 32}" y2="{ly - 4}" stroke="{col}" stroke-width="2"/>')
         out.append(f'<text x="{W - R + 38}" y="{ly}">{label}</text>')
     out.append("</svg>")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
     return True
@@ -124,7 +150,8 @@ def main():
     a = ap.parse_args()
     rid, recs = load(a.records, a.run_id)
     device = recs[0].get("device", "?")
-    print(f"== multi-GPU summary: run {rid}, commit {recs[0].get('commit', '?')}, {device}")
+    commits = ",".join(dict.fromkeys(r.get("commit", "?") for r in recs))
+    print(f"== multi-GPU summary: run {rid}, commit {commits}, {device}")
     checked, met = 0, 0
     for ds in dict.fromkeys(r["dataset"] for r in recs):
         rs = [r for r in recs if r["dataset"] == ds]
@@ -132,10 +159,12 @@ def main():
         print(f"\n{ds}: {n:,} x {rs[0]['d']}, {rs[0]['nq']:,} queries, recall@{rs[0]['k']}"
               f"{' (ties at the k-th distance count)' if rs[0]['params'].get('recall_ties') else ''}")
         indexes = list(dict.fromkeys(r["index"] for r in rs))
-        summ = {}  # (index, bar) -> summary record
+        summ = {}  # (index, bar, batch) -> graft-bench's summary record (its largest batch only)
         for r in rs:
             if r.get("summary") and "recall_bar" in r["params"]:
-                summ[(r["index"], round(r["params"]["recall_bar"], 2))] = r
+                summ[(r["index"], round(r["params"]["recall_bar"], 2), r["params"].get("batch"))] = r
+        runs = [r for r in rs if not r.get("summary") and "recall" in r and "qps" in r]
+        all_batches = sorted({r["params"].get("batch", 0) for r in runs})
         info = {}
         for ix in indexes:
             mine = [r for r in rs if r["index"] == ix]
@@ -144,27 +173,39 @@ def main():
                 for i, b in enumerate(r.get("gpu_bytes_per_device", [])):
                     per_dev[i] = max(per_dev[i], b)
             shard_bytes = next((r["gpu_bytes_per_shard"] for r in mine if "gpu_bytes_per_shard" in r), None)
+            q = {}  # (bar, batch) -> QPS read off this batch's frontier
+            for b in all_batches:
+                pts = [(r["recall"], r["qps"]) for r in runs if r["index"] == ix and r["params"].get("batch", 0) == b]
+                for bar in (0.9, 0.95):
+                    q[(bar, b)] = qps_at(pts, bar) if pts else None
+                    ref = summ.get((ix, bar, b), {}).get("qps")
+                    if ref and q[(bar, b)] and abs(q[(bar, b)] / ref - 1) > 0.005:
+                        print(f"  note: {ix} at {bar} (batch {b}): {q[(bar, b)]:,.0f} here, graft-bench's summary {ref:,.0f}")
             info[ix] = dict(role=role(mine[0]), build=mine[0].get("build_s"), per_dev=per_dev, shard_bytes=shard_bytes,
-                            q90=summ.get((ix, 0.9), {}).get("qps"), q95=summ.get((ix, 0.95), {}).get("qps"),
-                            reused=mine[0]["params"].get("train_reused", False))
+                            q=q, reused=mine[0]["params"].get("train_reused", False))
         one = {sys_: ix for ix, v in info.items() for sys_ in [v["role"][0]] if v["role"][1] == "one"}
-        print(f"  {'index':<40} {'GPUs':>4} {'build s':>8} {'vs 1':>6} {'QPS@0.90':>11} {'QPS@0.95':>11} {'vs 1':>6}  GPU MiB per device")
-        for ix, v in info.items():
-            system, kind, gpus = v["role"]
-            base = info.get(one.get(system)) if kind != "one" else None
-            build_ratio = f"{base['build'] / v['build']:.2f}x" if base and v["build"] and base["build"] else ""
-            if v["reused"]:
-                build_ratio = "(k-means reused)"
-            dev = "/".join(str(b >> 20) for b in v["per_dev"]) or "-"
-            print(f"  {ix:<40} {gpus:>4} {v['build'] or 0:>8.2f} {build_ratio:>6} {fmt_qps(v['q90']):>11} "
-                  f"{fmt_qps(v['q95']):>11} {fmt_ratio(v['q95'], base['q95'] if base else None):>6}  {dev}")
-            if v["shard_bytes"]:
-                total = sum(v["shard_bytes"])
-                fits = ""
-                if a.gpu_mib:
-                    fits = "; fits one GPU" if total / 2**20 <= a.gpu_mib else f"; {total / 2**20 / a.gpu_mib:.2f}x one GPU's memory: does not fit one"
-                print(f"  {'':<40} resident per shard (MiB): {'/'.join(str(b >> 20) for b in v['shard_bytes'])}, "
-                      f"total {total / 2**30:.1f} GiB{fits}")
+        for tb in all_batches:
+            print(f"  batch {tb}:")
+            print(f"  {'index':<40} {'GPUs':>4} {'build s':>8} {'vs 1':>6} {'QPS@0.90':>11} {'QPS@0.95':>11} {'vs 1':>6}  GPU MiB per device")
+            for ix, v in info.items():
+                system, kind, gpus = v["role"]
+                q90, q95 = v["q"][(0.9, tb)], v["q"][(0.95, tb)]
+                if q90 is None and q95 is None and not any(r["index"] == ix and r["params"].get("batch", 0) == tb for r in runs):
+                    continue  # not run at this batch
+                base = info.get(one.get(system)) if kind != "one" else None
+                build_ratio = f"{base['build'] / v['build']:.2f}x" if base and v["build"] and base["build"] else ""
+                if v["reused"]:
+                    build_ratio = "(k-means reused)"
+                dev = "/".join(str(b >> 20) for b in v["per_dev"]) or "-"
+                print(f"  {ix:<40} {gpus:>4} {v['build'] or 0:>8.2f} {build_ratio:>6} {fmt_qps(q90):>11} "
+                      f"{fmt_qps(q95):>11} {fmt_ratio(q95, base['q'][(0.95, tb)] if base else None):>6}  {dev}")
+                if v["shard_bytes"]:
+                    total = sum(v["shard_bytes"])
+                    fits = ""
+                    if a.gpu_mib:
+                        fits = "; fits one GPU" if total / 2**20 <= a.gpu_mib else f"; {total / 2**20 / a.gpu_mib:.2f}x one GPU's memory: does not fit one"
+                    print(f"  {'':<40} resident per shard (MiB): {'/'.join(str(b >> 20) for b in v['shard_bytes'])}, "
+                          f"total {total / 2**30:.1f} GiB{fits}")
         # Same beam, same batch: the spread index against the one-GPU index of its system.
         for ix, v in info.items():
             system, kind, gpus = v["role"]
@@ -213,12 +254,21 @@ def main():
         ooc = [ix for ix, v in info.items() if v["role"][1] == "ooc"]
         spread = [ix for ix, v in info.items() if v["role"][1] == "shards" and v["role"][0] == "graft"]
         for o in ooc:
-            for s in spread:
-                print(f"  {s} (in memory, {info[s]['role'][2]} GPUs) vs {o} (out-of-core, 1 GPU): "
-                      f"QPS@0.90 {fmt_qps(info[s]['q90'])} vs {fmt_qps(info[o]['q90'])} {fmt_ratio(info[s]['q90'], info[o]['q90'])}; "
-                      f"QPS@0.95 {fmt_qps(info[s]['q95'])} vs {fmt_qps(info[o]['q95'])} {fmt_ratio(info[s]['q95'], info[o]['q95'])}")
+            for sp in spread:
+                for tb in all_batches:
+                    a90, a95 = info[sp]["q"][(0.9, tb)], info[sp]["q"][(0.95, tb)]
+                    b90, b95 = info[o]["q"][(0.9, tb)], info[o]["q"][(0.95, tb)]
+                    if a90 is None and b90 is None:
+                        continue
+                    print(f"  {sp} (in memory, {info[sp]['role'][2]} GPUs) vs {o} (out-of-core, 1 GPU), batch {tb}: "
+                          f"QPS@0.90 {fmt_qps(a90)} vs {fmt_qps(b90)} {fmt_ratio(a90, b90)}; "
+                          f"QPS@0.95 {fmt_qps(a95)} vs {fmt_qps(b95)} {fmt_ratio(a95, b95)}")
         if a.charts:
-            top = max((r["params"].get("batch", 0) for r in rs if not r.get("summary")), default=0)
+            # The largest batch every index ran (FAISS's peers may have run fewer), else the largest.
+            runs = [r for r in rs if not r.get("summary")]
+            per_ix = [{r["params"].get("batch", 0) for r in runs if r["index"] == ix} for ix in indexes]
+            common = set.intersection(*per_ix) if per_ix else set()
+            top = max(common or {r["params"].get("batch", 0) for r in runs} or {0})
             curves = []
             for ix in indexes:
                 c = [(r["recall"], r["qps"]) for r in rs if r["index"] == ix and not r.get("summary")
