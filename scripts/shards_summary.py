@@ -164,7 +164,7 @@ def main():
             if r.get("summary") and "recall_bar" in r["params"]:
                 summ[(r["index"], round(r["params"]["recall_bar"], 2), r["params"].get("batch"))] = r
         runs = [r for r in rs if not r.get("summary") and "recall" in r and "qps" in r]
-        all_batches = sorted({r["params"].get("batch", 0) for r in runs})
+        all_batches = sorted({r["params"].get("batch", 0) for r in runs} - {1})  # batch 1: latency runs
         info = {}
         for ix in indexes:
             mine = [r for r in rs if r["index"] == ix]
