@@ -466,11 +466,11 @@ void GraftIndexReplicas::build() const {
     });
 }
 
-std::vector<double> GraftIndexReplicas::pace() const {
-    std::lock_guard<std::mutex> lock(pace_mu_);
-    std::vector<double> p = pace_;
-    p.resize(count(), 0.0);
-    return p;
+std::vector<double> GraftIndexReplicas::weights() const {
+    std::lock_guard<std::mutex> lock(weight_mu_);
+    std::vector<double> w = weight_;
+    w.resize(count(), 1.0);
+    return w;
 }
 
 void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
@@ -485,17 +485,13 @@ void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distanc
     // queries each, in turn from call to call (concurrent small searches spread over devices).
     const int parts = (int)std::min<idx_t>(nr, std::max<idx_t>(1, n / kMinPart));
     const int first = parts < nr ? (int)(turn_.fetch_add(1, std::memory_order_relaxed) % (unsigned)nr) : 0;
-    // Part sizes in proportion to the replicas' paces; one not yet measured counts as the mean of
-    // those that are (all equal at first), and each weight stays within 4x of the mean, so that
-    // one slow measurement (a host stall) cannot starve a replica of the work that would show
-    // it is fast again.
-    std::vector<double> w = pace();
-    double known = 0;
-    int nknown = 0;
-    for (double v : w)
-        if (v > 0) known += v, nknown++;
-    const double mean = nknown ? known / nknown : 1.0;
-    for (double& v : w) v = std::min(4 * mean, std::max(mean / 4, v > 0 ? v : mean));
+    // Part sizes in proportion to the replicas' weights (equal at first; see below), each within
+    // 4x of the mean, so that one slow measurement (a host stall) cannot starve a replica of the
+    // work that would show it is fast again.
+    std::vector<double> w = weights();
+    double mean = 0;
+    for (double v : w) mean += v / nr;
+    for (double& v : w) v = std::min(4 * mean, std::max(mean / 4, v));
     std::vector<idx_t> lo(nr, 0), hi(nr, 0);
     double total = 0;
     for (int j = 0; j < parts; j++) total += w[(first + j) % nr];
@@ -525,14 +521,29 @@ void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distanc
             part(i, index);
         });
     }
-    std::lock_guard<std::mutex> lock(pace_mu_);
-    pace_.resize(nr, 0.0);
+    // The weights move the parts towards equal times: a replica that took longer than the mean
+    // of the replicas that searched gets a smaller part next time, by half the ratio of times.
+    // Not a rate (queries / second): a GPU given fewer queries than it runs at once takes about
+    // the same time whatever its part (its slowest walk sets it), so a rate measured there
+    // follows the part it was given, not the GPU's speed, and parts sized by it drifted until one
+    // passed a wave and took twice as long. Times within kTimeBand of the mean leave the split
+    // as it is: equal parts on equal GPUs stay equal.
+    double tsum = 0;
+    int timed = 0;
+    for (int i = 0; i < nr; i++)
+        if (hi[i] - lo[i] >= kMinPart && secs[i] > 0) tsum += secs[i], timed++;
+    if (timed < 2) return;
+    const double tmean = tsum / timed;
+    std::lock_guard<std::mutex> lock(weight_mu_);
+    weight_.resize(nr, 1.0);
     for (int i = 0; i < nr; i++) {
-        const idx_t m = hi[i] - lo[i];
-        if (m < kMinPart || secs[i] <= 0) continue;
-        const double qps = m / secs[i];
-        pace_[i] = pace_[i] > 0 ? (1 - kPaceWeight) * pace_[i] + kPaceWeight * qps : qps;
+        if (hi[i] - lo[i] < kMinPart || secs[i] <= 0) continue;
+        const double r = tmean / secs[i];
+        if (r * kTimeBand < 1 || r > kTimeBand) weight_[i] *= 1 + 0.5 * (r - 1);
     }
+    double wsum = 0;  // mean 1: only the ratios count
+    for (double v : weight_) wsum += v;
+    for (double& v : weight_) v *= nr / wsum;
 }
 
 size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
@@ -548,8 +559,8 @@ size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
 void GraftIndexReplicas::reset() {
     runOnIndex([](int, faiss::Index* index) { index->reset(); });
     syncWithSubIndexes();  // FAISS's reset marks the replicas untrained; graft's keep their codebooks
-    std::lock_guard<std::mutex> lock(pace_mu_);
-    pace_.clear();
+    std::lock_guard<std::mutex> lock(weight_mu_);
+    weight_.clear();
 }
 
 }  // namespace graft

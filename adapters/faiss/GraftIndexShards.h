@@ -91,7 +91,7 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     explicit GraftIndexReplicas(idx_t d, faiss::MetricType metric = faiss::METRIC_L2);
     void train(idx_t n, const float* x) override;
     // The batch in consecutive blocks, one per replica, sized in proportion to each replica's
-    // measured speed (pace below; equal at first), searched at once by the replicas' worker
+    // weight (below: equal at first, then moved towards equal search times), searched at once by the replicas' worker
     // threads, each writing its rows of distances / labels in place. A batch too small to feed
     // every replica (under kMinPart queries a replica) goes to fewer, in turn, the smallest (one
     // part) on the calling thread. params (graft's SearchParameters, a selector) reach every
@@ -109,16 +109,16 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     // Queries a replica must get for a search to be split onto it: below this a GPU's share
     // is latency-bound and another replica serves the batch as fast.
     static constexpr idx_t kMinPart = 256;
-    // Each replica's speed in queries per second, an exponential moving average over the
-    // searches whose part was at least kMinPart (weight kPaceWeight for the newest); 0 before the
-    // first. Read by search() to size the parts.
-    std::vector<double> pace() const;
-    static constexpr double kPaceWeight = 0.25;
+    // Each replica's relative share of a batch (1 at first): search() moves it after each
+    // search in which at least two replicas searched kMinPart queries or more, towards equal
+    // search times, unless the times were within kTimeBand of their mean.
+    std::vector<double> weights() const;
+    static constexpr double kTimeBand = 1.1;
 
    private:
     mutable std::mutex build_mu_;
-    mutable std::mutex pace_mu_;
-    mutable std::vector<double> pace_;
+    mutable std::mutex weight_mu_;
+    mutable std::vector<double> weight_;
     mutable std::atomic<unsigned> turn_{0};  // the replica that takes the next small batch
 };
 

@@ -83,7 +83,7 @@ static int same_search(const FaissIndex* a, const FaissIndex* b, int64_t n, cons
 
 /* Replicas (issue 33): the first search after the adds builds once and leaves every replica
  * with that graph; a replicated search then equals each replica's own search, however the batch
- * is split (by the replicas' measured pace, or one replica for a small batch). */
+ * is split (by the replicas' weights, or one replica for a small batch). */
 static void test_replicas(void) {
     const char* descs[] = {"GraftGraph,shards=3,replicas,cpu", "GraftGraph32,PQ16,shards=2,replicas,cpu"};
     const int64_t nt = 2 * s.nq;  /* 1000: 3 parts of >= 256 */
@@ -112,7 +112,7 @@ static void test_replicas(void) {
                   pending, pieces);
         }
         FaissIndexReplicas* r = (FaissIndexReplicas*)rep;
-        for (int pass = 0; pass < 3; pass++)  /* the pace moves the split between passes */
+        for (int pass = 0; pass < 3; pass++)  /* the weights move the split between passes */
             CHECK(same_search(rep, faiss_IndexReplicas_at(r, pass % n), nt, xt),
                   "%s: %lld queries (pass %d) differ from replica %d's own results", descs[c],
                   (long long)nt, pass, pass % n);

@@ -13,7 +13,7 @@
  *    same recall within 0.01.
  *  - Replicas of GraftGraph and GraftGraph32,PQ16: the first search builds once (replica 0 by
  *    GRNND) and every other replica holds a copy of that graph on its own device; a search of
- *    5,000 queries (split over the replicas by their measured pace) equals each replica's own
+ *    5,000 queries (split over the replicas by their weights) equals each replica's own
  *    search, pass after pass, and a batch of 100 (one replica) too.
  *  - FAISS's own threaded IndexShards built by hand over graft indexes on the list's first two
  *    devices, and "GraftGraph,PQ16,gpus=all": one shard per visible GPU. */
@@ -230,7 +230,7 @@ static void replicas_case(const char* kind, int train, const placement* P) {
     FaissIndexReplicas* r = (FaissIndexReplicas*)rep;
     for (int i = 0; i < P->n; i++) {
         results own = search_n(faiss_IndexReplicas_at(r, i), nt, xt);
-        for (int pass = 0; pass < 3; pass++) {  /* the measured pace moves the split */
+        for (int pass = 0; pass < 3; pass++) {  /* the weights move the split */
             results all = search_n(rep, nt, xt);
             CHECK(same_n(all, own, nt), "%s: %lld queries (pass %d) differ from replica %d's own search", desc,
                   (long long)nt, pass, i);
