@@ -473,6 +473,54 @@ std::vector<double> GraftIndexReplicas::weights() const {
     return w;
 }
 
+std::vector<idx_t> GraftIndexReplicas::part_sizes(idx_t n, std::vector<double> w, int parts, int first) {
+    // Each weight within 4x of the mean, so that one slow measurement (a host stall) cannot
+    // starve a replica of the work that would show it is fast again.
+    const int nr = (int)w.size();
+    double mean = 0;
+    for (double v : w) mean += v / nr;
+    for (double& v : w) v = std::min(4 * mean, std::max(mean / 4, v));
+    double total = 0;
+    for (int j = 0; j < parts; j++) total += w[(first + j) % nr];
+    std::vector<idx_t> size(nr, 0);
+    double cum = 0;
+    idx_t at = 0;
+    for (int j = 0; j < parts; j++) {
+        const int i = (first + j) % nr;
+        cum += w[i];
+        const idx_t end = j + 1 == parts ? n : std::min<idx_t>(n, std::llround(n * (cum / total)));
+        size[i] = end - at;
+        at = end;
+    }
+    return size;
+}
+
+void GraftIndexReplicas::move_weights(std::vector<double>& w, const std::vector<idx_t>& part,
+                                      const std::vector<double>& secs) {
+    // Towards equal times: a replica that took longer than the mean of the replicas that searched
+    // gets a smaller part next time, by half the ratio of times. Not a rate (queries / second):
+    // a GPU given fewer queries than it runs at once takes about the same time whatever its part
+    // (its slowest walk sets it), so a rate measured there follows the part it was given, not
+    // the GPU's speed, and parts sized by it drifted until one passed a wave and took twice as
+    // long. Times within kTimeBand of the mean leave the split as it is: equal parts on equal
+    // GPUs stay equal.
+    const int nr = (int)w.size();
+    double tsum = 0;
+    int timed = 0;
+    for (int i = 0; i < nr; i++)
+        if (part[i] >= kMinPart && secs[i] > 0) tsum += secs[i], timed++;
+    if (timed < 2) return;
+    const double tmean = tsum / timed;
+    for (int i = 0; i < nr; i++) {
+        if (part[i] < kMinPart || secs[i] <= 0) continue;
+        const double r = tmean / secs[i];
+        if (r * kTimeBand < 1 || r > kTimeBand) w[i] *= 1 + 0.5 * (r - 1);
+    }
+    double wsum = 0;  // mean 1: only the ratios count
+    for (double v : w) wsum += v;
+    for (double& v : w) v *= nr / wsum;
+}
+
 void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                                 const faiss::SearchParameters* params) const {
     const char* fn = "GraftIndexReplicas::search";
@@ -485,31 +533,20 @@ void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distanc
     // queries each, in turn from call to call (concurrent small searches spread over devices).
     const int parts = (int)std::min<idx_t>(nr, std::max<idx_t>(1, n / kMinPart));
     const int first = parts < nr ? (int)(turn_.fetch_add(1, std::memory_order_relaxed) % (unsigned)nr) : 0;
-    // Part sizes in proportion to the replicas' weights (equal at first; see below), each within
-    // 4x of the mean, so that one slow measurement (a host stall) cannot starve a replica of the
-    // work that would show it is fast again.
-    std::vector<double> w = weights();
-    double mean = 0;
-    for (double v : w) mean += v / nr;
-    for (double& v : w) v = std::min(4 * mean, std::max(mean / 4, v));
-    std::vector<idx_t> lo(nr, 0), hi(nr, 0);
-    double total = 0;
-    for (int j = 0; j < parts; j++) total += w[(first + j) % nr];
-    double cum = 0;
-    idx_t at_q = 0;
-    for (int j = 0; j < parts; j++) {
-        const int i = (first + j) % nr;
-        cum += w[i];
-        lo[i] = at_q;
-        hi[i] = j + 1 == parts ? n : std::min<idx_t>(n, std::llround(n * (cum / total)));
-        at_q = hi[i];
+    // Consecutive blocks in the order first, first + 1, ..., sized by the replicas' weights.
+    const std::vector<idx_t> size = part_sizes(n, weights(), parts, first);
+    std::vector<idx_t> lo(nr, 0);
+    for (idx_t j = 0, at = 0; j < parts; j++) {
+        const int i = (int)((first + j) % nr);
+        lo[i] = at;
+        at += size[i];
     }
     std::vector<double> secs(nr, 0.0);
     auto part = [&](int i, const faiss::Index* index) {
-        if (hi[i] <= lo[i]) return;
+        if (size[i] == 0) return;
         const double t0 = now_s();
         // Every replica holds every id: params (a selector too) apply as they are.
-        index->search(hi[i] - lo[i], x + lo[i] * d, k, distances + lo[i] * k, labels + lo[i] * k, params);
+        index->search(size[i], x + lo[i] * d, k, distances + lo[i] * k, labels + lo[i] * k, params);
         secs[i] = now_s() - t0;
     };
     if (parts == 1) {
@@ -521,29 +558,9 @@ void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distanc
             part(i, index);
         });
     }
-    // The weights move the parts towards equal times: a replica that took longer than the mean
-    // of the replicas that searched gets a smaller part next time, by half the ratio of times.
-    // Not a rate (queries / second): a GPU given fewer queries than it runs at once takes about
-    // the same time whatever its part (its slowest walk sets it), so a rate measured there
-    // follows the part it was given, not the GPU's speed, and parts sized by it drifted until one
-    // passed a wave and took twice as long. Times within kTimeBand of the mean leave the split
-    // as it is: equal parts on equal GPUs stay equal.
-    double tsum = 0;
-    int timed = 0;
-    for (int i = 0; i < nr; i++)
-        if (hi[i] - lo[i] >= kMinPart && secs[i] > 0) tsum += secs[i], timed++;
-    if (timed < 2) return;
-    const double tmean = tsum / timed;
     std::lock_guard<std::mutex> lock(weight_mu_);
     weight_.resize(nr, 1.0);
-    for (int i = 0; i < nr; i++) {
-        if (hi[i] - lo[i] < kMinPart || secs[i] <= 0) continue;
-        const double r = tmean / secs[i];
-        if (r * kTimeBand < 1 || r > kTimeBand) weight_[i] *= 1 + 0.5 * (r - 1);
-    }
-    double wsum = 0;  // mean 1: only the ratios count
-    for (double v : weight_) wsum += v;
-    for (double& v : weight_) v *= nr / wsum;
+    move_weights(weight_, size, secs);
 }
 
 size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {

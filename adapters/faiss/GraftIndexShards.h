@@ -109,11 +109,20 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     // Queries a replica must get for a search to be split onto it: below this a GPU's share
     // is latency-bound and another replica serves the batch as fast.
     static constexpr idx_t kMinPart = 256;
-    // Each replica's relative share of a batch (1 at first): search() moves it after each
-    // search in which at least two replicas searched kMinPart queries or more, towards equal
-    // search times, unless the times were within kTimeBand of their mean.
+    // Each replica's relative share of a batch (1 at first), moved by move_weights after every
+    // search.
     std::vector<double> weights() const;
     static constexpr double kTimeBand = 1.1;
+    // The split (pure, for search() and its unit test): the queries of each of the w.size()
+    // replicas for a batch of n cut into `parts` consecutive blocks, replica `first` first, in
+    // proportion to the weights w (each held within 4x of their mean); 0 for the others.
+    static std::vector<idx_t> part_sizes(idx_t n, std::vector<double> w, int parts, int first);
+    // After a search in which two or more replicas searched kMinPart queries or more (part[i]
+    // queries in secs[i] seconds): each of those whose time lies outside kTimeBand of their mean
+    // time gets its weight multiplied by 1 + (mean / time - 1) / 2, towards equal times; the
+    // weights then have mean 1.
+    static void move_weights(std::vector<double>& w, const std::vector<idx_t>& part,
+                             const std::vector<double>& secs);
 
    private:
     mutable std::mutex build_mu_;
