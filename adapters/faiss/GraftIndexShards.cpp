@@ -467,8 +467,8 @@ void GraftIndexReplicas::build() const {
 }
 
 std::vector<double> GraftIndexReplicas::weights() const {
-    std::lock_guard<std::mutex> lock(weight_mu_);
-    std::vector<double> w = weight_;
+    std::lock_guard<std::mutex> lock(split_mu_);
+    std::vector<double> w = split_.weight;
     w.resize(count(), 1.0);
     return w;
 }
@@ -495,30 +495,43 @@ std::vector<idx_t> GraftIndexReplicas::part_sizes(idx_t n, std::vector<double> w
     return size;
 }
 
-void GraftIndexReplicas::move_weights(std::vector<double>& w, const std::vector<idx_t>& part,
+void GraftIndexReplicas::move_weights(SplitState& st, const std::vector<idx_t>& part,
                                       const std::vector<double>& secs) {
-    // Towards equal times: a replica that took longer than the mean of the replicas that searched
-    // gets a smaller part next time, by half the ratio of times. Not a rate (queries / second):
-    // a GPU given fewer queries than it runs at once takes about the same time whatever its part
-    // (its slowest walk sets it), so a rate measured there follows the part it was given, not
-    // the GPU's speed, and parts sized by it drifted until one passed a wave and took twice as
-    // long. Times within kTimeBand of the mean leave the split as it is: equal parts on equal
-    // GPUs stay equal.
-    const int nr = (int)w.size();
+    // Towards equal times: a replica slower than the mean of the replicas that searched gets a
+    // smaller part. Not a rate (queries / second): a GPU given fewer queries than it runs at once
+    // takes about the same time whatever its part (its slowest walk sets it), so a rate measured
+    // there follows the part it was given, not the GPU's speed, and parts sized by it drifted
+    // until one passed a wave and took twice as long. Each replica's ratio of the mean time to
+    // its own is smoothed over searches (weight kRatioWeight for the newest), so that noise
+    // averages out, and only a smoothed ratio outside kTimeBand moves the weights: equal parts on
+    // equal GPUs stay equal.
+    const int nr = (int)part.size();
+    st.weight.resize(nr, 1.0);
+    st.ratio.resize(nr, 1.0);
     double tsum = 0;
     int timed = 0;
     for (int i = 0; i < nr; i++)
         if (part[i] >= kMinPart && secs[i] > 0) tsum += secs[i], timed++;
     if (timed < 2) return;
     const double tmean = tsum / timed;
+    bool moved = false;
     for (int i = 0; i < nr; i++) {
         if (part[i] < kMinPart || secs[i] <= 0) continue;
-        const double r = tmean / secs[i];
-        if (r * kTimeBand < 1 || r > kTimeBand) w[i] *= 1 + 0.5 * (r - 1);
+        double& r = st.ratio[i];
+        r = (1 - kRatioWeight) * r + kRatioWeight * tmean / secs[i];
+        if (r * kTimeBand < 1 || r > kTimeBand) {
+            st.weight[i] *= 1 + 0.5 * (r - 1);  // half way to equal times
+            moved = true;
+        }
     }
-    double wsum = 0;  // mean 1: only the ratios count
-    for (double v : w) wsum += v;
-    for (double& v : w) v *= nr / wsum;
+    if (!moved) return;
+    // A new split: its times are measured afresh. The weights' mean is 1 (only ratios count).
+    double wsum = 0;
+    for (double v : st.weight) wsum += v;
+    for (int i = 0; i < nr; i++) {
+        st.weight[i] *= nr / wsum;
+        st.ratio[i] = 1.0;
+    }
 }
 
 void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
@@ -558,9 +571,8 @@ void GraftIndexReplicas::search(idx_t n, const float* x, idx_t k, float* distanc
             part(i, index);
         });
     }
-    std::lock_guard<std::mutex> lock(weight_mu_);
-    weight_.resize(nr, 1.0);
-    move_weights(weight_, size, secs);
+    std::lock_guard<std::mutex> lock(split_mu_);
+    move_weights(split_, size, secs);
 }
 
 size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
@@ -576,8 +588,8 @@ size_t GraftIndexReplicas::remove_ids(const faiss::IDSelector& sel) {
 void GraftIndexReplicas::reset() {
     runOnIndex([](int, faiss::Index* index) { index->reset(); });
     syncWithSubIndexes();  // FAISS's reset marks the replicas untrained; graft's keep their codebooks
-    std::lock_guard<std::mutex> lock(weight_mu_);
-    weight_.clear();
+    std::lock_guard<std::mutex> lock(split_mu_);
+    split_ = SplitState();
 }
 
 }  // namespace graft

@@ -112,22 +112,28 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     // Each replica's relative share of a batch (1 at first), moved by move_weights after every
     // search.
     std::vector<double> weights() const;
-    static constexpr double kTimeBand = 1.1;
     // The split (pure, for search() and its unit test): the queries of each of the w.size()
     // replicas for a batch of n cut into `parts` consecutive blocks, replica `first` first, in
     // proportion to the weights w (each held within 4x of their mean); 0 for the others.
     static std::vector<idx_t> part_sizes(idx_t n, std::vector<double> w, int parts, int first);
+    // The weights and, per replica, its ratio of the replicas' mean search time to its own,
+    // smoothed over searches (1 at first and after every move).
+    struct SplitState {
+        std::vector<double> weight, ratio;
+    };
+    static constexpr double kTimeBand = 1.1;
+    static constexpr double kRatioWeight = 0.25;
     // After a search in which two or more replicas searched kMinPart queries or more (part[i]
-    // queries in secs[i] seconds): each of those whose time lies outside kTimeBand of their mean
-    // time gets its weight multiplied by 1 + (mean / time - 1) / 2, towards equal times; the
-    // weights then have mean 1.
-    static void move_weights(std::vector<double>& w, const std::vector<idx_t>& part,
-                             const std::vector<double>& secs);
+    // queries in secs[i] seconds): each of those replicas' ratio takes in mean time / its time
+    // (weight kRatioWeight); a replica whose smoothed ratio r lies outside kTimeBand gets its
+    // weight multiplied by 1 + (r - 1) / 2, and then the weights are brought to mean 1 and every
+    // ratio starts again at 1.
+    static void move_weights(SplitState& st, const std::vector<idx_t>& part, const std::vector<double>& secs);
 
    private:
     mutable std::mutex build_mu_;
-    mutable std::mutex weight_mu_;
-    mutable std::vector<double> weight_;
+    mutable std::mutex split_mu_;
+    mutable SplitState split_;
     mutable std::atomic<unsigned> turn_{0};  // the replica that takes the next small batch
 };
 
