@@ -91,11 +91,11 @@ struct GraftIndexReplicas : faiss::IndexReplicas {
     explicit GraftIndexReplicas(idx_t d, faiss::MetricType metric = faiss::METRIC_L2);
     void train(idx_t n, const float* x) override;
     // The batch in consecutive blocks, one per replica, sized in proportion to each replica's
-    // weight (below: equal at first, then moved towards equal search times), searched at once by the replicas' worker
-    // threads, each writing its rows of distances / labels in place. A batch too small to feed
-    // every replica (under kMinPart queries a replica) goes to fewer, in turn, the smallest (one
-    // part) on the calling thread. params (graft's SearchParameters, a selector) reach every
-    // replica as they are.
+    // weight (below: equal at first, then moved towards equal search times), searched at once by
+    // the replicas' worker threads, each writing its rows of distances / labels in place. A
+    // batch too small to feed every replica (under kMinPart queries a replica) goes to fewer, in
+    // turn, the smallest (one part) on the calling thread. params (graft's SearchParameters, a
+    // selector) reach every replica as they are.
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;
