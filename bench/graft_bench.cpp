@@ -13,10 +13,10 @@
 // DIR/graft-bench.jsonl (DESIGN.md, "Benchmark records"), the chart (--plot) to
 // DIR/recall-qps-<dataset>.svg and .png.
 //
-// The summary reads each index off its recall-QPS Pareto frontier (bench/frontier.h): the QPS at
-// each recall bar (0.90, 0.95, 0.99) interpolated between the two frontier points around it, log
-// QPS linear in recall, marked "~" in the table and "interpolated": true in its summary record
-// (which names the two points). So that a coarse sweep does not decide the comparison, each sweep is
+// The summary (one a --batch size) reads each index off its recall-QPS Pareto frontier at that
+// batch (bench/frontier.h): the QPS at each recall bar (0.90, 0.95, 0.99) interpolated between
+// the two frontier points around it, log QPS linear in recall, marked "~" in the table and
+// "interpolated": true in its summary record (which names the two points). So that a coarse sweep does not decide the comparison, each sweep is
 // refined after its coarse values (--refine GAP, default 0.02; 0: off): the knob is bisected
 // between the points around each bar until their recalls are at most GAP apart, halved while the
 // lowest point lies more than GAP above a bar, and doubled while no point reaches one. Refined
@@ -898,7 +898,7 @@ struct IndexResult {
     std::pair<int, int> shards{0, 0};  // graft_shards()
     bool replicas = false, train_reused = false;
     bool ok = false;
-    std::vector<bench::SweepPoint> swept;  // every configuration at the largest --batch (the summary's)
+    std::map<int64_t, std::vector<bench::SweepPoint>> swept;  // every configuration, by --batch
 };
 
 // The adaptive sweep's bound on extra configurations an index (--refine): about 3 a bar.
@@ -1008,7 +1008,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             // The coarse sweep, then (--refine) the values that bring each bar between two close points.
             if (i == values.size()) {
                 if (s.knob.empty() || o.refine_gap <= 0 || i - coarse >= (size_t)kMaxRefined) break;
-                const double next = bench::next_knob_value(res.swept, bars, o.refine_gap, s.range);
+                const double next = bench::next_knob_value(res.swept[summary_batch], bars, o.refine_gap, s.range);
                 if (!std::isfinite(next)) break;
                 values.push_back(next);
             }
@@ -1062,8 +1062,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                             r.params.add("fp32_fallback_frac", (fb1 - fb0) / (double)D.nq);
                     }
                 }
-                if (batch == summary_batch)
-                    res.swept.push_back({r.recall, r.qps, v, s.knob.empty() ? "" : s.knob + "=" + number(v)});
+                res.swept[batch].push_back({r.recall, r.qps, v, s.knob.empty() ? "" : s.knob + "=" + number(v)});
                 recs.push_back(std::move(r));
             }
             if (o.latency_queries > 0 && !refined) {
@@ -1167,7 +1166,7 @@ std::string bracket_label(const bench::BarFigure& b, const std::string& knob) {
     return b.hi.label.empty() ? r : b.hi.label + ", " + r;
 }
 
-// One summary record: the index's QPS at recall `bar` at the summary batch, read off its frontier;
+// One summary record: the index's QPS at recall `bar` at one batch size, read off its frontier;
 // "interpolated" says how, and "bracket" lists the measured point(s) it comes from.
 bench::Rec summary_record(const Options& o, const IndexSpec& s, const IndexResult& res, const Dataset& D,
                           int64_t batch, double bar, const bench::BarFigure& b) {
@@ -1340,48 +1339,57 @@ int main(int argc, char** argv) {
         results.push_back(run_index(o, s, D, out, deadline, filters, trained));
     }
 
-    // Summary at the largest batch: build, memory, and each index's QPS at each recall bar read off
-    // its Pareto frontier (interpolated where two points lie around the bar), ratio to the first
-    // index; one summary record per index and bar reached.
+    // A summary at each --batch: build, memory, and each index's QPS at each recall bar read off
+    // its Pareto frontier at that batch (interpolated where two points lie around the bar), ratio
+    // to the first index; one summary record per index, batch and bar reached. The chart is the
+    // largest batch's.
     const int64_t batch = *std::max_element(o.batches.begin(), o.batches.end());
-    printf("\n== summary: %s, batch %lld: QPS at recall@%lld = each bar on each index's Pareto frontier "
-           "(x = ratio to %s)\n",
-           D.name.c_str(), (long long)batch, (long long)D.k, specs[0].desc.c_str());
-    printf("   ~ interpolated between the two frontier points named (log QPS linear in recall); otherwise the\n"
-           "   measured point (its recall), where no point lies below the bar\n");
-    const int cell_w = 32;
-    printf("%-*s %8s %9s %9s", index_w, "index", "build s", "GPU MiB", "host MiB");
-    for (double bar : bench::kRecallBars) printf("   %-*.2f", cell_w, bar);
-    printf("\n");
+    std::vector<int64_t> sizes = o.batches;
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     std::vector<bench::Curve> curves;
-    std::vector<bench::BarFigure> first(std::size(bench::kRecallBars));
-    for (size_t i = 0; i < results.size(); i++) {
-        const IndexSpec& s = specs[i];
-        const IndexResult& r = results[i];
-        const std::vector<bench::SweepPoint> frontier = bench::pareto_frontier(r.swept);
-        printf("%-*s %8.2f %9.0f %9.0f", index_w, s.desc.c_str(), r.build_s, r.gpu_bytes / 1048576.0,
-               r.host_bytes / 1048576.0);
-        for (size_t j = 0; j < std::size(bench::kRecallBars); j++) {
-            const double bar = bench::kRecallBars[j];
-            const bench::BarFigure b = bench::qps_at_recall(frontier, bar);
-            if (i == 0) first[j] = b;
-            std::string cell = "-";
-            if (b.reached) {
-                char q[48];
-                snprintf(q, sizeof q, "%s%.0f", b.interpolated ? "~" : "", b.qps);
-                cell = q + std::string(" (") + bracket_label(b, s.knob) + ")";
-                if (i > 0 && first[j].reached) {
-                    snprintf(q, sizeof q, " %.2fx", b.qps / first[j].qps);
-                    cell += q;
-                }
-                out.record(D, summary_record(o, s, r, D, batch, bar, b));
-            }
-            printf("   %-*s", cell_w, cell.c_str());
-        }
+    for (int64_t b_sz : sizes) {
+        printf("\n== summary: %s, batch %lld: QPS at recall@%lld = each bar on each index's Pareto frontier "
+               "(x = ratio to %s)\n",
+               D.name.c_str(), (long long)b_sz, (long long)D.k, specs[0].desc.c_str());
+        printf("   ~ interpolated between the two frontier points named (log QPS linear in recall); otherwise the\n"
+               "   measured point (its recall), where no point lies below the bar\n");
+        const int cell_w = 32;
+        printf("%-*s %8s %9s %9s", index_w, "index", "build s", "GPU MiB", "host MiB");
+        for (double bar : bench::kRecallBars) printf("   %-*.2f", cell_w, bar);
         printf("\n");
-        bench::Curve c{s.desc, {}};
-        for (const bench::SweepPoint& p : r.swept) c.pts.push_back({p.recall, p.qps});
-        curves.push_back(c);
+        std::vector<bench::BarFigure> first(std::size(bench::kRecallBars));
+        for (size_t i = 0; i < results.size(); i++) {
+            const IndexSpec& s = specs[i];
+            const IndexResult& r = results[i];
+            const auto it = r.swept.find(b_sz);
+            const std::vector<bench::SweepPoint> none, &pts = it == r.swept.end() ? none : it->second;
+            const std::vector<bench::SweepPoint> frontier = bench::pareto_frontier(pts);
+            printf("%-*s %8.2f %9.0f %9.0f", index_w, s.desc.c_str(), r.build_s, r.gpu_bytes / 1048576.0,
+                   r.host_bytes / 1048576.0);
+            for (size_t j = 0; j < std::size(bench::kRecallBars); j++) {
+                const double bar = bench::kRecallBars[j];
+                const bench::BarFigure b = bench::qps_at_recall(frontier, bar);
+                if (i == 0) first[j] = b;
+                std::string cell = "-";
+                if (b.reached) {
+                    char q[48];
+                    snprintf(q, sizeof q, "%s%.0f", b.interpolated ? "~" : "", b.qps);
+                    cell = q + std::string(" (") + bracket_label(b, s.knob) + ")";
+                    if (i > 0 && first[j].reached) {
+                        snprintf(q, sizeof q, " %.2fx", b.qps / first[j].qps);
+                        cell += q;
+                    }
+                    out.record(D, summary_record(o, s, r, D, b_sz, bar, b));
+                }
+                printf("   %-*s", cell_w, cell.c_str());
+            }
+            printf("\n");
+            if (b_sz != batch) continue;
+            bench::Curve c{s.desc, {}};
+            for (const bench::SweepPoint& p : pts) c.pts.push_back({p.recall, p.qps});
+            curves.push_back(c);
+        }
     }
     fclose(f);
     int rc = std::all_of(results.begin(), results.end(), [](const IndexResult& r) { return r.ok; }) ? 0 : 1;

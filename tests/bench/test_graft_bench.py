@@ -114,6 +114,16 @@ recs4 = [json.loads(line) for line in open(os.path.join(out + "-fixed", "graft-b
 check(run4.returncode == 0 and sorted(r["params"]["L"] for r in recs4 if not r.get("summary")) == [16, 64],
       "--refine 0 measures the sweep as given")
 
+# ---- two --batch sizes: a summary, and its records, at each -----------------------------------------------
+run5 = subprocess.run([exe, "--base", base, "--query", query, "--gt", gt, "--index", "GraftGraph", "--sweep",
+                       "L=16,64", "--refine", "0", "--batch", "250,500", "--latency-queries", "0", "--min-time", "0.01",
+                       "--out", out + "-batches"], capture_output=True, text=True)
+recs5 = [json.loads(line) for line in open(os.path.join(out + "-batches", "graft-bench.jsonl"))]
+summ5 = {(r["params"]["batch"], r["params"]["recall_bar"]) for r in recs5 if r.get("summary")}
+check(run5.returncode == 0 and run5.stdout.count("== summary") == 2 and
+      {b for b, _ in summ5} == {250, 500} and len(summ5) == len({bar for _, bar in summ5}) * 2,
+      f"a summary at each batch ({sorted(summ5)})")
+
 # ---- chart ---------------------------------------------------------------------------------------------
 svg = open(os.path.join(out, "recall-qps-sift5k.svg")).read()
 paths = re.findall(r"<path [^>]*>", svg)
