@@ -6,9 +6,9 @@ may name several, comma-separated, e.g. two calls back to back on one machine) a
 set:
   - every index, batch by batch: its GPUs, build seconds and the ratio to the one-GPU index of the
     same system (graft or FAISS), QPS at recall@10 0.90 and 0.95 read off its frontier at that batch
-    (graft-bench's rule, bench/frontier.cpp: interpolated between the two frontier points around
-    the bar; checked against graft-bench's own summary records of its largest batch) and the ratio
-    to one GPU, and its peak memory on each device;
+    (graft-bench's summary records: interpolated between the two frontier points around the bar;
+    records of graft-bench up to a65fc54 hold them for the largest batch only: "-" at the others)
+    and the ratio to one GPU, and its peak memory on each device;
   - replicas and shards against one GPU at the same beam L (batch by batch): the QPS ratio at every
     L of the coarse sweep, and at the smallest L where the one-GPU index reaches recall 0.95 (the
     issue's measure), against the targets (1.8x on 2 GPUs, 3.4x on 4);
@@ -53,28 +53,6 @@ def fmt_qps(q):
 
 def fmt_ratio(a, b):
     return "" if a is None or not b else f"{a / b:.2f}x"
-
-
-def qps_at(points, bar):
-    """graft-bench's summary figure (bench/frontier.cpp): the QPS at recall `bar` on the Pareto
-    frontier of points [(recall, qps)], log QPS linear in recall between the two frontier points
-    around the bar; the lowest-recall frontier point at >= bar when none lies below; None when none
-    reaches it."""
-    pts = sorted(((r, q) for r, q in points if q > 0), key=lambda p: (-p[0], -p[1]))
-    front, best = [], 0.0
-    for r, q in pts:
-        if q > best:
-            front.append((r, q))
-            best = q
-    front.reverse()
-    i = next((i for i, p in enumerate(front) if p[0] >= bar), None)
-    if i is None:
-        return None
-    r1, q1 = front[i]
-    if i == 0 or r1 == bar:
-        return q1
-    r0, q0 = front[i - 1]
-    return math.exp(math.log(q0) + (bar - r0) / (r1 - r0) * (math.log(q1) - math.log(q0)))
 
 
 def load(path, run_id):
@@ -159,7 +137,7 @@ def main():
         print(f"\n{ds}: {n:,} x {rs[0]['d']}, {rs[0]['nq']:,} queries, recall@{rs[0]['k']}"
               f"{' (ties at the k-th distance count)' if rs[0]['params'].get('recall_ties') else ''}")
         indexes = list(dict.fromkeys(r["index"] for r in rs))
-        summ = {}  # (index, bar, batch) -> graft-bench's summary record (its largest batch only)
+        summ = {}  # (index, bar, batch) -> graft-bench's summary record
         for r in rs:
             if r.get("summary") and "recall_bar" in r["params"]:
                 summ[(r["index"], round(r["params"]["recall_bar"], 2), r["params"].get("batch"))] = r
@@ -173,14 +151,7 @@ def main():
                 for i, b in enumerate(r.get("gpu_bytes_per_device", [])):
                     per_dev[i] = max(per_dev[i], b)
             shard_bytes = next((r["gpu_bytes_per_shard"] for r in mine if "gpu_bytes_per_shard" in r), None)
-            q = {}  # (bar, batch) -> QPS read off this batch's frontier
-            for b in all_batches:
-                pts = [(r["recall"], r["qps"]) for r in runs if r["index"] == ix and r["params"].get("batch", 0) == b]
-                for bar in (0.9, 0.95):
-                    q[(bar, b)] = qps_at(pts, bar) if pts else None
-                    ref = summ.get((ix, bar, b), {}).get("qps")
-                    if ref and q[(bar, b)] and abs(q[(bar, b)] / ref - 1) > 0.005:
-                        print(f"  note: {ix} at {bar} (batch {b}): {q[(bar, b)]:,.0f} here, graft-bench's summary {ref:,.0f}")
+            q = {(bar, b): summ.get((ix, bar, b), {}).get("qps") for b in all_batches for bar in (0.9, 0.95)}
             info[ix] = dict(role=role(mine[0]), build=mine[0].get("build_s"), per_dev=per_dev, shard_bytes=shard_bytes,
                             q=q, reused=mine[0]["params"].get("train_reused", False))
         one = {sys_: ix for ix, v in info.items() for sys_ in [v["role"][0]] if v["role"][1] == "one"}
