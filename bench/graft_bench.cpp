@@ -51,6 +51,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -72,6 +73,8 @@
 #include "bench_record.h"
 #include "graft/flat.h"
 #include "graft/graph.h"
+#include "GraftIndexGraph.h"
+#include "graft/graph_index.h"
 #include "graft_faiss_c.h"
 #include <faiss/c_api/error_c.h>
 #include "frontier.h"
@@ -110,6 +113,7 @@ struct Options {
     double refine_gap = 0.02;           // --refine: the adaptive sweep's recall gap (0: off)
     std::vector<double> selectivities;            // --selectivity: filtered searches (empty: none)
     std::vector<std::string> filter_modes = {"auto"};  // graft's paths under a filter
+    int64_t graph_sample = 0;                     // --graph-recall N: sampled vertices (0: off)
 };
 
 const char* kUsage =
@@ -118,7 +122,7 @@ const char* kUsage =
     "                   [--out DIR] [--plot] [--name DATASET] [--gt-cache DIR] [--latency-queries N]\n"
     "                   [--min-time S] [--threads N] [--deadline S] [--commit C] [--run-id R]\n"
     "                   [--selectivity S1,S2,... [--filter-modes auto,walk,exact]]\n"
-    "                   [--scale C] [--refine GAP]\n"
+    "                   [--scale C] [--refine GAP] [--graph-recall N]\n"
     "  files: .fvecs .bvecs .ivecs .fbin .u8bin .ibin, IDX images (.gz), or an ann-benchmarks .hdf5\n"
     "         (--base F.hdf5 alone: train, test and neighbors come from it)\n"
     "  DESC:  a graft or FAISS factory string (GraftFlat, GraftGraph, \"GraftGraph,PQ32\", HNSW32,\n"
@@ -134,6 +138,9 @@ const char* kUsage =
     "         truth is computed (on every GPU, in blocks), --gt is refused\n"
     "  --batch N larger than the query count repeats the queries to fill it (records: params.repeat)\n"
     "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n"
+    "  --graph-recall N: the graph's quality beside each graft graph index's records: of N sampled\n"
+    "         vertices, the share of each one's k exact nearest neighbours that its graph row holds\n"
+    "         (params.graph_recall), and GRNND's rounds (params.build_rounds)\n"
     "  --refine GAP: after the sweep, more knob values until each recall bar (0.90, 0.95, 0.99)\n"
     "         lies between two points at most GAP apart in recall (default 0.02; 0: the sweep as given)\n";
 
@@ -204,7 +211,10 @@ bool parse(int argc, char** argv, Options* o) {
                 i = j + 1;
             }
         }
-        else if (a == "--refine") {
+        else if (a == "--graph-recall") {
+            o->graph_sample = atoll(v.c_str());
+            if (o->graph_sample < 1) return fail("--graph-recall: " + v + ", need a positive vertex count");
+        } else if (a == "--refine") {
             char* end = nullptr;
             o->refine_gap = strtod(v.c_str(), &end);
             if (v.empty() || *end || !(o->refine_gap >= 0 && o->refine_gap < 1))
@@ -891,8 +901,71 @@ std::string number(double v) {
     return s;
 }
 
+// --graph-recall: sampled vertices and their exact neighbours (k + 1 each, the vertex itself
+// among them), against which each graph index's rows are scored.
+struct GraphSample {
+    std::vector<int64_t> ids;
+    std::vector<int64_t> nbrs;  // ids.size() x (k + 1), nearest first
+    int64_t k = 0;
+};
+
+// The sample's exact neighbours, by the ground truth's own path (bench::exact_neighbours) on D
+// with the sampled base rows standing in as queries.
+bool sample_graph_truth(Dataset& D, int64_t count, GraphSample* gs) {
+    std::mt19937_64 rng(0x6A0F5EEDull);
+    std::vector<int64_t> ids;
+    std::vector<char> taken((size_t)D.nb, 0);
+    for (int64_t i = 0; i < std::min(count, D.nb); i++) {
+        int64_t v = (int64_t)(rng() % (uint64_t)D.nb);
+        while (taken[(size_t)v]) v = (v + 1) % D.nb;
+        taken[(size_t)v] = 1;
+        ids.push_back(v);
+    }
+    std::vector<float> xq(ids.size() * (size_t)D.d);
+    for (size_t i = 0; i < ids.size(); i++)
+        std::copy_n(D.xb.data() + ids[i] * D.d, D.d, xq.data() + i * D.d);
+    std::swap(D.xq, xq);
+    std::vector<int64_t> gt;
+    std::swap(D.gt, gt);
+    const int64_t nq = D.nq, k = D.k;
+    D.nq = (int64_t)ids.size();
+    D.k = k + 1;
+    const bool ok = bench::exact_neighbours(D, graft_gpu_available() ? 10000 : 256, [](int64_t) {});
+    gs->ids = ids;
+    gs->nbrs = D.gt;
+    gs->k = k;
+    std::swap(D.xq, xq);
+    std::swap(D.gt, gt);
+    D.nq = nq, D.k = k;
+    return ok;
+}
+
+// The share of each sampled vertex's k exact nearest neighbours (itself left out) that its graph
+// row holds, averaged; -1 when the index has no graft graph of its own (FAISS's, a wrapper, shards).
+double graph_row_recall(faiss::Index* index, const GraphSample& gs) {
+    auto* g = dynamic_cast<graft::GraftIndexGraph*>(index);
+    const graft_graph* graph = g ? graft_gindex_graph(g->gindex) : nullptr;
+    if (!graph || gs.ids.empty()) return -1;
+    double sum = 0;
+    for (size_t i = 0; i < gs.ids.size(); i++) {
+        const int64_t v = gs.ids[i];
+        const int32_t* row = graph->nbrs + v * graph->R;
+        int64_t found = 0, want = 0;
+        for (int64_t j = 0; j <= gs.k && want < gs.k; j++) {
+            const int64_t u = gs.nbrs[i * (gs.k + 1) + j];
+            if (u == v || u < 0) continue;
+            want++;
+            found += std::find(row, row + graph->R, (int32_t)u) != row + graph->R;
+        }
+        sum += want ? (double)found / want : 1.0;
+    }
+    return sum / gs.ids.size();
+}
+
 struct IndexResult {
     double build_s = -1;
+    double graph_recall = -1;  // --graph-recall (graph_row_recall)
+    int build_rounds = 0;      // GRNND's inner rounds (graft's graph indexes)
     size_t gpu_bytes = 0, host_bytes = 0;
     std::string multi_gpu_json;  // ,"gpu_bytes_per_device":[...] (and per shard): the records' tail
     std::pair<int, int> shards{0, 0};  // graft_shards()
@@ -922,7 +995,7 @@ void common_params(bench::Params& p, const IndexSpec& s, const std::pair<int, in
 
 IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, bench::Recorder& out,
                       const bench::Deadline& deadline, const std::vector<Filter>& filters,
-                      TrainedCache& trained) {
+                      TrainedCache& trained, const GraphSample& gs) {
     IndexResult res;
     const faiss::MetricType metric = D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
     // Every device's use: sharded indexes spread over several.
@@ -995,6 +1068,15 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
         }
         printf("%s: built in %.2f s (train + add %.2f s)%s\n", s.desc.c_str(), res.build_s, adds_s,
                train_reused ? " (training reused from the first index of this factory string)" : "");
+        if (s.graft && contains(s.factory, "GraftGraph")) {
+            double rounds = 0;
+            if (faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "build_rounds", &rounds) == 0)
+                res.build_rounds = (int)rounds;
+            res.graph_recall = graph_row_recall(index, gs);
+            if (res.graph_recall >= 0)
+                printf("%s: GRNND %d rounds; graph rows hold %.4f of %zu sampled vertices' %lld exact neighbours\n",
+                       s.desc.c_str(), res.build_rounds, res.graph_recall, gs.ids.size(), (long long)gs.k);
+        }
         fflush(stdout);
 
         std::vector<double> values = s.sweep;
@@ -1029,6 +1111,8 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                     r.note = "refined";
                 }
                 r.build_s = res.build_s;
+                if (res.build_rounds > 0) r.params.add("build_rounds", res.build_rounds, false);
+                if (res.graph_recall >= 0) r.params.add("graph_recall", res.graph_recall, false);
                 if (cpu_system) r.threads = threads;
                 // Every record says the OpenMP setting it ran under (a GPU index's search call
                 // should cost the same at any: examples/search_loop checks it from a user's side).
@@ -1231,6 +1315,8 @@ int main(int argc, char** argv) {
                             "(the grown set's ground truth is computed)\n");
             return 2;
         }
+        printf("--scale %d: the base is SYNTHETIC, %d cell-permuted, jittered copies of %s (for stress; "
+               "recall claims want real data)\n", o.scale, o.scale, o.base.c_str());
         Ticker tick("growing the base to " + std::to_string(o.scale) + " cell-permuted copies");
         bench::scale_by_cells(D, o.scale);
         bench::jitter_copies(D, 0x5EED0033ull);
@@ -1294,6 +1380,17 @@ int main(int argc, char** argv) {
                (long long)D.k);
     }
 
+    GraphSample gs;
+    if (o.graph_sample > 0) {
+        const double t0 = now_s();
+        if (!sample_graph_truth(D, o.graph_sample, &gs)) {
+            fprintf(stderr, "graft-bench: the sampled vertices' exact neighbours failed\n");
+            return 2;
+        }
+        printf("graph recall: %zu sampled vertices' exact %lld neighbours in %.1f s\n", gs.ids.size(),
+               (long long)gs.k, now_s() - t0);
+    }
+
     // The selectors and their exact filtered ground truths (--selectivity).
     std::vector<Filter> filters;
     for (size_t i = 0; i < o.selectivities.size(); i++) {
@@ -1336,7 +1433,7 @@ int main(int argc, char** argv) {
     out.header();
     for (const IndexSpec& s : specs) {
         if (deadline.stops(s.desc)) break;
-        results.push_back(run_index(o, s, D, out, deadline, filters, trained));
+        results.push_back(run_index(o, s, D, out, deadline, filters, trained, gs));
     }
 
     // A summary at each --batch: build, memory, and each index's QPS at each recall bar read off

@@ -179,6 +179,11 @@ typedef struct graft_gpu_grnnd_params {
                     0 = Alg. 5 warp distances (sorted: only the pairs Algorithm 2 reads) */
     int l2;      /* 1: squared L2; 0: inner product (ranks by -dot) */
     uint64_t seed;
+    int64_t converged_below; /* sorted order: an outer iteration's inner rounds stop after a round
+                                that inserts at most this many redirections, and the outer
+                                iterations after one that stopped in its first round; -1 = run
+                                T1 x T2 rounds (no per-round read-back) */
+    int* rounds; /* nullable host pointer: gets the inner rounds run */
 } graft_gpu_grnnd_params;
 
 /* Builds the graph of the n vectors x (device, n x d) and copies it to graph (n x R int32, rows

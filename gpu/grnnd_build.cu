@@ -482,13 +482,17 @@ grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R,
 // are inserted into u's write pool at distance d(u, w) (Alg. 2 lines 9-11); one that u's full
 // pool refuses goes back to v's pool as an old entry (the reference's give-back). Little shared
 // memory, so many warps per SM hide the latency of the atomic inserts.
+// `inserted` (nullable) counts the redirections that entered their target pool: the round's new
+// entries, which the convergence rule reads.
 template <bool L2>
 __global__ void __launch_bounds__(kWarps * 32)
 grnnd_redirect(const float* __restrict__ x, int64_t n, int d, int R,
-               const uint64_t* __restrict__ records, uint64_t* __restrict__ pool_write) {
+               const uint64_t* __restrict__ records, uint64_t* __restrict__ pool_write,
+               unsigned long long* __restrict__ inserted) {
     const int lane = threadIdx.x & 31;
     const int64_t v = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
     if (v >= n) return;
+    unsigned long long added = 0;  // warp-uniform: warp_insert's result is the same in every lane
     for (int i0 = 0; i0 < R; i0 += 32) {
         const uint64_t e = i0 + lane < R ? records[v * R + i0 + lane] : kKeyNone;
         unsigned m = __ballot_sync(kFullMask, e != kKeyNone);
@@ -499,12 +503,15 @@ grnnd_redirect(const float* __restrict__ x, int64_t n, int d, int R,
             const uint32_t u = (uint32_t)(r >> 32) & 0x7fffffffu, cand = (uint32_t)r;
             const float* xc = x + (int64_t)cand * d;
             const float duw = warp_dist<L2>(x + (int64_t)u * d, xc, d, lane);
-            if (warp_insert(pool_write + (int64_t)u * R, R, u, make_key(duw, cand), lane) == kRefused) {
+            const int res = warp_insert(pool_write + (int64_t)u * R, R, u, make_key(duw, cand), lane);
+            added += res == kInserted;
+            if (res == kRefused) {
                 const float dvw = warp_dist<L2>(x + v * d, xc, d, lane);
                 warp_insert(pool_write + v * R, R, (uint32_t)v, make_key(dvw, cand) | kOld, lane);
             }
         }
     }
+    if (inserted && lane == 0 && added) atomicAdd(inserted, added);
 }
 
 // UPDATE_NEIGHBORS_PARALLEL (Alg. 4), staged variant: pair distances from shared-memory tiles.
@@ -705,9 +712,13 @@ struct Profile {
     }
 };
 
+// The convergence rule (graft/graph.h, delta): after each sorted round the count of inserted
+// redirections comes back to the host (one 8-byte copy and a stream sync a round, a few
+// microseconds against a round's milliseconds); a round at or under p->converged_below ends the
+// outer iteration, and an outer iteration that ended in its first round ends the build.
 template <bool L2>
 int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_gpu_grnnd_params* p,
-              uint64_t* pool[2], int32_t** graph_dev) {
+              uint64_t* pool[2], unsigned long long* inserted, int32_t** graph_dev) {
     const int R = p->R;
     const unsigned blocks = (unsigned)ceil_div(n, kWarps), threads = kWarps * 32;
     const size_t pool_bytes = (size_t)n * R * sizeof(uint64_t);
@@ -718,7 +729,9 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     prof.mark(0);
     int cur = 0;
     uint64_t round = 0;
-    for (int t1 = 0; t1 < p->T1; t1++) {
+    const bool converge = p->sorted && p->converged_below >= 0;
+    bool done = false;
+    for (int t1 = 0; t1 < p->T1 && !done; t1++) {
         for (int t2 = 0; t2 < p->T2; t2++, round++) {
             const uint64_t seed = mix64(p->seed + 0x51ED27ull * (round + 1));
             if (p->sorted) {
@@ -733,10 +746,24 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(1);
                 prof.round_counts((int)round);
-                grnnd_redirect<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1]);
+                if (converge) GRAFT_CUDA_TRY(cudaMemsetAsync(inserted, 0, sizeof *inserted, st));
+                grnnd_redirect<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
+                                                               converge ? inserted : nullptr);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(2);
                 cur ^= 1;
+                if (!converge) continue;
+                unsigned long long added = 0;
+                GRAFT_CUDA_TRY(cudaMemcpyAsync(&added, inserted, sizeof added, cudaMemcpyDeviceToHost, st));
+                GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
+                if (prof.on)
+                    fprintf(stderr, "GRNND round %d.%d: %llu new entries (%.4f of n R)\n", t1, t2,
+                            added, added / ((double)n * R));
+                if ((int64_t)added <= p->converged_below) {
+                    round++;
+                    done = t1 > 0 && t2 == 0;
+                    break;
+                }
                 continue;
             }
             // Clear the write pool, run the round, swap (Alg. 4, lines 17-18).
@@ -751,7 +778,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             prof.mark(1);
             cur ^= 1;
         }
-        if (t1 + 1 < p->T1 && p->rho > 0.f) {
+        if (t1 + 1 < p->T1 && !done && p->rho > 0.f) {
             GRAFT_CUDA_TRY(cudaMemcpyAsync(pool[cur ^ 1], pool[cur], pool_bytes,
                                            cudaMemcpyDeviceToDevice, st));
             grnnd_reverse<<<blocks, threads, 0, st>>>(n, R, p->rho, pool[cur], pool[cur ^ 1]);
@@ -760,6 +787,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             cur ^= 1;
         }
     }
+    if (p->rounds) *p->rounds = (int)round;
     // The other pool's memory holds the int32 graph (half its size): no extra device memory.
     *graph_dev = reinterpret_cast<int32_t*>(pool[cur ^ 1]);
     grnnd_extract<<<blocks, threads, 0, st>>>(pool[cur], n, R, *graph_dev);
@@ -770,13 +798,13 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
 
 // The build between two events, then the graph to `graph` (host or device memory).
 int build_timed(graft_gpu_ctx* ctx, const float* x, int64_t n, int d,
-                const graft_gpu_grnnd_params* p, uint64_t* pool[2], int32_t* graph,
-                cudaEvent_t ev[2], float* gpu_ms) {
+                const graft_gpu_grnnd_params* p, uint64_t* pool[2], unsigned long long* inserted,
+                int32_t* graph, cudaEvent_t ev[2], float* gpu_ms) {
     cudaStream_t st = ctx->stream;
     int32_t* g = nullptr;
     GRAFT_CUDA_TRY(cudaEventRecord(ev[0], st));
-    GRAFT_GPU_TRY(p->l2 ? run_build<true>(ctx, x, n, d, p, pool, &g)
-                        : run_build<false>(ctx, x, n, d, p, pool, &g));
+    GRAFT_GPU_TRY(p->l2 ? run_build<true>(ctx, x, n, d, p, pool, inserted, &g)
+                        : run_build<false>(ctx, x, n, d, p, pool, inserted, &g));
     GRAFT_CUDA_TRY(cudaEventRecord(ev[1], st));
     GRAFT_CUDA_TRY(cudaMemcpyAsync(graph, g, (size_t)n * p->R * sizeof(int32_t), cudaMemcpyDefault, st));
     GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
@@ -805,13 +833,15 @@ extern "C" int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const float* x, int64_t
     GRAFT_GPU_TRY(ctx_enter(ctx));
     const size_t pool_bytes = align_up((size_t)n * p->R * sizeof(uint64_t), 256);
     void* scratch;
-    GRAFT_GPU_TRY(ctx_scratch(ctx, 2 * pool_bytes, &scratch));
+    // The two pools, then the convergence rule's counter.
+    GRAFT_GPU_TRY(ctx_scratch(ctx, 2 * pool_bytes + 256, &scratch));
     uint64_t* pool[2] = {static_cast<uint64_t*>(scratch),
                          reinterpret_cast<uint64_t*>(static_cast<char*>(scratch) + pool_bytes)};
+    auto* inserted = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch) + 2 * pool_bytes);
     cudaEvent_t ev[2] = {nullptr, nullptr};
     GRAFT_CUDA_TRY(cudaEventCreate(&ev[0]));
     int rc = cudaEventCreate(&ev[1]) == cudaSuccess
-                 ? build_timed(ctx, x, n, (int)d, p, pool, graph, ev, gpu_ms)
+                 ? build_timed(ctx, x, n, (int)d, p, pool, inserted, graph, ev, gpu_ms)
                  : gpu_fail(GRAFT_ECUDA, "graft_gpu_grnnd_build: cudaEventCreate failed");
     cudaEventDestroy(ev[0]);
     if (ev[1]) cudaEventDestroy(ev[1]);

@@ -125,18 +125,18 @@ namespace {
 
 const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
-        "filter_exact_below; build (next build): R, S, T1, T2, rho; adds and removals: add_policy, "
+        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
-        "read-only: device, build_seconds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
+        "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
         "and the adds' and removals' inserted, insert_batches, since_build, builds, "
         "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
         "consolidate_seconds, last_add, rebuild_share_applied, gpu_inserts";
 const char* const kKnownPQ =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
-        "build): R, S, T1, T2, rho; filtered search: filter_exact_below; adds and removals: "
+        "build): R, S, T1, T2, rho, delta; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
-        "active_mode, build_seconds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
+        "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
         "and the adds' and removals' inserted, insert_batches, since_build, builds, "
         "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
@@ -224,11 +224,12 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
                       "%s: '%s' is read-only (what the adds and removals did)", cls, name_);
     }
     int* f = build_field(p.build.base, n);
-    if (f || n == "rho") {
+    float* r = build_real_field(p.build.base, n);
+    if (f || r) {
         if (f)
             *f = param_as_int(cls, name_, value);
         else
-            p.build.base.rho = (float)value;
+            *r = (float)value;
         throw_if_error(graft_gindex_set_build_params(gindex, &p.build), fn.c_str());
         return;
     }
@@ -274,7 +275,7 @@ double GraftIndexGraph::get_param(const char* name_) const {
     const bool pq = p.storage == GRAFT_STORAGE_PQ;
     if (int* f = search_field(p.search, n, pq)) return *f;
     if (int* f = build_field(p.build.base, n)) return *f;
-    if (n == "rho") return p.build.base.rho;
+    if (float* f = build_real_field(p.build.base, n)) return *f;
     if (n == "filter_exact_below") return p.search.filter_exact_below;
     if (is_filter_report_param(n)) {
         graft_filter_report r;
@@ -293,6 +294,11 @@ double GraftIndexGraph::get_param(const char* name_) const {
     }
     if (n == "device") return graft_gindex_device(gindex);
     if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
+    if (n == "build_rounds") {
+        graft_pieces_report r;
+        throw_if_error(graft_gindex_build_report(gindex, &r), (std::string(cls) + "::get_param").c_str());
+        return r.pieces == 1 ? r.rounds : 0;
+    }
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
     if (n == "build_pending") return graft_gindex_build_pending(gindex);
     if (n == "storage") return p.storage;

@@ -64,7 +64,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //  filtered search: "filter_exact_below"
     //  PQ placement: "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes the index
     //                keeps resident on the GPU, 0 = half the device); both move the device data
-    //  build (used by the next build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho"
+    //  build (used by the next build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho",
+    //                   "delta" (convergence: graft/graph.h)
     //  adds and removals (graft_living_params): "add_policy" (0 auto, 1 insert, 2 rebuild),
     //                   "insert_L" (0 = default), "rebuild_share" (< 0: the cost model),
     //                   "consolidate_share", "background" (0 / 1)
@@ -74,6 +75,7 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //             "consolidate_seconds", "last_add" (1 inserted, 2 graph left to rebuild),
     //             "rebuild_share_applied", "gpu_inserts" (1: inserts run on the GPU);
     //             "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
+    //             "build_rounds" (GRNND's inner rounds in it; 0 for pieces, the CPU, a given graph),
     //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU,
     //             -1 a graph given: set_data, a file, a replica's copy), "build_pending" (1 while
     //             adds wait for the graph build the next search or write runs, else 0),

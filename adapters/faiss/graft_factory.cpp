@@ -13,6 +13,7 @@
 #include <faiss/index_factory.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -34,7 +35,8 @@ const char* const kAccepted =
         "(the graph index walking FP16 or 8-bit scalar-quantized vectors, re-ranked exactly; SQ8 "
         "trained before adding), on GPU 0 when one is visible, else the CPU "
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
-        "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,PQ16,ooc\" / \",inmem\" "
+        "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,T1=6,T2=15\" the graph "
+        "build (S=N, T1=N, T2=N, rho=X, delta=X), \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
         "budget; \",gpus=all\", \",gpus=0-3\" or \",gpus=0,1\" spread the index over those GPUs "
         "(one shard per listed GPU; a GPU may repeat), \",shards=N\" makes N shards on the "
@@ -74,6 +76,22 @@ bool parse_small_int(const std::string& s, int* out) {
 
 bool starts_with(const std::string& s, const char* prefix) {
     return s.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+// "0.002", "1", ".5" -> the value; false unless `s` is a plain non-negative decimal.
+bool parse_real(const std::string& s, double* out) {
+    if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789.") != std::string::npos ||
+        s.find('.') != s.rfind('.') || s == ".")
+        return false;
+    *out = std::strtod(s.c_str(), nullptr);
+    return true;
+}
+
+// "S=32", "T1=6", "T2=15", "rho=0.6", "delta=0.002": a GRNND build option.
+bool is_build_option(const std::string& c) {
+    for (const char* name : {"S=", "T1=", "T2=", "rho=", "delta="})
+        if (starts_with(c, name)) return true;
+    return false;
 }
 
 // "cpu", "gpu", "gpu=N" -> device; false when `c` is not a device option.
@@ -131,6 +149,7 @@ struct GraftSpec {
     int R = 0;        // graph: max degree, 0 = default
     int L = 0;        // graph: search beam, 0 = default
     int probes = 0;   // graph without PQ: vertices expanded a step, 0 = default
+    std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
@@ -166,6 +185,16 @@ struct GraftSpec {
         return t.release();
     }
 
+    // The build options as given; the index's set_build_params checks their ranges.
+    void apply_build(graft_rnnd_params* b) const {
+        for (const auto& o : build) {
+            if (int* f = graft::build_field(*b, o.first))
+                *f = (int)o.second;
+            else
+                *graft::build_real_field(*b, o.first) = (float)o.second;
+        }
+    }
+
     faiss::Index* make_one(int d, faiss::MetricType metric, int device) const {
         if (M > 0) {
             // d is the dimension graft's index sees (after any transform prefix).
@@ -179,6 +208,7 @@ struct GraftSpec {
             p.storage = GRAFT_STORAGE_PQ;
             if (device != -2) p.device = device;
             if (R > 0) p.build.base.R = R;
+            apply_build(&p.build.base);
             if (L > 0) p.search.L = L;
             if (mode >= 0) p.mode = (graft_bang_mode)mode;
             if (budget_mib >= 0) p.gpu_budget = (size_t)budget_mib << 20;
@@ -194,6 +224,7 @@ struct GraftSpec {
         graft_gindex_params_defaults(&p);
         if (device != -2) p.device = device;
         if (R > 0) p.build.base.R = R;
+        apply_build(&p.build.base);
         if (L > 0) p.search.L = L;
         if (probes > 0) p.search.probes = probes;
         p.storage = storage;
@@ -266,6 +297,22 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
                           "probes=N once, N the vertices the walk expands a step (1..8); %s",
                           c.c_str(), desc.c_str(), kAccepted);
+        } else if (spec.graph && is_build_option(c)) {
+            const std::string name = c.substr(0, c.find('='));
+            double v = 0;
+            const bool real = name == "rho" || name == "delta";
+            int iv = 0;
+            const bool ok = real ? parse_real(c.substr(name.size() + 1), &v)
+                                 : parse_small_int(c.substr(name.size() + 1), &iv);
+            if (!real) v = iv;
+            bool repeated = false;
+            for (const auto& o : spec.build) repeated |= o.first == name;
+            GRAFT_REQUIRE(ok && !repeated,
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": the "
+                          "graph build's S=N, T1=N, T2=N (non-negative integers), rho=X, delta=X "
+                          "(reals), each once (docs/factory-strings.md); %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+            spec.build.emplace_back(name, v);
         } else if (c == "ooc" || c == "inmem" || starts_with(c, "budget=")) {
             GRAFT_REQUIRE(pq,
                           "faiss_graft_index_factory: \"%s\": option '%s' belongs to the graph + "
@@ -328,8 +375,8 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      pq ? ", L=NN, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, gpus=LIST, shards=N, replicas"
+                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, S=N, T1=N, T2=N, rho=X, delta=X, gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

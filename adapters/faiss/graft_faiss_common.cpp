@@ -147,4 +147,10 @@ int* build_field(graft_rnnd_params& b, const std::string& name) {
     return nullptr;
 }
 
+float* build_real_field(graft_rnnd_params& b, const std::string& name) {
+    if (name == "rho") return &b.rho;
+    if (name == "delta") return &b.delta;
+    return nullptr;
+}
+
 }  // namespace graft

@@ -65,7 +65,7 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
         fprintf(stderr, "GRNND build of %lld on device %d: context + upload %.3f s, kernels %.3f s, "
                 "download %.3f s, host %.3f s\n", (long long)n, b->device, gr.upload_seconds,
                 gr.gpu_seconds, gr.download_seconds, gr.host_seconds);
-    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n};
+    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0};
     for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */

@@ -11,12 +11,16 @@
 #define GRAFT_GRAPH_MAX_R 4096     /* set_data / read: larger degrees are taken as a mistake */
 
 /* The checks every graph build shares (rnnd.c): pointers, 0 < n < 2^31, d > 0, S and R >= 1,
- * T1 and T2 >= 0, rho in [0, 1], a known metric, finite x. fn names the caller. */
+ * T1 and T2 >= 0, rho in [0, 1], delta in [0, 1), a known metric, finite x. fn names the caller. */
 int graft_check_graph_build(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
                             const graft_graph* out, const char* fn);
 /* The same but for the finite scan of x (vectors an index checked when they were added). */
 int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const graft_rnnd_params* p,
                                  const graft_graph* out, const char* fn);
+
+/* The convergence rule's threshold, one definition for the CPU reference and GRNND: a round that
+ * adds at most this many new pool entries ends its outer iteration (graft_rnnd_params.delta). */
+int64_t graft_rnnd_converged_below(int64_t n, int R, float delta);
 
 /* The build parameters the next add will use, checked when they are set so that a bad value
  * fails then and not after the vectors were taken. gpu: also GRNND's limits. */

@@ -22,16 +22,19 @@ void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     p->memory_budget = 0;
 }
 
-/* The device scratch GRNND's two pools of n x R 8-byte keys take, each rounded up to 256 bytes. */
-static size_t pools_bytes(size_t n, size_t R) { return 2 * (n * R * 2 * sizeof(int32_t) + 256); }
+/* The device scratch GRNND takes: two pools of n x R 8-byte keys, each rounded up to 256 bytes,
+ * and 256 bytes for the convergence rule's counter. */
+enum { kPoolsOverhead = 3 * 256 };
+static size_t pools_bytes(size_t n, size_t R) { return 2 * n * R * 2 * sizeof(int32_t) + kPoolsOverhead; }
 
 int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* p) {
     if (!p || d < 1 || p->base.R < 1) return 0;
-    const size_t R = (size_t)p->base.R, per = pools_bytes(1, R) - 512; /* 16 R */
+    const size_t R = (size_t)p->base.R, per = pools_bytes(1, R) - kPoolsOverhead; /* 16 R */
     const size_t room = graft_gpu_device_memory(p->device) / 10 * 8;
     int64_t m = (int64_t)(room / (per + (size_t)d * sizeof(float)));
     if (p->memory_budget) {
-        const int64_t mb = p->memory_budget > 512 ? (int64_t)((p->memory_budget - 512) / per) : 0;
+        const int64_t mb = p->memory_budget > kPoolsOverhead
+                               ? (int64_t)((p->memory_budget - kPoolsOverhead) / per) : 0;
         m = mb < m ? mb : m;
     }
     return m;
@@ -73,9 +76,12 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
                           (long long)n, (long long)d);
     const size_t need = pools_bytes((size_t)n, (size_t)b->R);
     const size_t budget = p.memory_budget ? p.memory_budget : need;
+    int rounds = 0;
     graft_gpu_grnnd_params gp = {b->S, b->R, b->T1, b->T2, b->rho,
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,
-                                 b->metric == GRAFT_METRIC_L2, b->seed};
+                                 b->metric == GRAFT_METRIC_L2, b->seed,
+                                 b->delta > 0.0f ? graft_rnnd_converged_below(n, b->R, b->delta) : -1,
+                                 &rounds};
     const double t1 = graft_now_s();
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);
@@ -121,6 +127,7 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
         report->download_seconds = (t4 - t3) - ms / 1000.0;
         report->host_seconds = (t1 - t0) + (t2 - t1b) + (graft_now_s() - t5);
         report->gpu_peak_bytes = peak;
+        report->rounds = rounds;
     }
     return GRAFT_OK;
 }

@@ -178,11 +178,12 @@ int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const gra
     if (n < 1 || n > INT32_MAX || d < 1)
         return graft_fail(GRAFT_EINVAL, "%s: bad sizes n=%lld d=%lld (need 0 < n < 2^31, d > 0)",
                           fn, (long long)n, (long long)d);
-    if (p->S < 1 || p->R < 1 || p->T1 < 0 || p->T2 < 0 || !(p->rho >= 0.0f && p->rho <= 1.0f))
+    if (p->S < 1 || p->R < 1 || p->T1 < 0 || p->T2 < 0 || !(p->rho >= 0.0f && p->rho <= 1.0f) ||
+        !(p->delta >= 0.0f && p->delta < 1.0f))
         return graft_fail(GRAFT_EINVAL,
-                          "%s: bad parameters S=%d R=%d T1=%d T2=%d rho=%g "
-                          "(need S, R >= 1; T1, T2 >= 0; 0 <= rho <= 1)",
-                          fn, p->S, p->R, p->T1, p->T2, (double)p->rho);
+                          "%s: bad parameters S=%d R=%d T1=%d T2=%d rho=%g delta=%g "
+                          "(need S, R >= 1; T1, T2 >= 0; 0 <= rho <= 1; 0 <= delta < 1)",
+                          fn, p->S, p->R, p->T1, p->T2, (double)p->rho, (double)p->delta);
     if (p->metric != GRAFT_METRIC_L2 && p->metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)p->metric);
     return GRAFT_OK;
@@ -197,6 +198,11 @@ void graft_rnnd_params_defaults(graft_rnnd_params* p) {
     p->rho = 1.0f;
     p->seed = 1234;
     p->metric = GRAFT_METRIC_L2;
+    p->delta = 0.0f;
+}
+
+int64_t graft_rnnd_converged_below(int64_t n, int R, float delta) {
+    return (int64_t)((double)delta * (double)n * (double)R);
 }
 
 int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,
@@ -240,14 +246,18 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
         }
     }
 
+    /* A round that adds at most `few` new entries ends its outer iteration (graph.h, delta); none
+     * added means every entry is old, so further rounds would compare nothing. */
+    const int64_t few = graft_rnnd_converged_below(n, p.R, p.delta);
     for (int t1 = 0; t1 < p.T1 && !failed; t1++) {
+        int rounds = 0;
         for (int t2 = 0; t2 < p.T2; t2++) {
 #pragma omp parallel for schedule(dynamic, 16)
             for (int64_t v = 0; v < n; v++) nred[v] = update_vertex(&g, v, red + v * p.R);
-            /* No entry added: every entry is old, so further rounds would compare nothing. */
-            if (apply_redirects(&g, red, nred, 1) == 0) break;
+            rounds++;
+            if (apply_redirects(&g, red, nred, 1) <= few) break;
         }
-        if (t1 == p.T1 - 1) break;
+        if (t1 == p.T1 - 1 || (t1 > 0 && p.delta > 0.0f && rounds <= 1)) break;
         /* ADD_REVERSE_EDGES (Alg. 1 line 9): v offers itself to its ceil(rho * degree) closest
          * neighbours (GRNND 3.6), all proposals taken from the same snapshot. Reverse edges are
          * new; an edge already present keeps its flag. */

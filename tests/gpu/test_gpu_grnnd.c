@@ -45,12 +45,13 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
     double t2 = now();
     if (!cpu.nbrs || !gpu.nbrs) return;
     const int l2 = gp->base.metric == GRAFT_METRIC_L2;
-    printf("%s: n=%lld d=%lld; CPU reference %.3f s, GPU %.3f s (kernels %.4f s, %.1f MB device); "
-           "S=%d R=%d T1=%d T2=%d rho=%.2f order=%s pairs=%d staged=%d\n",
-           what, (long long)nb, (long long)d, t1 - t0, t2 - t1, rep.gpu_seconds,
+    printf("%s: n=%lld d=%lld; CPU reference %.3f s, GPU %.3f s (kernels %.4f s, %d rounds, %.1f MB "
+           "device); S=%d R=%d T1=%d T2=%d rho=%.2f delta=%g order=%s pairs=%d staged=%d\n",
+           what, (long long)nb, (long long)d, t1 - t0, t2 - t1, rep.gpu_seconds, rep.rounds,
            rep.gpu_peak_bytes / 1e6, gp->base.S, gp->base.R, gp->base.T1, gp->base.T2,
-           (double)gp->base.rho, gp->order == GRAFT_GRNND_SORTED ? "sorted" : "random", gp->pairs,
-           gp->staged);
+           (double)gp->base.rho, (double)gp->base.delta,
+           gp->order == GRAFT_GRNND_SORTED ? "sorted" : "random", gp->pairs, gp->staged);
+    CHECK(rep.rounds >= 1 && rep.rounds <= gp->base.T1 * gp->base.T2, "%s: %d rounds", what, rep.rounds);
     graft_test_check_graph(&gpu, nb, gp->base.R, xb, d, l2, what);
     double md_c, md_g, reach_c, reach_g;
     int mx_c, mx_g;
@@ -84,6 +85,10 @@ static void test_sift5k(const graft_test_sift* s) {
     graft_grnnd_params tiles = gp;
     tiles.staged = 1;
     compare("sift5k all-pairs tiles", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &tiles, Ls, 5, 1);
+    /* The convergence rule on both sides: generous limits the rule cuts short. */
+    graft_grnnd_params conv = gp;
+    conv.base.T1 = 10, conv.base.T2 = 50, conv.base.delta = 0.002f;
+    compare("sift5k converged (delta 0.002)", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &conv, Ls, 5, 1);
     graft_grnnd_params r6 = gp;
     r6.base.rho = 0.6f;
     compare("sift5k rho=0.6", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &r6, Ls + 2, 1, 1);

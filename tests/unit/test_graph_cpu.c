@@ -311,6 +311,12 @@ static void test_bad_input(void) {
     CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
     b = p, b.metric = (graft_metric)7;
     CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
+    b = p, b.delta = -0.01f;
+    CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
+    b = p, b.delta = 1.0f;
+    CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
+    b = p, b.delta = NAN;
+    CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
     x[5] = NAN;
     CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &p, &out), GRAFT_EINVAL);
     x[5] = INFINITY;
@@ -551,9 +557,63 @@ static void test_pieces(void) {
     }
 }
 
+/* The convergence rule (delta): generous round limits that the rule cuts short give a graph at
+ * least as good as fixed rounds, deterministic as every CPU build; a delta near 1 stops each
+ * outer iteration after one round and the build after the second outer iteration. */
+static void test_convergence(void) {
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    graft_rnnd_params fixed, conv, coarse;
+    graft_rnnd_params_defaults(&fixed);
+    fixed.T1 = 3, fixed.T2 = 8, fixed.delta = 0;
+    conv = fixed;
+    conv.T1 = 10, conv.T2 = 50, conv.delta = 0.002f;
+    coarse = fixed;
+    coarse.T1 = 10, coarse.T2 = 50, coarse.delta = 0.99f;
+    graft_graph gf = {0}, gc = {0}, gc1 = {0}, gx = {0}, g1 = {0};
+    double t0 = omp_get_wtime();
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &fixed, &gf));
+    double t1 = omp_get_wtime();
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &conv, &gc));
+    double t2 = omp_get_wtime();
+    const int nth = omp_get_max_threads();
+    omp_set_num_threads(1);
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &conv, &gc1));
+    omp_set_num_threads(nth);
+    const size_t bytes = sizeof(int32_t) * (size_t)s.nb * (size_t)conv.R;
+    CHECK(gc.nbrs && gc1.nbrs && memcmp(gc.nbrs, gc1.nbrs, bytes) == 0, "converged build: one thread differs");
+    /* delta near 1: a single round an outer iteration, two outer iterations (the second ended
+     * in its first round): the same graph as T1 = 2, T2 = 1 with fixed rounds. */
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &coarse, &gx));
+    graft_rnnd_params two = fixed;
+    two.T1 = 2, two.T2 = 1;
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &two, &g1));
+    CHECK(gx.nbrs && g1.nbrs && memcmp(gx.nbrs, g1.nbrs, bytes) == 0, "delta 0.99: not T1 = 2, T2 = 1");
+    float* D = malloc(sizeof(float) * s.nq * 10);
+    int64_t* I = malloc(sizeof(int64_t) * s.nq * 10);
+    double rf[2], rc[2];
+    const int Ls[2] = {16, 24};
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(graft_graph_search_cpu(&gf, s.xb, s.d, GRAFT_METRIC_L2, s.xq, s.nq, 10, Ls[i], D, I));
+        rf[i] = graft_test_recall(I, 10, s.gt, s.gt_k, s.nq, 10);
+        CHECK_OK(graft_graph_search_cpu(&gc, s.xb, s.d, GRAFT_METRIC_L2, s.xq, s.nq, 10, Ls[i], D, I));
+        rc[i] = graft_test_recall(I, 10, s.gt, s.gt_k, s.nq, 10);
+    }
+    printf("sift5k convergence: T1=3 T2=8 fixed %.3f s, recall@10 L=16 %.4f L=24 %.4f; "
+           "T1<=10 T2<=50 delta=0.002 %.3f s, L=16 %.4f L=24 %.4f\n",
+           t1 - t0, rf[0], rf[1], t2 - t1, rc[0], rc[1]);
+    CHECK(rc[0] >= rf[0] - 0.005 && rc[1] >= rf[1] - 0.005,
+          "converged graph searches worse: L=16 %.4f vs %.4f, L=24 %.4f vs %.4f", rc[0], rf[0], rc[1], rf[1]);
+    CHECK(graft_test_reachable(&gc) == 1.0, "converged graph: not all reachable");
+    free(D), free(I);
+    graft_graph_free(&gf), graft_graph_free(&gc), graft_graph_free(&gc1), graft_graph_free(&gx), graft_graph_free(&g1);
+    graft_test_free_sift(&s);
+}
+
 int main(void) {
     test_gpu_entry_without_device();
     test_sift5k();
+    test_convergence();
     test_search_params();
     test_inner_product();
     test_degenerate();

@@ -25,7 +25,8 @@ typedef struct graft_rnnd_params {
                      the built graph has exactly R columns */
     int T1;       /* outer iterations; reverse edges are added after each but the last
                      (Alg. 1 lines 4 and 8-9) */
-    int T2;       /* inner neighbour-propagation rounds per outer iteration (Alg. 1 line 5) */
+    int T2;       /* at most this many inner neighbour-propagation rounds per outer iteration
+                     (Alg. 1 line 5); fewer when they converge (delta) */
     float rho;    /* reverse-edge sampling ratio (GRNND 3.6): after an outer iteration each vertex
                      offers itself as reverse neighbour to its ceil(rho * degree) closest
                      neighbours. 1 = every edge, as in Ono & Matsui; 0 = no reverse edges.
@@ -33,6 +34,11 @@ typedef struct graft_rnnd_params {
     uint64_t seed;       /* seed of the random initial graph */
     graft_metric metric; /* GRAFT_METRIC_L2 (squared L2) or GRAFT_METRIC_INNER_PRODUCT (the
                             build ranks by -dot) */
+    float delta;  /* convergence (NN-Descent's delta): an outer iteration's inner rounds stop once
+                     a round adds at most delta x n x R new entries to the pools (redirections
+                     accepted), and the outer iterations stop once an iteration's reverse edges
+                     led to no more than one such round. 0 = run T1 x T2 rounds (the inner rounds
+                     still stop when one adds nothing). Must lie in [0, 1). */
 } graft_rnnd_params;
 
 /* Defaults, measured on sift5k and a 20k Fashion-MNIST subset (numbers in test_graph_cpu.c):
@@ -82,6 +88,7 @@ typedef struct graft_grnnd_report {
     double host_seconds;   /* wall time of the host-side checks, of faulting in the graph's host
                               memory and of the entry point */
     size_t gpu_peak_bytes; /* device memory the build held: vectors + pools */
+    int rounds;            /* inner rounds run, over every outer iteration (at most T1 x T2) */
 } graft_grnnd_report;
 
 /* A fixed-degree graph. nbrs is malloc'd n x R, owned by the struct: release it with
@@ -153,6 +160,8 @@ typedef struct graft_pieces_report {
     double merge_seconds;    /* the rows' merges (GPU builds: piece c + 1 builds while piece c
                                 merges, so the two overlap and can add up to more than the
                                 wall) */
+    int rounds;              /* a whole GRNND build (pieces 1): its inner rounds (graft_grnnd_report);
+                                else 0 */
 } graft_pieces_report;
 int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                              int gpu, int64_t piece_max, graft_graph* out,
