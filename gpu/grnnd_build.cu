@@ -756,8 +756,8 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                 unsigned long long added = 0;
                 GRAFT_CUDA_TRY(cudaMemcpyAsync(&added, inserted, sizeof added, cudaMemcpyDeviceToHost, st));
                 GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
-                if (prof.on)
-                    fprintf(stderr, "GRNND round %d.%d: %llu new entries (%.4f of n R)\n", t1, t2,
+                if (prof.on || getenv("GRAFT_GRNND_ROUNDS"))  // diagnostic: the rule's input
+                    fprintf(stderr, "GRNND round %d.%d: %llu new entries (%.5f of n R)\n", t1, t2,
                             added, added / ((double)n * R));
                 if ((int64_t)added <= p->converged_below) {
                     round++;
