@@ -183,6 +183,8 @@ typedef struct graft_gpu_grnnd_params {
                                 that inserts at most this many redirections, and the outer
                                 iterations after one that stopped in its first round; -1 = run
                                 T1 x T2 rounds (no per-round read-back) */
+    float churn_floor; /* with converged_below >= 0: the outer iterations also stop after one whose
+                          first round inserted at least churn_floor x the previous one's first */
     int* rounds; /* nullable host pointer: gets the inner rounds run */
 } graft_gpu_grnnd_params;
 

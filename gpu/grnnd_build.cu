@@ -715,7 +715,9 @@ struct Profile {
 // The convergence rule (graft/graph.h, delta): after each sorted round the count of inserted
 // redirections comes back to the host (one 8-byte copy and a stream sync a round, a few
 // microseconds against a round's milliseconds); a round at or under p->converged_below ends the
-// outer iteration, and an outer iteration that ended in its first round ends the build.
+// outer iteration. The outer iterations end after one that ended in its first round, or whose
+// first round (the reverse edges' effect) added at least p->churn_floor times what the previous
+// outer iteration's first round added: the reverse edges then only churn.
 template <bool L2>
 int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_gpu_grnnd_params* p,
               uint64_t* pool[2], unsigned long long* inserted, int32_t** graph_dev) {
@@ -730,7 +732,8 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     int cur = 0;
     uint64_t round = 0;
     const bool converge = p->sorted && p->converged_below >= 0;
-    bool done = false;
+    bool done = false, last_outer = false;
+    unsigned long long first_added = 0;  // the previous outer iteration's first round's
     for (int t1 = 0; t1 < p->T1 && !done; t1++) {
         for (int t2 = 0; t2 < p->T2; t2++, round++) {
             const uint64_t seed = mix64(p->seed + 0x51ED27ull * (round + 1));
@@ -759,6 +762,10 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                 if (prof.on || getenv("GRAFT_GRNND_ROUNDS"))  // diagnostic: the rule's input
                     fprintf(stderr, "GRNND round %d.%d: %llu new entries (%.5f of n R)\n", t1, t2,
                             added, added / ((double)n * R));
+                if (t2 == 0) {
+                    last_outer = t1 > 0 && (double)added >= (double)p->churn_floor * (double)first_added;
+                    first_added = added;
+                }
                 if ((int64_t)added <= p->converged_below) {
                     round++;
                     done = t1 > 0 && t2 == 0;
@@ -778,6 +785,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             prof.mark(1);
             cur ^= 1;
         }
+        done = done || last_outer;
         if (t1 + 1 < p->T1 && !done && p->rho > 0.f) {
             GRAFT_CUDA_TRY(cudaMemcpyAsync(pool[cur ^ 1], pool[cur], pool_bytes,
                                            cudaMemcpyDeviceToDevice, st));

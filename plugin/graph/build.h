@@ -21,6 +21,10 @@ int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const gra
 /* The convergence rule's threshold, one definition for the CPU reference and GRNND: a round that
  * adds at most this many new pool entries ends its outer iteration (graft_rnnd_params.delta). */
 int64_t graft_rnnd_converged_below(int64_t n, int R, float delta);
+/* With delta > 0 the outer iterations also end after one whose first round (the reverse edges'
+ * effect) added at least this share of what the previous outer iteration's first round added:
+ * from there on the reverse edges only churn (bench/RESULTS.md, "A build that converges"). */
+#define GRAFT_RNND_CHURN_FLOOR 0.9f
 
 /* The build parameters the next add will use, checked when they are set so that a bad value
  * fails then and not after the vectors were taken. gpu: also GRNND's limits. */

@@ -81,7 +81,7 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,
                                  b->metric == GRAFT_METRIC_L2, b->seed,
                                  b->delta > 0.0f ? graft_rnnd_converged_below(n, b->R, b->delta) : -1,
-                                 &rounds};
+                                 GRAFT_RNND_CHURN_FLOOR, &rounds};
     const double t1 = graft_now_s();
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);

@@ -247,17 +247,25 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
     }
 
     /* A round that adds at most `few` new entries ends its outer iteration (graph.h, delta); none
-     * added means every entry is old, so further rounds would compare nothing. */
+     * added means every entry is old, so further rounds would compare nothing. With delta > 0 the
+     * outer iterations end after one that ended in its first round, or whose first round added
+     * at least GRAFT_RNND_CHURN_FLOOR x the previous one's first (build.h). */
     const int64_t few = graft_rnnd_converged_below(n, p.R, p.delta);
+    int64_t first_added = 0;
     for (int t1 = 0; t1 < p.T1 && !failed; t1++) {
-        int rounds = 0;
+        int rounds = 0, last_outer = 0;
         for (int t2 = 0; t2 < p.T2; t2++) {
 #pragma omp parallel for schedule(dynamic, 16)
             for (int64_t v = 0; v < n; v++) nred[v] = update_vertex(&g, v, red + v * p.R);
             rounds++;
-            if (apply_redirects(&g, red, nred, 1) <= few) break;
+            const int64_t added = apply_redirects(&g, red, nred, 1);
+            if (t2 == 0) {
+                last_outer = t1 > 0 && (double)added >= (double)GRAFT_RNND_CHURN_FLOOR * (double)first_added;
+                first_added = added;
+            }
+            if (added <= few) break;
         }
-        if (t1 == p.T1 - 1 || (t1 > 0 && p.delta > 0.0f && rounds <= 1)) break;
+        if (t1 == p.T1 - 1 || (p.delta > 0.0f && (last_outer || (t1 > 0 && rounds <= 1)))) break;
         /* ADD_REVERSE_EDGES (Alg. 1 line 9): v offers itself to its ceil(rho * degree) closest
          * neighbours (GRNND 3.6), all proposals taken from the same snapshot. Reverse edges are
          * new; an edge already present keeps its flag. */
