@@ -193,12 +193,12 @@ void graft_rnnd_params_defaults(graft_rnnd_params* p) {
     if (!p) return;
     p->S = 32;
     p->R = 64;
-    p->T1 = 3;
-    p->T2 = 8;
+    p->T1 = 8;
+    p->T2 = 30;
     p->rho = 1.0f;
     p->seed = 1234;
     p->metric = GRAFT_METRIC_L2;
-    p->delta = 0.0f;
+    p->delta = 0.002f;
 }
 
 int64_t graft_rnnd_converged_below(int64_t n, int R, float delta) {

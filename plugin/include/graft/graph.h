@@ -41,12 +41,17 @@ typedef struct graft_rnnd_params {
                      still stop when one adds nothing). Must lie in [0, 1). */
 } graft_rnnd_params;
 
-/* Defaults, measured on sift5k and a 20k Fashion-MNIST subset (numbers in test_graph_cpu.c):
- * S = 32, R = 64, T1 = 3, T2 = 8, rho = 1, seed = 1234, metric L2.
+/* Defaults: S = 32, R = 64, T1 = 8, T2 = 30 (limits), delta = 0.002, rho = 1, seed = 1234,
+ * metric L2.
  * R = 64: R = 32 caps hub pools and leaves outliers unreachable; 64 is the GPU builder's limit.
- * S = 32: S = 16 loses ~0.01 recall at equal L, S = 48-64 gains ~0.005 for a denser graph.
- * T1 = 3, T2 = 8 instead of Ono & Matsui's 4 and 15: same or slightly better search recall on
- * both sets (GRNND 4.4: low-dimensional data converges in few outer iterations), 20% less time.
+ * S = 32: S = 16 loses ~0.01 recall at equal L; S = 64 builds 1.2x longer for no steady gain
+ *   (H200, 1M sets, bench/RESULTS.md "A build that converges").
+ * T1, T2, delta: the rounds follow the data. A round that adds at most 0.2% of n R new pool
+ *   entries ends its outer iteration, and the outer iterations end once the reverse edges only
+ *   churn (build.h). On the H200 the fixed T1 = 3, T2 = 8 of waves 1-3 left the graph
+ *   under-converged: the converged graph gives 1.21x (dense-SIFT 1M), 1.27x (Fashion-MNIST) and
+ *   2.18x (KDE-patches 1M) the QPS at recall@10 0.95, 1.3-3.8x at 0.99, for 1.7-1.8x the build
+ *   time (80-150 rounds instead of 24); on a 10M set, 4.2x at 0.95 (bench/RESULTS.md).
  * rho = 1 (every reverse edge, as published): rho = 0.6 (GRNND's GPU choice) costs ~0.005
  * recall at equal L. */
 void graft_rnnd_params_defaults(graft_rnnd_params* params);
