@@ -17,7 +17,7 @@ done < <(find scripts -name '*.sh' | sort)
 while IFS= read -r f; do
   n=$(wc -l <"$f")
   [ "$n" -le 250 ] || fail "$f has $n lines (at most 250)"
-done < <(find scripts -type f | sort)
+done < <(find scripts -type f -not -path '*/__pycache__/*' | sort)
 n=$(wc -l <scripts/device/run.sh)
 [ "$n" -le 150 ] || fail "scripts/device/run.sh has $n lines (at most 150)"
 
