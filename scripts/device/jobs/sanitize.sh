@@ -10,7 +10,9 @@
 # targets: all
 . "$(dirname "$0")/../lib.sh"
 status=0
-for t in ${GRAFT_SANITIZE_TESTS:-test_gpu_exact test_gpu_exact_int8 test_gpu_grnnd test_gpu_search test_gpu_bang test_gpu_filter test_concurrency test_gpu_oom}; do
+quick="test_gpu_exact test_gpu_exact_int8 test_gpu_grnnd test_gpu_search test_gpu_bang test_gpu_filter
+       test_concurrency test_gpu_oom"
+for t in ${GRAFT_SANITIZE_TESTS:-$quick}; do
   bin=$(find ./build-device/tests -name "$t" -type f -perm -u+x | head -n1)
   if [ -z "$bin" ]; then
     echo "=== $t: not built" >>"$OUT/sanitize.log"

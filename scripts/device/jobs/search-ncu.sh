@@ -16,7 +16,9 @@
 . "$(dirname "$0")/../lib.sh"
 ncu=$(ncu_bin)
 sections=()
-for sec in ${GRAFT_NCU_SECTIONS:-SpeedOfLight LaunchStats Occupancy WarpStateStats SchedulerStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis InstructionStats}; do
+all="SpeedOfLight LaunchStats Occupancy WarpStateStats SchedulerStats ComputeWorkloadAnalysis
+     MemoryWorkloadAnalysis InstructionStats"
+for sec in ${GRAFT_NCU_SECTIONS:-$all}; do
   sections+=(--section "$sec")
 done
 read -ra indexes <<<"${GRAFT_NCU_INDEXES:-GraftGraph GraftGraph,FP16 GraftGraph,SQ8}"
