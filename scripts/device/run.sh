@@ -79,7 +79,7 @@ bg=" " targets=" " all=0
 for j in $named; do
   [ "$(field "$j" background)" = yes ] && bg+="$j "
   for b in $(field "$j" needs); do [[ $bg == *" $b "* ]] || bg+="$b "; done
-  for t in $(field "$j" targets); do [ "$t" = all ] && all=1; targets+="$t "; done
+  for t in $(field "$j" targets); do [ "$t" = all ] && all=1; [[ $targets == *" $t "* ]] || targets+="$t "; done
   for v in $(field "$j" requires); do
     [ -n "${!v:-}" ] || { echo "$j needs $v set (scripts/device/jobs/$j.sh)" >&2; exit 2; }
   done

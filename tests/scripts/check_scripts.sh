@@ -30,6 +30,19 @@ for f in scripts/device/jobs/*.sh; do
   grep -q "^# $job: " "$f" || fail "$f: its header does not start with '# $job: what it does'"
   grep -q "^# Writes to \$OUT: " "$f" || fail "$f: no '# Writes to \$OUT:' line"
   grep -q "^# Time: " "$f" || fail "$f: no '# Time:' line"
+  # The lines the driver reads: one of each at most, and words of the right kind.
+  for key in targets needs requires background; do
+    [ "$(grep -c "^# $key:" "$f")" -le 1 ] || fail "$f: more than one '# $key:' line"
+  done
+  v=$(sed -n 's/^# targets: *//p' "$f")
+  grep -qE '^[A-Za-z0-9_ -]*$' <<<"$v" || fail "$f: '# targets: $v' is not a list of build targets"
+  for b in $(sed -n 's/^# needs: *//p' "$f"); do
+    grep -q '^# background: yes' "scripts/device/jobs/$b.sh" 2>/dev/null || fail "$f needs $b, not a background job"
+  done
+  v=$(sed -n 's/^# requires: *//p' "$f")
+  grep -qE '^[A-Z0-9_ ]*$' <<<"$v" || fail "$f: '# requires: $v' is not a list of variables"
+  v=$(sed -n 's/^# background: *//p' "$f")
+  [ -z "$v" ] || [ "$v" = yes ] || fail "$f: '# background: $v' (yes, or no such line)"
 done
 # Every job in the list has its file (run.sh refuses a name without one).
 for job in $(sed -n 's/^  \([a-z0-9-]*\)  .*/\1/p' <<<"$help"); do

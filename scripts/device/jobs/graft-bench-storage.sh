@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# graft-bench-storage: the graph index's storages against each other in one run (issue 21's
-# targets: QPS at recall@10 >= 0.95, SQ8 >= 2x and FP16 >= 1.6x FP32's, GPU bytes per vector):
+# graft-bench-storage: the graph index's storages against each other in one run (issue 21 aims
+# at QPS at recall@10 >= 0.95, SQ8 >= 2x and FP16 >= 1.6x FP32's, and GPU bytes per vector):
 # GraftGraph (the summary's ratios are to it), ,FP16, ,SQ8, ,PQ32 and ,OPQ32,PQ32 on the 1M
 # dense-SIFT set, then the same on Fashion-MNIST with PQ28 (784 = 28 x 28), batch 10k only (no
 # FAISS GPU, no GGNN: nothing to build in the background); then FP16 and SQ8 with 4 lanes a

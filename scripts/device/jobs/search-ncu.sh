@@ -50,3 +50,4 @@ for set in "${sets[@]}"; do
       2>&1 | grep -E "^graft " | sed "s/^/blocks $b: /" | tee -a "$OUT/search-ncu.log"
   done
 done
+stamp "Nsight Compute done"

@@ -80,3 +80,4 @@ done
   ./build-device/bench/graft-bench "${dense_args[@]}" >/dev/null 2>&1
 "$ncu" -i /tmp/walk-ab-src.ncu-rep --page source --csv --print-source sass 2>&1 | gzip >"$OUT/walk-sass.csv.gz"
 "$ncu" -i /tmp/walk-ab-src.ncu-rep --page details --section WarpStateStats 2>&1 | grep -E "Stall|Warp Cycles" >>"$log"
+stamp "walk A/B done"
