@@ -68,7 +68,7 @@ constexpr int kWarpsPerBlock = 4;
 // At least 5 blocks (20 warps) a multiprocessor: at most 96 registers a thread (ptxas spills a
 // few dozen bytes in the G = 8..32 variants). Uncapped, ptxas takes up to 128 for a few more
 // loads in flight and cuts the resident warps that hide their latency. GRAFT_WALK_MIN_BLOCKS (a
-// CUDA flag) builds another value, for device_run.sh --walk-ab's GRAFT_AB_VARIANT.
+// CUDA flag) builds another value, for the walk-ab job's GRAFT_AB_VARIANT (scripts/device/).
 #ifndef GRAFT_WALK_MIN_BLOCKS
 #define GRAFT_WALK_MIN_BLOCKS 5
 #endif

@@ -8,7 +8,7 @@
 #   .deps/data/kde-images/          7 photographs for scripts/make_patches.py (the d = 192 set)
 #   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
 #                                   (graft-bench's GGNN peer; /work/shared/peers/README.md), and
-#                                   FAISS 1.15's source tarball (device_run.sh --faiss115)
+#                                   FAISS 1.15's source tarball (the device/run.sh job faiss115)
 # The GPU machine then gets it with the device tool's carry: [".deps"].
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,7 +60,7 @@ for name in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
 PY
   rm -rf "$t"
 fi
-# GGNN (a graft-bench peer, built on the GPU machine by device_run.sh --graft-bench) and the
+# GGNN (a graft-bench peer, built on the GPU machine by the device/run.sh job ggnn) and the
 # Debian .debs of glog/gflags it needs there.
 peers=${GRAFT_PEERS_DIR:-$root/../shared/peers}
 if [ -f "$peers"/ggnn-0.9.1-4f8088f.tar.gz ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The multi-GPU summary of a `device_run.sh --bench-shards` call (issue 33), from graft-bench's records.
+"""The multi-GPU summary of a shards job's call (issue 33; scripts/device/jobs/shards.sh), from graft-bench's records.
 
 Reads the JSON lines graft-bench wrote (one run id: the last one in the file unless --run-id, which
 may name several, comma-separated, e.g. two calls back to back on one machine) and prints, per data
@@ -15,10 +15,9 @@ set:
   - an index spread over several GPUs against the one-GPU out-of-core index (",ooc") of the same
     data: QPS at 0.90 and 0.95.
 and writes one recall-QPS chart per data set (SVG, no dependencies) beside --charts.
-
-Usage: python3 scripts/shards_summary.py RECORDS.jsonl [--run-id R[,R2...]] [--charts DIR] [--gpu-mib M]
 """
 import argparse
+import itertools
 import json
 import math
 import os
@@ -41,10 +40,13 @@ def role(r):
 
 
 def knob_of(p):
-    for k in ("L", "nprobe", "efSearch", "tau"):
-        if k in p:
-            return k, p[k]
-    return None, None
+    """(name, value) of a record's search knob, or (None, None)."""
+    return next(((k, p[k]) for k in ("L", "nprobe", "efSearch", "tau") if k in p), (None, None))
+
+
+def measured(rs, index, batch):
+    """graft-bench's measured records (not its summary records) of one index at one batch."""
+    return [r for r in rs if r["index"] == index and r["params"].get("batch") == batch and not r.get("summary")]
 
 
 def fmt_qps(q):
@@ -146,10 +148,8 @@ def main():
         info = {}
         for ix in indexes:
             mine = [r for r in rs if r["index"] == ix]
-            per_dev = [0] * max((len(r.get("gpu_bytes_per_device", [])) for r in mine), default=0)
-            for r in mine:
-                for i, b in enumerate(r.get("gpu_bytes_per_device", [])):
-                    per_dev[i] = max(per_dev[i], b)
+            per_dev = [max(col) for col in itertools.zip_longest(*(r.get("gpu_bytes_per_device", []) for r in mine),
+                                                                  fillvalue=0)]
             shard_bytes = next((r["gpu_bytes_per_shard"] for r in mine if "gpu_bytes_per_shard" in r), None)
             q = {(bar, b): summ.get((ix, bar, b), {}).get("qps") for b in all_batches for bar in (0.9, 0.95)}
             info[ix] = dict(role=role(mine[0]), build=mine[0].get("build_s"), per_dev=per_dev, shard_bytes=shard_bytes,
@@ -161,7 +161,7 @@ def main():
             for ix, v in info.items():
                 system, kind, gpus = v["role"]
                 q90, q95 = v["q"][(0.9, tb)], v["q"][(0.95, tb)]
-                if q90 is None and q95 is None and not any(r["index"] == ix and r["params"].get("batch", 0) == tb for r in runs):
+                if q90 is None and q95 is None and not measured(runs, ix, tb):
                     continue  # not run at this batch
                 base = info.get(one.get(system)) if kind != "one" else None
                 build_ratio = f"{base['build'] / v['build']:.2f}x" if base and v["build"] and base["build"] else ""
@@ -186,16 +186,9 @@ def main():
             batches = sorted({r["params"]["batch"] for r in rs if r["index"] == ix and not r.get("summary")
                               and r["params"].get("batch", 1) > 1})
             for b in batches:
-                def points(index):
-                    out = {}
-                    for r in rs:
-                        p = r["params"]
-                        if r["index"] == index and not r.get("summary") and p.get("batch") == b and not p.get("refined"):
-                            k, kv = knob_of(p)
-                            if k:
-                                out[kv] = r
-                    return out
-                mine, base = points(ix), points(base_ix)
+                # Each one's coarse sweep by knob value (graft-bench's refined points left out).
+                mine, base = ({knob_of(r["params"])[1]: r for r in measured(rs, i, b)
+                               if knob_of(r["params"])[0] and not r["params"].get("refined")} for i in (ix, base_ix))
                 common = sorted(set(mine) & set(base))
                 if not common:
                     continue
@@ -242,8 +235,7 @@ def main():
             top = max(common or {r["params"].get("batch", 0) for r in runs} or {0})
             curves = []
             for ix in indexes:
-                c = [(r["recall"], r["qps"]) for r in rs if r["index"] == ix and not r.get("summary")
-                     and r["params"].get("batch") == top and "recall" in r and "qps" in r]
+                c = [(r["recall"], r["qps"]) for r in measured(rs, ix, top) if "recall" in r and "qps" in r]
                 if c:
                     curves.append((ix, c))
             path = os.path.join(a.charts, f"recall-qps-multi-gpu-{ds}.svg")

@@ -159,7 +159,7 @@ int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift s;
     graft_test_load_sift5k(&s);
-    if (getenv("GRAFT_TEST_QUICK")) s.nq = 50; /* compute-sanitizer's run (device_run.sh --sanitize) */
+    if (getenv("GRAFT_TEST_QUICK")) s.nq = 50; /* compute-sanitizer's run (the sanitize job) */
 
     printf("GraftGraph\n");
     graft_gindex_params gp;

@@ -19,8 +19,8 @@
  *     state's (tests/unit/test_living.c's check).
  * GRAFT_TEST_QUICK=1 (for compute-sanitizer, whose racecheck runs ~100x slower): sift5k only, one
  * round with and without tombstones, whole inserts, the FP32 index; no searches during writes.
- * Needs a CUDA device (SKIPPED otherwise). Run on the device: scripts/device_run.sh (all gpu
- * tests) or `ctest --test-dir build -R test_gpu_living --output-on-failure`. */
+ * Needs a CUDA device (SKIPPED otherwise). Run on the device: scripts/device/run.sh tests (all
+ * gpu tests) or `ctest --test-dir build -R test_gpu_living --output-on-failure`. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <string.h>

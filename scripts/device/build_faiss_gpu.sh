@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds stock FAISS with its GPU part (sm_90) for the benchmarks' FAISS GPU peer (GpuIndexFlatL2,
-# GpuIndexIVFFlat, GpuIndexIVFPQ, ...). Runs on the GPU machine.
-#   bash scripts/device_faiss_gpu.sh BUILD_DIR BLAS_LIB
+# GpuIndexIVFFlat, GpuIndexIVFPQ, ...). Runs on the GPU machine: the faiss-gpu and faiss115 jobs
+# of scripts/device/run.sh call it.
+#   bash scripts/device/build_faiss_gpu.sh BUILD_DIR BLAS_LIB
 #       FAISS 1.7.3 from .deps/faiss-src: BUILD_DIR/faiss/libfaiss.a (~5 min with 16 cores), linked
 #       by the benchmarks beside graft built against Debian's FAISS 1.7.3 (GRAFT_FAISS_GPU_DIR).
 #       Three changes make 1.7.3 build with CUDA 13 and GCC 13 (each verified on the device):
@@ -9,15 +10,15 @@
 #        - c_api/gpu/DeviceUtils_c.h includes <cublas_v2.h> instead of the removed <cublas.h>;
 #        - <cstdint> included at the top of every header under faiss/ (they use uint8_t/int64_t
 #          without it; a -include flag would break nvcc).
-#   bash scripts/device_faiss_gpu.sh BUILD_DIR BLAS_LIB TARBALL
+#   bash scripts/device/build_faiss_gpu.sh BUILD_DIR BLAS_LIB TARBALL
 #       FAISS from a release tarball (.deps/peers/faiss-1.15.0.tar.gz: scripts/fetch_deps.sh
 #       carries it), unmodified, with the flags /work/shared/peers/README.md verified on the H100
 #       (CUDA 13.0), shared libraries and its C API, installed into BUILD_DIR-prefix: graft is then
 #       built against that prefix (CMAKE_PREFIX_PATH), so graft, its benchmarks and their FAISS GPU
-#       peers share one FAISS (device_run.sh --faiss 1.15). cuVS is not available here: no
-#       GpuIndexCagra. ~5 min with 16 cores.
+#       peers share one FAISS (the faiss115 job of scripts/device/run.sh). cuVS is not available
+#       here: no GpuIndexCagra. ~5 min with 16 cores.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?build dir}
 blas=${2:?BLAS library path}
 tarball=${3:-}

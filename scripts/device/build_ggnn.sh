@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds GGNN 0.9.1 (graft-bench's GGNN peer) from the tarball and glog/gflags .debs that
 # scripts/fetch_deps.sh puts in .deps/peers/ (/work/shared/peers/README.md). Runs on the GPU
-# machine; ~30 s with 16 cores.
-#   bash scripts/device_ggnn.sh DIR        # DIR/src (GGNN's source), DIR/build (libGGNN*.so), DIR/deps (glog, gflags)
+# machine (the ggnn job of scripts/device/run.sh); ~30 s with 16 cores.
+#   bash scripts/device/build_ggnn.sh DIR        # DIR/src (GGNN's source), DIR/build (libGGNN*.so), DIR/deps (glog, gflags)
 # Prints the two CMake settings graft-bench needs and the library path to run it with.
 # Two changes make it build there (each verified on the H100, CUDA 13.0, CMake 4.4):
 #  - glog/gflags from the .debs unpacked under DIR/deps, with glog's module path (else glog's
@@ -10,7 +10,7 @@
 #  - -static-global-template-stub=false in GGNN's CMAKE_CUDA_FLAGS: CUDA 13 gives __global__
 #    template stubs internal linkage, and libGGNNQuery.so's link fails with undefined ggnn::query<...>.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:?GGNN build dir}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
