@@ -31,6 +31,7 @@ filter-bench-quick  | filter-bench on sift5k + Fashion-MNIST
 walk-ab             | the walk against another commit's tree in one call (GRAFT_AB, GRAFT_AB_COMMIT)
 search-ncu          | Nsight Compute on one walk kernel of GraftGraph, ,FP16, ,SQ8 on three sets
 graft-bench-storage | graft-bench of the graph index's storages (FP32, FP16, SQ8, PQ, OPQ+PQ)
+graph-quality       | GRNND build variants on three 1M sets: graph recall, rounds, QPS (GRAFT_GQ_*)
 shards              | several GPUs: sharded and replicated graft and FAISS at 10M+ (docs/multi-gpu.md)
 living              | bench_living: inserts, removals, consolidation at 1M and 10M
 study-exact         | bench_exact + torch: exact k-NN on every path, all sets
@@ -109,6 +110,8 @@ if [ "$dry" = 1 ]; then
 fi
 
 export GRAFT_T0=${GRAFT_T0:-$(date +%s)}
+# The carry takes 8 paths: a call may bring its .deps parts in one folder, .deps/carry.
+[ -d "$here/../../.deps/carry" ] && cp -rlf "$here/../../.deps/carry/." "$here/../../.deps/"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# graph-quality: the graph build's convergence (issue 46). graft-bench of each GraftGraph build
+# variant in GRAFT_GQ_INDEXES (factory strings, ';'-separated; default: the fixed rounds of waves
+# 1-3, T1=3,T2=8, against the converging defaults) on Fashion-MNIST, dense-SIFT 1M and
+# KDE-patches 1M at batch 10k, with --graph-recall 2000 (graph rows against sampled vertices'
+# exact neighbours) and GRNND's new entries a round (GRAFT_GRNND_ROUNDS=1, in the log only).
+# GRAFT_GQ_SCALE=C also runs dense-SIFT grown to C synthetic copies (build time and L against n).
+# Writes to $OUT: graph-quality.log, graph-quality.jsonl (records).
+# Time: ~50 s a set for four variants after the build on nvidia-h200; with GRAFT_GQ_SCALE=10,
+# ~85 s more (bench/logs/graph-quality-0e8bb22-h200.log).
+# targets: graft-bench
+# needs: dense-sift kde-patches
+. "$(dirname "$0")/../lib.sh"
+log=$OUT/graph-quality.log
+IFS=';' read -r -a indexes <<<"${GRAFT_GQ_INDEXES:-GraftGraph,T1=3,T2=8,delta=0;GraftGraph}"
+index_args=()
+for i in "${indexes[@]}"; do index_args+=(--index "$i"); done
+gq() {  # NAME BASE QUERY [graft-bench options]
+  local name=$1 base=$2 query=$3 secs
+  shift 3
+  secs=$(seconds_left)
+  [ "$secs" -gt 60 ] || { stamp "$name skipped: ${secs}s left" | tee -a "$log"; return; }
+  stamp "graph-quality on $name (${secs}s at most)" | tee -a "$log"
+  GRAFT_GRNND_ROUNDS=1 GRAFT_DEVICE_NAME="$(device_name)" timeout "$secs" ./build-device/bench/graft-bench \
+    --name "$name" --base "$base" --query "$query" --k 10 --batch 10000 --latency-queries 0 --min-time 0.2 \
+    --graph-recall 2000 --out /tmp/graph-quality --gt-cache /tmp/graft-bench-gt --commit "$commit" \
+    --deadline $(( secs - 20 )) "${index_args[@]}" "$@" 2>&1 | tr '\r' '\n' | grep -v '^ *$' >>"$log"
+  grep -E "built in|GRNND [0-9]+ rounds|^GraftGraph.*~" "$log" | tail -n $(( 3 * ${#indexes[@]} ))
+}
+gq fashion-mnist "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz"
+bg_wait dense-sift
+bg_wait kde-patches
+[ -f $dense/query.u8bin ] && gq dense-sift1m $dense/base.u8bin $dense/query.u8bin
+[ -f $patches/query.u8bin ] && gq kde-patches1m $patches/base.u8bin $patches/query.u8bin
+[ -n "${GRAFT_GQ_SCALE:-}" ] && [ -f $dense/query.u8bin ] &&
+  gq "dense-sift1m-x$GRAFT_GQ_SCALE-synthetic" $dense/base.u8bin $dense/query.u8bin --scale "$GRAFT_GQ_SCALE"
+cp /tmp/graph-quality/graft-bench.jsonl "$OUT/graph-quality.jsonl" 2>/dev/null
+exit 0
