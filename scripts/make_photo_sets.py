@@ -30,7 +30,9 @@ Outputs in OUTDIR: base.u8bin, query.u8bin (uint32 n, uint32 d, then n x d uint8
 parts/ keeps each part's raw rows (uint8, no header) and per-image counts. No ground truth:
 graft-bench computes it on the GPUs.
 Usage: python3 scripts/make_photo_sets.py OUTDIR --kind sift|patches --images PARTDIR [--part K]
-       [--n-base N] [--n-query N] [--workers N]    (--finish alone: redo steps 3-4 from parts/)
+       [--n-base N] [--n-query N] [--workers N] [--step S]   (--finish: only steps 3-4 from parts/)
+       --step 2: the denser photo-sift50m variant (4x the rows of the same images; every part of a
+       set at one step).
 """
 import argparse, fnmatch, glob, json, os, sys, time
 from multiprocessing import Pool
@@ -44,11 +46,8 @@ from u8rows import as_items, first_rows, gather, load, row_hash, sha256, spread,
 SOURCES = (  # (source folder, package, folder in the package, files, files left out, query rule)
     ("lomiri16", "lomiri-wallpapers-16.04", "usr/share/backgrounds", "*.jpg",
      ("umang_by_Abhishek_Mudgal.jpg",), ("friends_by_Aitzol_Berasategi.jpg",)),
-    ("lomiri20", "lomiri-wallpapers-20.04", "usr/share/backgrounds", "Kleiber_by_Lukas_Baubkus.jpg",
-     (), ()),
-    ("endless-sky-land", "endless-sky-data", "usr/share/games/endless-sky/images/land", "*.jpg",
-     (), 10),
-)
+    ("lomiri20", "lomiri-wallpapers-20.04", "usr/share/backgrounds", "Kleiber_*.jpg", (), ()),
+    ("endless-sky-land", "endless-sky-data", "usr/share/games/endless-sky/images/land", "*.jpg", (), 10))
 LEVELS = (1.0, 0.5)  # sift: the image and its half (cv2.resize INTER_AREA)
 STEP, SIZE, ANGLE, MARGIN, MIN_NORM = 4, 8.0, 0.0, 16, 100.0
 BAND_ROWS, BAND_PAD = 64, 64  # grid rows a task; px of image kept around a band (>= window + blur)
@@ -152,14 +151,23 @@ def extract(a, what, pool):
                     f"{len(paths)}), {done} rows, {done / (time.time() - t):.0f} rows/s")
     os.rename(raw + ".tmp", raw)
     np.save(raw + ".hash.npy", np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
-    stats = [{"image": os.path.relpath(p, a.images), "shape": list(map(int, hw)), "rows": c}
-             for p, hw, c in zip(paths, shapes, counts)]
+    stats = [{"image": os.path.relpath(p, a.images), "shape": list(map(int, hw)), "rows": c,
+              "sha256": sha256(p)} for p, hw, c in zip(paths, shapes, counts)]
     with open(raw + ".json", "w") as f:
-        json.dump({"kind": a.kind, "images": stats, "seconds": time.time() - t}, f, indent=1)
+        json.dump({"kind": a.kind, "step": STEP if a.kind == "sift" else PSTEP, "images": stats, "seconds": time.time() - t}, f, indent=1)
+
+
+def check_parts(a, got):
+    """Every part in OUTDIR/parts (and got) of a.kind and one step."""
+    for p in glob.glob(os.path.join(a.outdir, "parts", "*.u8.json")):
+        got.add(tuple(json.load(open(p))[k] for k in ("kind", "step")))
+    if len(got) != 1 or next(iter(got))[0] != a.kind:
+        sys.exit(f"make_photo_sets: {a.outdir}/parts: (kind, step) {sorted(got)}, not one {a.kind}")
 
 
 def finish(a):
     d = DIMS[a.kind]
+    check_parts(a, set())
     bmaps, bh, bstats = load(a.outdir, "base", d)
     qmaps, qh, qstats = load(a.outdir, "query", d)
     log(f"{len(bh)} base rows, {len(qh)} query rows in {len(bstats)} part(s)")
@@ -179,8 +187,9 @@ def finish(a):
     write_u8bin(paths["base"], bmaps, base, d)
     write_u8bin(paths["query"], qmaps, query, d)
     recipe = {"kind": a.kind, "d": d, "opencv": cv2.__version__, "numpy": np.__version__,
-              "sources": [s[:5] for s in SOURCES], "levels": LEVELS, "step": STEP, "size": SIZE,
-              "angle": ANGLE, "margin": MARGIN, "min_norm": MIN_NORM, "patch": PATCH, "pstep": PSTEP,
+              "sources": [s[:5] for s in SOURCES], "levels": LEVELS, "size": SIZE,
+              "step": bstats[0]["step"], "angle": ANGLE, "margin": MARGIN, "min_norm": MIN_NORM,
+              "patch": PATCH, "pstep": PSTEP,
               "parts": {"base": bstats, "query": qstats},
               "counts": {"base_rows": len(bh), "base_distinct": len(bkeep), "base": len(base),
                          "query_rows": len(qh), "query_distinct": len(qkeep),
@@ -198,10 +207,14 @@ def check_bands(path):
     for level in LEVELS:
         whole = sift_rows(level_image(img, level), *grid(*level_image(img, level).shape))
         bands = [run_task(t) for t in tasks(path, "sift", img.shape) if t[2] == level]
-        same = np.array_equal(whole, np.concatenate(bands))
-        log(f"{path} level {level}: {len(whole)} rows, {len(bands)} bands, banded rows equal: {same}")
-        if not same:
-            sys.exit(1)
+        log(f"{path} level {level}: {len(whole)} rows, {len(bands)} bands, banded rows equal: "
+            f"{np.array_equal(whole, np.concatenate(bands)) or sys.exit(1)}")
+
+
+def init(step):
+    global STEP
+    STEP = step
+    cv2.setNumThreads(1)
 
 
 def main():
@@ -210,6 +223,7 @@ def main():
     ap.add_argument("--kind", choices=DIMS, required=True)
     ap.add_argument("--images", help="a part folder: base/<source>/<file>, query/<source>/<file>")
     ap.add_argument("--part", type=int, default=1)
+    ap.add_argument("--step", type=int, default=STEP, help="sift grid step (recorded in recipe.json)")
     ap.add_argument("--finish", action="store_true", help="only steps 3-4, from OUTDIR/parts")
     ap.add_argument("--n-base", type=int, default=N_BASE, help="0: every distinct row")
     ap.add_argument("--n-query", type=int, default=N_QUERY)
@@ -223,7 +237,9 @@ def main():
     if not a.finish:
         if not a.images:
             sys.exit("make_photo_sets: --images PARTDIR needed (or --finish)")
-        with Pool(a.workers, initializer=cv2.setNumThreads, initargs=(1,)) as pool:
+        init(a.step)
+        check_parts(a, {(a.kind, STEP if a.kind == "sift" else PSTEP)})
+        with Pool(a.workers, initializer=init, initargs=(a.step,)) as pool:
             for what in ("base", "query"):
                 extract(a, what, pool)
     finish(a)
