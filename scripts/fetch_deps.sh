@@ -64,7 +64,7 @@ fi
 # The photographs that scripts/make_photo_sets.py makes the 10M-scale real sets from (photo-sift,
 # photo-patches; 288 JPEGs, 40 MB, copied unchanged), laid out as it reads them:
 # .deps/data/photo-images/part1/{base,query}/<source>/<file>. The .debs (lomiri-wallpapers-16.04
-# and -20.04, endless-sky-data: 96 MB) are fetched and unpacked here, not installed. Carry
+# and -20.04, endless-sky-data: 97 MB) are fetched and unpacked here, not installed. Carry
 # .deps/data/photo-images/part1 alone for the generating call (docs/benchmarks.md).
 if [ ! -f .deps/data/photo-images/part1/.complete ]; then
   t=$(mktemp -d)
