@@ -80,6 +80,7 @@ for src, what, folder, name in m["pick"](roots):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     shutil.copy(src, dst)
 PY
+  (cd "$t" && ls *.deb) > .deps/data/photo-images/part1/debs.txt  # the versions the files came from
   touch .deps/data/photo-images/part1/.complete
   rm -rf "$t"
 fi
