@@ -6,6 +6,7 @@
 #   .deps/data/sift5k/              the real test data (../shared/data does not travel)
 #   .deps/data/fashion-mnist/       Fashion-MNIST images (graph-build benchmark)
 #   .deps/data/kde-images/          7 photographs for scripts/make_patches.py (the d = 192 set)
+#   .deps/data/photo-images/part1/  288 photographs for scripts/make_photo_sets.py (the 10M sets)
 #   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
 #                                   (graft-bench's GGNN peer; /work/shared/peers/README.md), and
 #                                   FAISS 1.15's source tarball (the device/run.sh job faiss115)
@@ -58,6 +59,29 @@ for name in m["BASE_IMAGES"] + m["QUERY_IMAGES"]:
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     shutil.copy(os.path.join(sys.argv[1], name, m["IMAGE_FILE"]), dst)
 PY
+  rm -rf "$t"
+fi
+# The photographs that scripts/make_photo_sets.py makes the 10M-scale real sets from (photo-sift,
+# photo-patches; 288 JPEGs, 40 MB, copied unchanged), laid out as it reads them:
+# .deps/data/photo-images/part1/{base,query}/<source>/<file>. The .debs (lomiri-wallpapers-16.04
+# and -20.04, endless-sky-data: 97 MB) are fetched and unpacked here, not installed. Carry
+# .deps/data/photo-images/part1 alone for the generating call (docs/benchmarks.md).
+if [ ! -f .deps/data/photo-images/part1/.complete ]; then
+  t=$(mktemp -d)
+  (cd "$t" && mkdir x && apt-get download -qq lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 endless-sky-data &&
+   for p in *.deb; do dpkg -x "$p" "x/${p%%_*}"; done)
+  rm -rf .deps/data/photo-images/part1
+  /usr/bin/python3 - "$t/x" <<'PY'
+import os, runpy, shutil, sys
+m = runpy.run_path("scripts/make_photo_sets.py")
+roots = {pkg: os.path.join(sys.argv[1], pkg) for pkg in os.listdir(sys.argv[1])}
+for src, what, folder, name in m["pick"](roots):
+    dst = os.path.join(".deps/data/photo-images/part1", what, folder, name)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy(src, dst)
+PY
+  (cd "$t" && ls *.deb) > .deps/data/photo-images/part1/debs.txt  # the versions the files came from
+  touch .deps/data/photo-images/part1/.complete
   rm -rf "$t"
 fi
 # GGNN (a graft-bench peer, built on the GPU machine by the device/run.sh job ggnn) and the
