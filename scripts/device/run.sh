@@ -40,6 +40,7 @@ study-exact-focus   | study-exact at its targets only, FAISS GPU beside it
 dense-sift          | the 1M dense-SIFT set, made in the background into /tmp (~1 min)
 smooth-sift         | the 1M smooth-image SIFT set (duplicates kept), made in the background
 kde-patches         | the 1M KDE-patches set (d = 192), made in the background
+photo-sift          | the real photo-sift10m set and its 1M subset (d = 128), made in the background
 faiss115            | FAISS 1.15 with its GPU part, built first; graft and its peers then use it
 faiss-gpu           | stock FAISS 1.7.3 with its GPU part, built in the background (~5 min)
 ggnn                | GGNN 0.9.1, built in the background (~30 s)

@@ -4,12 +4,14 @@
 # 1-3, T1=3,T2=8, against the converging defaults) on Fashion-MNIST, dense-SIFT 1M and
 # KDE-patches 1M at batch 10k, with --graph-recall 2000 (graph rows against sampled vertices'
 # exact neighbours) and GRNND's new entries a round (GRAFT_GRNND_ROUNDS=1, in the log only).
-# GRAFT_GQ_SCALE=C also runs dense-SIFT grown to C synthetic copies (build time and L against n).
+# GRAFT_GQ_SETS picks the sets (default "fashion-mnist dense-sift1m kde-patches1m"; also
+# photo-sift10m and its 1M subset photo-sift1m, with the photo-sift job). GRAFT_GQ_SCALE=C also
+# runs dense-SIFT grown to C synthetic copies (build time and L against n).
 # Writes to $OUT: graph-quality.log, graph-quality.jsonl (records).
 # Time: ~50 s a set for four variants after the build on nvidia-h200; with GRAFT_GQ_SCALE=10,
 # ~85 s more (bench/logs/graph-quality-0e8bb22-h200.log).
 # targets: graft-bench
-# needs: dense-sift kde-patches
+# needs: dense-sift kde-patches photo-sift
 . "$(dirname "$0")/../lib.sh"
 log=$OUT/graph-quality.log
 IFS=';' read -r -a indexes <<<"${GRAFT_GQ_INDEXES:-GraftGraph,T1=3,T2=8,delta=0;GraftGraph}"
@@ -27,11 +29,15 @@ gq() {  # NAME BASE QUERY [graft-bench options]
     --deadline $(( secs - 20 )) "${index_args[@]}" "$@" 2>&1 | tr '\r' '\n' | grep -v '^ *$' >>"$log"
   grep -E "built in|GRNND [0-9]+ rounds|^GraftGraph.*~" "$log" | tail -n $(( 3 * ${#indexes[@]} ))
 }
-gq fashion-mnist "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz"
-bg_wait dense-sift
-bg_wait kde-patches
-[ -f $dense/query.u8bin ] && gq dense-sift1m $dense/base.u8bin $dense/query.u8bin
-[ -f $patches/query.u8bin ] && gq kde-patches1m $patches/base.u8bin $patches/query.u8bin
+sets=" ${GRAFT_GQ_SETS:-fashion-mnist dense-sift1m kde-patches1m} "
+on() { [[ $sets == *" $1 "* ]]; }
+on fashion-mnist && gq fashion-mnist "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz"
+for s in photo-sift1m photo-sift10m; do
+  on $s && started photo-sift && bg_wait photo-sift && gq $s .data/$s/base.u8bin .data/$s/query.u8bin
+done
+on dense-sift1m && bg_wait dense-sift && [ -f $dense/query.u8bin ] && gq dense-sift1m $dense/base.u8bin $dense/query.u8bin
+on kde-patches1m && bg_wait kde-patches && [ -f $patches/query.u8bin ] &&
+  gq kde-patches1m $patches/base.u8bin $patches/query.u8bin
 [ -n "${GRAFT_GQ_SCALE:-}" ] && [ -f $dense/query.u8bin ] &&
   gq "dense-sift1m-x$GRAFT_GQ_SCALE-synthetic" $dense/base.u8bin $dense/query.u8bin --scale "$GRAFT_GQ_SCALE"
 cp /tmp/graph-quality/graft-bench.jsonl "$OUT/graph-quality.jsonl" 2>/dev/null
