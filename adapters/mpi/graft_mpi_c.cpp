@@ -90,6 +90,8 @@ graft::GraftIndexMPI* as_mpi(const FaissIndex* index, const char* fn) {
 
 extern "C" {
 
+const int faiss_graft_mpi_linked = registered;
+
 int faiss_graft_mpi_index_factory(FaissIndex** p_index, int d, const char* description,
                                   FaissMetricType metric, MPI_Comm comm) {
     try {

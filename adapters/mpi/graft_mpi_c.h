@@ -31,6 +31,12 @@
 extern "C" {
 #endif
 
+/* Including this header makes a program need libgraft_mpi even when it calls nothing of it but
+ * faiss_graft_index_factory("MPI,..."): the reference below keeps a linker that drops unused
+ * libraries (--as-needed) from dropping it, and with it the "MPI," prefix it registers. */
+extern const int faiss_graft_mpi_linked;
+static const int* const faiss_graft_mpi_link_ __attribute__((used)) = &faiss_graft_mpi_linked;
+
 /* faiss_graft_index_factory's "MPI,..." strings on the communicator comm (collective). */
 int faiss_graft_mpi_index_factory(FaissIndex** p_index, int d, const char* description,
                                   FaissMetricType metric, MPI_Comm comm);
