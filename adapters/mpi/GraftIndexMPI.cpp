@@ -248,6 +248,7 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
     const char* fn = "GraftIndexMPI::search";
     require_usable();
     const size_t rb = record_bytes(k > 0 ? k : 1);
+    const double t0 = mpi::now_s();
     std::unique_ptr<mpi::Pending> p = std::make_unique<mpi::Pending>();
     mpi::Vote mine;
     try {
@@ -275,9 +276,14 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
     } catch (const std::exception& e) {
         mine = mpi::vote_of(e.what());
     }
+    const double t1 = mpi::now_s();
     std::vector<mpi::Vote> votes = agree(mine, fn);
     mpi::require_all_ok(votes, fn);
     mpi::require_same(votes, 3, fn, "the search (n, k, the queries' fingerprint)");
+    const double t2 = mpi::now_s();
+    last_local_s_ = t1 - t0;
+    last_wait_s_ = t2 - t1;
+    last_merge_s_ = 0;
     if (n == 0) return;
     MPI_Datatype record;
     MPI_Type_contiguous((int)rb, MPI_BYTE, &record);
@@ -295,6 +301,7 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
         memcpy(labels + q * k, r, k * sizeof(int64_t));
         memcpy(distances + q * k, r + k * sizeof(int64_t), k * sizeof(float));
     }
+    last_merge_s_ = mpi::now_s() - t2;
 }
 
 void GraftIndexMPI::reset() {
@@ -323,7 +330,7 @@ void GraftIndexMPI::set_param(const char* name, double value) {
         timeout = value;
         return;
     }
-    GRAFT_REQUIRE(n != "rank" && n != "ranks" && n != "local_ntotal",
+    GRAFT_REQUIRE(n != "rank" && n != "ranks" && n != "local_ntotal" && n.compare(0, 5, "last_") != 0,
                   "GraftIndexMPI: \"%s\" is read-only", name);
     if (faiss_graft_set_param(reinterpret_cast<FaissIndex*>(local), name, value))
         FAISS_THROW_FMT("GraftIndexMPI (rank %d's local index): %s", rank, faiss_get_last_error());
@@ -336,6 +343,9 @@ double GraftIndexMPI::get_param(const char* name) const {
     if (n == "rank") return rank;
     if (n == "ranks") return ranks;
     if (n == "local_ntotal") return (double)local->ntotal;
+    if (n == "last_local_s") return last_local_s_;
+    if (n == "last_wait_s") return last_wait_s_;
+    if (n == "last_merge_s") return last_merge_s_;
     double v = 0;
     if (faiss_graft_get_param(reinterpret_cast<FaissIndex*>(local), name, &v))
         FAISS_THROW_FMT("GraftIndexMPI (rank %d's local index): %s", rank, faiss_get_last_error());

@@ -58,7 +58,10 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     void reset() override;
 
     // "timeout" (seconds a collective may wait, > 0), "rank", "ranks", "local_ntotal" (read-only)
-    // are this index's; any other name goes to the local index (faiss_graft_set_param on it), on
+    // and the last search's phases on this rank (read-only, seconds): "last_local_s" (its local
+    // search), "last_wait_s" (the agreement: the wait for the slowest rank, plus one small
+    // allgather), "last_merge_s" (the merge across ranks: network and merge operator) are this
+    // index's; any other name goes to the local index (faiss_graft_set_param on it), on
     // this rank: as every operation, every rank calls it.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
@@ -87,6 +90,7 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     MPI_Op merge_op_ = MPI_OP_NULL;
     std::vector<IdRun> runs_;  // this rank's local ids -> global ids (one run per add)
     idx_t next_id_ = 0;
+    mutable double last_local_s_ = 0, last_wait_s_ = 0, last_merge_s_ = 0;
     mutable std::string broken_;  // why the communicator is unusable ("" while it is fine)
 };
 
