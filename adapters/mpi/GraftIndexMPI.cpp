@@ -332,8 +332,26 @@ void GraftIndexMPI::set_param(const char* name, double value) {
     }
     GRAFT_REQUIRE(n != "rank" && n != "ranks" && n != "local_ntotal" && n.compare(0, 5, "last_") != 0,
                   "GraftIndexMPI: \"%s\" is read-only", name);
-    if (faiss_graft_set_param(reinterpret_cast<FaissIndex*>(local), name, value))
-        FAISS_THROW_FMT("GraftIndexMPI (rank %d's local index): %s", rank, faiss_get_last_error());
+    // Collective, so that the local indexes keep equal parameters: a value one rank refuses is
+    // refused on every rank, and the ranks that took it go back to what they had.
+    const char* fn = "GraftIndexMPI::set_param";
+    require_usable();
+    FaissIndex* li = reinterpret_cast<FaissIndex*>(local);
+    double before = 0;
+    const bool restorable = faiss_graft_get_param(li, name, &before) == 0;
+    mpi::Vote mine;
+    if (faiss_graft_set_param(li, name, value)) mine = mpi::vote_of(faiss_get_last_error());
+    const bool applied = !mine.failed;
+    mine.v[0] = (int64_t)mpi::fnv1a(name, n.size());
+    memcpy(&mine.v[1], &value, sizeof value);
+    std::vector<mpi::Vote> votes = agree(mine, fn);
+    try {
+        mpi::require_all_ok(votes, fn);
+        mpi::require_same(votes, 2, fn, "the parameter (its name's hash, its value's bits)");
+    } catch (...) {
+        if (applied && restorable) faiss_graft_set_param(li, name, before);
+        throw;
+    }
 }
 
 double GraftIndexMPI::get_param(const char* name) const {

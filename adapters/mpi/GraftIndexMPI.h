@@ -4,7 +4,9 @@
 //
 // SPMD: every rank calls the same operations, in the same order, with the same arguments (the
 // same batch to add, the same queries); each operation is collective over the communicator, and
-// every rank gets the whole result. docs/mpi.md has the contract, the fault model and the scaling
+// every rank gets the whole result. One call at a time on an index (collectives must come in the
+// same order everywhere), made from a thread MPI allows to call (MPI_THREAD_SERIALIZED or above
+// when it is not the main thread). docs/mpi.md has the contract, the fault model and the scaling
 // model; the factory string is "MPI,<local description>" (graft_mpi_c.h).
 //
 // Bounded time: every collective is nonblocking with a deadline (`timeout` seconds, settable):
@@ -61,8 +63,9 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     // and the last search's phases on this rank (read-only, seconds): "last_local_s" (its local
     // search), "last_wait_s" (the agreement: the wait for the slowest rank, plus one small
     // allgather), "last_merge_s" (the merge across ranks: network and merge operator) are this
-    // index's; any other name goes to the local index (faiss_graft_set_param on it), on
-    // this rank: as every operation, every rank calls it.
+    // index's; any other name goes to the local index (faiss_graft_set_param on it). set_param
+    // of those is collective (every rank, the same name and value; one rank's refusal is every
+    // rank's, the others going back to their value); "timeout" and get_param are this rank's.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
 

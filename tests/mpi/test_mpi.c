@@ -208,6 +208,10 @@ static void params(void) {
     FAISS_OK(faiss_graft_set_param(mpi, "L", 96));
     FAISS_OK(faiss_graft_get_param(mpi, "L", &v));
     CHECK(v == 96, "L %g: set_param does not reach the local index", v);
+    /* A value the last rank refuses: refused on every rank, L back to 96 where it was taken. */
+    FAISS_FAILS(faiss_graft_set_param(mpi, "L", rank == ranks - 1 ? 0 : 64), "rank");
+    FAISS_OK(faiss_graft_get_param(mpi, "L", &v));
+    CHECK(v == 96, "L %g after a set_param refused on one rank", v);
     FAISS_OK(faiss_graft_get_param(mpi, "rank", &v));
     CHECK(v == rank, "rank %g", v);
     FAISS_OK(faiss_graft_get_param(mpi, "ranks", &v));
