@@ -32,7 +32,10 @@ if ! command -v mpirun >/dev/null; then
   [ -x $mx/usr/bin/orterun ] || for f in .deps/mpi/*.deb; do dpkg -x "$f" $mx || exit 1; done
   mkdir -p $mx/bin
   for t in mpirun mpiexec mpicc mpicxx; do ln -sf $mx/usr/bin/$t.openmpi $mx/bin/$t; done
-  export OPAL_PREFIX=$mx/usr PATH=$mx/bin:$PATH
+  # Open MPI and its PMIx find their components from these, not from the /usr they were built for
+  # (tried on the build machine with the system's Open MPI hidden in a mount namespace).
+  export OPAL_PREFIX=$mx/usr PATH=$mx/bin:$PATH PMIX_INSTALL_PREFIX=$mx/usr/lib/x86_64-linux-gnu/pmix2
+  export PMIX_MCA_mca_base_component_path=$mx/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
   export LD_LIBRARY_PATH=$mx/usr/lib/x86_64-linux-gnu/openmpi/lib:$mx/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 stamp "MPI: $(command -v mpirun) ($(mpirun --version 2>/dev/null | head -n1))"
