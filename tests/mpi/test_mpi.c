@@ -220,6 +220,12 @@ static void params(void) {
     FAISS_FAILS(faiss_graft_set_param(mpi, "ranks", 3), "read-only");
     CHECK(faiss_GraftIndexMPI_cast(mpi) == mpi, "cast");
     faiss_Index_free(mpi);
+    /* gpu=local: rank r on GPU r mod the visible GPUs (one host here), the CPU where none is. */
+    FaissIndex* g = make("MPI,GraftFlat,gpu=local");
+    const int gpus = graft_gpu_count();
+    FAISS_OK(faiss_graft_get_param(g, "device", &v));
+    CHECK(v == (gpus > 0 ? rank % gpus : -1), "gpu=local: rank %d on device %g (%d GPUs)", rank, v, gpus);
+    faiss_Index_free(g);
     FaissIndex* none = NULL;
     FAISS_FAILS(faiss_graft_index_factory(&none, (int)s.d, "MPI,timeout=-1,GraftFlat", METRIC_L2), "timeout");
     FAISS_FAILS(faiss_graft_index_factory(&none, (int)s.d, "MPI,", METRIC_L2), "no local index");
