@@ -1,7 +1,7 @@
 /* One graft index across MPI ranks (issue 49), through faiss_c like a user, run by mpirun with 2
  * and 4 ranks on the CPU references: "MPI,X" against one process's "X,shards=R" over the same
  * parts (the same D and I, bit for bit, over two adds with a search between), on every rank;
- * add_local against add; k > ntotal; bad input on one rank failing on every rank and leaving the
+ * add_local against add; k > ntotal; ties across ranks; bad input on one rank failing on every rank and leaving the
  * index usable; write on every rank and read back (and refused on another rank count); the
  * parameters. test_mpi_fault.c has the dead and stalled ranks. */
 #include <math.h>
@@ -110,6 +110,34 @@ static void few_vectors(void) {
     }
     free_results(&r);
     faiss_Index_free(mpi);
+}
+
+/* Ties across ranks: 40 copies of one vector, every distance equal: the smaller ids first, as one
+ * index and one process's shards order them. */
+static void ties(void) {
+    float* same_x = malloc(sizeof(float) * 40 * s.d);
+    for (int i = 0; i < 40; i++) memcpy(same_x + i * s.d, s.xb, sizeof(float) * s.d);
+    FaissIndex* mpi = make("MPI,GraftFlat,cpu");
+    FAISS_OK(faiss_Index_add(mpi, 40, same_x));
+    results r = search(mpi, 3, K);
+    int ordered = 1;
+    for (int q = 0; q < 3; q++)
+        for (int j = 1; j < K; j++)
+            if (r.D[q * K + j] == r.D[q * K + j - 1] && r.I[q * K + j] <= r.I[q * K + j - 1]) ordered = 0;
+    CHECK(ordered, "ties: equal distances not in ascending id order");
+    if (rank == 0) {
+        char desc[64];
+        snprintf(desc, sizeof desc, "GraftFlat,cpu,shards=%d", ranks);
+        FaissIndex* one = make(desc);
+        FAISS_OK(faiss_Index_add(one, 40, same_x));
+        results o = search(one, 3, K);
+        CHECK(same(r, o, 3 * K), "ties: differ from %s", desc);
+        free_results(&o);
+        faiss_Index_free(one);
+    }
+    free_results(&r);
+    faiss_Index_free(mpi);
+    free(same_x);
 }
 
 /* Each rank adds its own part (FAISS's split) with add_local: the index add() makes. */
@@ -240,6 +268,7 @@ int main(int argc, char** argv) {
     against_shards("GraftFlat,cpu");
     against_shards("GraftGraph,cpu");
     few_vectors();
+    ties();
     add_local();
     bad_input_on_one_rank();
     write_read();
