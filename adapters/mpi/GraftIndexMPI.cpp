@@ -6,8 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <typeinfo>
 
 #include <faiss/c_api/error_c.h>
+#include <faiss/impl/IDSelector.h>
+
+#include "GraftIndexFlat.h"
+#include "GraftIndexGraph.h"
+#include "GraftIndexGraphPQ.h"
 
 #include "graft_faiss_c.h"
 
@@ -68,6 +74,31 @@ idx_t run_global(const std::vector<IdRun>& runs, idx_t local) {
     if (it == runs.begin()) return -1;
     --it;
     return it->global + (local - it->local);
+}
+
+// A rank's view of a selector over the index's global ids.
+struct RankSelector : faiss::IDSelector {
+    const faiss::IDSelector* global = nullptr;
+    const std::vector<IdRun>* runs = nullptr;
+    bool is_member(idx_t local) const override {
+        const idx_t g = run_global(*runs, local);
+        return g >= 0 && global->is_member(g);
+    }
+};
+
+// A copy of p (graft's parameter types or a plain SearchParameters) to change its selector.
+std::unique_ptr<faiss::SearchParameters> clone_params(const faiss::SearchParameters* p) {
+    if (auto* q = dynamic_cast<const SearchParametersGraftGraphPQ*>(p))
+        return std::make_unique<SearchParametersGraftGraphPQ>(*q);
+    if (auto* q = dynamic_cast<const SearchParametersGraftGraph*>(p))
+        return std::make_unique<SearchParametersGraftGraph>(*q);
+    if (auto* q = dynamic_cast<const SearchParametersGraftFlat*>(p))
+        return std::make_unique<SearchParametersGraftFlat>(*q);
+    GRAFT_REQUIRE(typeid(*p) == typeid(faiss::SearchParameters),
+                  "search parameters of type %s with a selector are not passed across ranks "
+                  "(graft's SearchParameters and a plain faiss::SearchParameters are)",
+                  typeid(*p).name());
+    return std::make_unique<faiss::SearchParameters>(*p);
 }
 
 // The first row of x holding NaN or Inf, or n.
@@ -255,9 +286,16 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
         GRAFT_REQUIRE(k > 0, "k = %lld (k >= 1)", (long long)k);
         GRAFT_REQUIRE(n >= 0 && n <= INT_MAX && (n == 0 || (x && distances && labels)),
                       "n = %lld (0 <= n < 2^31), x, distances and labels given", (long long)n);
-        GRAFT_REQUIRE(!params || !params->sel, "%s",
-                      "selectors are not passed across ranks yet (filter each rank's results, or "
-                      "search a local index)");
+        // A selector sees global ids: each rank's copy of params asks it through its id runs.
+        std::unique_ptr<faiss::SearchParameters> own;
+        RankSelector sel;
+        if (params && params->sel) {
+            own = clone_params(params);
+            sel.global = params->sel;
+            sel.runs = &runs_;
+            own->sel = &sel;
+            params = own.get();
+        }
         mine.v[0] = n;
         mine.v[1] = k;
         mine.v[2] = (int64_t)mpi::fingerprint(n, d, x);

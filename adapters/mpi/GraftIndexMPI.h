@@ -53,8 +53,8 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     // Every rank passes the same queries; each searches its part, and the k best of every query
     // are merged across ranks (best distance first, ties to the smaller id: GraftIndexShards's
     // order, so the results equal one process's shards over the same parts) and returned on every
-    // rank. params go to each local index as they are; a selector is refused (not yet translated
-    // to the ranks' ids).
+    // rank. params go to each local index (graft's SearchParameters or a plain one); their
+    // selector sees the index's global ids.
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;

@@ -1,7 +1,7 @@
 /* One graft index across MPI ranks (issue 49), through faiss_c like a user, run by mpirun with 2
  * and 4 ranks on the CPU references: "MPI,X" against one process's "X,shards=R" over the same
  * parts (the same D and I, bit for bit, over two adds with a search between), on every rank;
- * add_local against add; k > ntotal; ties across ranks; bad input on one rank failing on every rank and leaving the
+ * a selector over the global ids; add_local against add; k > ntotal; ties across ranks; bad input on one rank failing on every rank and leaving the
  * index usable; write on every rank and read back (and refused on another rank count); the
  * parameters. test_mpi_fault.c has the dead and stalled ranks. */
 #include <math.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <faiss/c_api/Index_c.h>
+#include <faiss/c_api/impl/AuxIndexStructures_c.h>
 
 #include "faiss_testutil.h"
 #include "graft_mpi_c.h"
@@ -88,6 +89,35 @@ static void against_shards(const char* desc) {
     }
     free_results(&a[0]), free_results(&a[1]);
     faiss_Index_free(mpi);
+}
+
+/* A selector over the global ids [1000, 3000): the shards' results, every id inside. */
+static void selector(const char* desc) {
+    char mpi_desc[128], shards_desc[128];
+    snprintf(mpi_desc, sizeof mpi_desc, "MPI,%s", desc);
+    snprintf(shards_desc, sizeof shards_desc, "%s,shards=%d", desc, ranks);
+    FaissIDSelectorRange* sel = NULL;
+    FAISS_OK(faiss_IDSelectorRange_new(&sel, 1000, 3000));
+    FaissIndex* mpi = make(mpi_desc);
+    FAISS_OK(faiss_Index_add(mpi, s.nb, s.xb));
+    results r = {malloc(sizeof(float) * s.nq * K), malloc(sizeof(idx_t) * s.nq * K)};
+    FAISS_OK(faiss_graft_search_with_selector(mpi, s.nq, s.xq, K, (FaissIDSelector*)sel, r.D, r.I));
+    int64_t outside = 0;
+    for (int64_t i = 0; i < s.nq * K; i++) outside += r.I[i] < 1000 || r.I[i] >= 3000;
+    CHECK(outside == 0, "%s with a selector: %lld ids outside it", mpi_desc, (long long)outside);
+    if (rank == 0) {
+        FaissIndex* one = make(shards_desc);
+        FAISS_OK(faiss_Index_add(one, s.nb, s.xb));
+        results o = {malloc(sizeof(float) * s.nq * K), malloc(sizeof(idx_t) * s.nq * K)};
+        FAISS_OK(faiss_graft_search_with_selector(one, s.nq, s.xq, K, (FaissIDSelector*)sel, o.D, o.I));
+        CHECK(same(r, o, s.nq * K), "%s with a selector: differs from %s's", mpi_desc, shards_desc);
+        printf("  %-34s with a selector = %s\n", mpi_desc, shards_desc);
+        free_results(&o);
+        faiss_Index_free(one);
+    }
+    free_results(&r);
+    faiss_Index_free(mpi);
+    faiss_IDSelector_free((FaissIDSelector*)sel);
 }
 
 /* k > ntotal: 3 vectors over the ranks, k = 10: FAISS's -1 labels and FLT_MAX distances. */
@@ -267,6 +297,8 @@ int main(int argc, char** argv) {
     const double t0 = MPI_Wtime();
     against_shards("GraftFlat,cpu");
     against_shards("GraftGraph,cpu");
+    selector("GraftFlat,cpu");
+    selector("GraftGraph,cpu");
     few_vectors();
     ties();
     add_local();
