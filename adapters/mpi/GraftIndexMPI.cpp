@@ -129,6 +129,14 @@ GraftIndexMPI::GraftIndexMPI(faiss::Index* local_index, MPI_Comm comm, double ti
     int rc = MPI_Comm_idup(comm, &comm_, &dup->request);
     if (rc != MPI_SUCCESS) mpi::throw_mpi(rc, std::string(fn) + ": MPI_Comm_idup");
     mpi::wait(dup, timeout, fn, &broken_);
+    // A constructor that throws from here on frees the duplicate (unless a collective on it never
+    // completed: that one is left to MPI, as in the destructor).
+    struct FreeComm {
+        GraftIndexMPI* self;
+        ~FreeComm() {
+            if (self && self->broken_.empty()) MPI_Comm_free(&self->comm_);
+        }
+    } free_comm{this};
     // Errors on this index's communicator come back as codes (a FaissException), not an abort.
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank);
@@ -153,6 +161,7 @@ GraftIndexMPI::GraftIndexMPI(faiss::Index* local_index, MPI_Comm comm, double ti
                        /*commute=*/1, &merge_op_);
     if (rc != MPI_SUCCESS) mpi::throw_mpi(rc, std::string(fn) + ": MPI_Op_create");
     guard.release();
+    free_comm.self = nullptr;
 }
 
 GraftIndexMPI::~GraftIndexMPI() {
