@@ -1,7 +1,8 @@
 # What graft ships, described once: `cmake --install` and the .deb (CPack, below) both come from
 # these rules. The CMake package (find_package(graft)) and graft.pc describe the same libraries.
 #   lib/      libgraft_core (C core, GPU kernels inside), libgraft_faiss (FAISS adapter, target
-#             graft::faiss_c), libgraft_faiss_capi (FAISS's C API, when built here)
+#             graft::faiss_c), libgraft_faiss_capi (FAISS's C API, when built here), libgraft_mpi
+#             (the index across MPI ranks, target graft::mpi, where MPI was found)
 #   include/graft/   the C headers of both, and the adapter's C++ classes
 #   lib/cmake/graft/ graft-config.cmake; lib/pkgconfig/graft.pc; bin/ the programs
 include(CMakePackageConfigHelpers)
@@ -19,6 +20,17 @@ install(DIRECTORY plugin/include/graft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${GRAFT_FAISS_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/graft)
 install(TARGETS faiss_swap graph_build RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT graft-targets NAMESPACE graft:: DESTINATION ${GRAFT_CMAKE_DIR})
+# The index across MPI ranks (adapters/mpi), where it was built: libgraft_mpi and its headers, in
+# an export set of its own (graft::mpi), which graft-config.cmake loads where MPI is found.
+if(TARGET graft_mpi)
+  install(TARGETS graft_mpi EXPORT graft-mpi-targets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES adapters/mpi/graft_mpi_c.h adapters/mpi/GraftIndexMPI.h adapters/mpi/mpi_deadline.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/graft)
+  install(EXPORT graft-mpi-targets NAMESPACE graft:: DESTINATION ${GRAFT_CMAKE_DIR})
+endif()
 
 configure_package_config_file(cmake/graft-config.cmake.in ${CMAKE_BINARY_DIR}/graft-config.cmake
                               INSTALL_DESTINATION ${GRAFT_CMAKE_DIR})
@@ -116,6 +128,10 @@ if(GRAFT_HAVE_CUDA)
   endif()
   set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
       "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}; CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}, architectures ${_archs_summary}")
+endif()
+if(TARGET graft_mpi)
+  # libgraft_mpi, and the Python module built with it, load Open MPI's libmpi.
+  string(APPEND _deb_deps ", libopenmpi3")
 endif()
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${_deb_deps}")
 if(GRAFT_PYTHON_BUILT AND NOT GRAFT_FAISS_LIBDIR)

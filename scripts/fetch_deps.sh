@@ -10,6 +10,8 @@
 #   .deps/peers/                    GGNN's source tarball and the glog/gflags .debs it builds with
 #                                   (graft-bench's GGNN peer; /work/shared/peers/README.md), and
 #                                   FAISS 1.15's source tarball (the device/run.sh job faiss115)
+#   .deps/mpi/                      Debian's Open MPI and the libraries it loads (7 MB of .debs),
+#                                   for the device/run.sh job mpi where the GPU machine has no MPI
 # The GPU machine then gets it with the device tool's carry: [".deps"].
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -97,4 +99,12 @@ if [ -f "$peers"/faiss-1.15.0.tar.gz ]; then
   mkdir -p .deps/peers
   cp "$peers"/faiss-1.15.0.tar.gz .deps/peers/
 fi
+# Open MPI (the device/run.sh job mpi unpacks it with dpkg -x when the GPU machine has no mpirun):
+# its packages and the libraries they load that an Ubuntu machine lacks, not libc or libstdc++.
+mkdir -p .deps/mpi
+(cd .deps/mpi && for p in libopenmpi-dev libopenmpi3 openmpi-bin openmpi-common libhwloc15 \
+   libhwloc-plugins libpmix2 libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1 libucx0 \
+   libibverbs1 librdmacm1 libpsm2-2 libpsm-infinipath1 libnl-3-200 libnl-route-3-200 libnuma1 \
+   libmunge2 libxnvctrl0 libpciaccess0; do
+   ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -qq $p; done)
 du -sh .deps

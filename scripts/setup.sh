@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # graft setup: installs what the build needs on Debian bookworm (as root), fetches the FAISS
 # source package (for its C API) into .deps/, then configures and builds into build/.
-# Idempotent: a second run only rebuilds what changed.
+# Idempotent: a second run only rebuilds what changed. Open MPI (and mpi4py) for the index across
+# MPI ranks (adapters/mpi, tests label mpi; built only where CMake finds MPI).
 # FAISS: Debian's libfaiss-dev (1.7.3) by default. GRAFT_FAISS=1.15 builds FAISS 1.15 from
 # ../shared/peers/faiss-1.15*.tar.gz (or GRAFT_FAISS_SRC: a FAISS source tarball or folder) into a
 # cache outside the clone (scripts/build_faiss.sh; ~15 min on 2 cores the first time) and graft
@@ -55,7 +56,8 @@ if [ "${GRAFT_SKIP_APT:-0}" != 1 ]; then
     build-essential cmake ninja-build pkg-config dpkg-dev \
     libfaiss-dev libopenblas-dev liblapack-dev zlib1g-dev \
     dataset-fashion-mnist libhdf5-dev librsvg2-bin \
-    swig python3-dev python3-faiss python3-numpy python3-pytest >/dev/null
+    swig python3-dev python3-faiss python3-numpy python3-pytest \
+    libopenmpi-dev openmpi-bin python3-mpi4py >/dev/null
   # The sanitizer + fuzz tree (build-sanitize/): clang with its ASan/UBSan/libFuzzer runtimes.
   if [ "${GRAFT_SANITIZE:-1}" != 0 ]; then
     $SUDO apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev libomp-14-dev >/dev/null

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "GraftIndexFlat.h"
@@ -482,7 +483,18 @@ faiss::ThreadedIndex<faiss::Index>* find_threaded(faiss::Index* index) {
     return nullptr;
 }
 
+// The registered prefixes (graft_faiss_common.h), read by every factory call: a function-local
+// static, so that a face's registration at its library's load finds it constructed.
+std::vector<std::pair<std::string, graft::PrefixMaker>>& prefix_makers() {
+    static std::vector<std::pair<std::string, graft::PrefixMaker>> makers;
+    return makers;
+}
+
 }  // namespace
+
+void graft::register_factory_prefix(const char* prefix, PrefixMaker make) {
+    prefix_makers().emplace_back(std::string(prefix) + ",", make);
+}
 
 extern "C" {
 
@@ -516,6 +528,17 @@ int faiss_graft_index_factory(FaissIndex** p_index, int d, const char* descripti
         FAISS_THROW_IF_NOT_MSG(p_index, "faiss_graft_index_factory: p_index is NULL");
         FAISS_THROW_IF_NOT_MSG(description, "faiss_graft_index_factory: description is NULL");
         std::string desc = description;
+        for (const auto& pm : prefix_makers())
+            if (starts_with(desc, pm.first.c_str())) {
+                *p_index = reinterpret_cast<FaissIndex*>(
+                        pm.second(d, description, static_cast<faiss::MetricType>(metric)));
+                return 0;
+            }
+        GRAFT_REQUIRE(!starts_with(desc, "MPI,"),
+                      "faiss_graft_index_factory: \"%s\": an index across MPI ranks needs graft's "
+                      "MPI adapter (libgraft_mpi, CMake target graft::mpi; built where CMake finds "
+                      "MPI): link it (docs/mpi.md)",
+                      description);
         if (desc.find("Graft") == std::string::npos)  // not graft's: FAISS's factory, unchanged
             return faiss_index_factory(p_index, d, description, metric);
         GRAFT_REQUIRE(desc.find('(') == std::string::npos,

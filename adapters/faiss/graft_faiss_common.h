@@ -18,6 +18,7 @@
 
 namespace faiss {
 struct IDSelector;
+struct Index;
 }
 
 namespace graft {
@@ -94,6 +95,13 @@ struct NamedParameters {
     virtual void set_param(const char* name, double value) = 0;
     virtual double get_param(const char* name) const = 0;
 };
+
+// A face above graft_faiss (adapters/mpi) makes the indexes of description strings that start
+// with its prefix and a comma ("MPI,GraftGraph,cpu"): it registers its maker when its library
+// loads, and faiss_graft_index_factory (so Python's graft.index_factory too) hands it such
+// strings whole. graft_faiss itself knows nothing of what is behind a prefix.
+using PrefixMaker = faiss::Index* (*)(int d, const char* description, faiss::MetricType metric);
+void register_factory_prefix(const char* prefix, PrefixMaker make);
 
 }  // namespace graft
 

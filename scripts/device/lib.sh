@@ -126,3 +126,16 @@ link_faiss_gpu() {
 }
 # Is there a FAISS with its GPU part for the @gpu peers (the 1.7.3 build, or FAISS 1.15)?
 faiss_gpu_ready() { [ -f $fgpu/faiss/libfaiss.a ] || started faiss115; }
+
+mpi_env() {  # Open MPI for the mpi job: the machine's mpirun, else Debian's unpacked from .deps/mpi
+  command -v mpirun >/dev/null && return 0
+  ls .deps/mpi/libopenmpi3_*.deb >/dev/null 2>&1 || { stamp "no mpirun and no .deps/mpi/*.deb"; return 1; }
+  local mx=/tmp/graft-openmpi t f
+  [ -x $mx/usr/bin/orterun ] || for f in .deps/mpi/*.deb; do dpkg -x "$f" $mx || return 1; done
+  mkdir -p $mx/bin
+  for t in mpirun mpiexec mpicc mpicxx; do ln -sf $mx/usr/bin/$t.openmpi $mx/bin/$t; done
+  # Open MPI and its PMIx find their components from these, not from the /usr they were built for.
+  export OPAL_PREFIX=$mx/usr PATH=$mx/bin:$PATH PMIX_INSTALL_PREFIX=$mx/usr/lib/x86_64-linux-gnu/pmix2
+  export PMIX_MCA_mca_base_component_path=$mx/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
+  export LD_LIBRARY_PATH=$mx/usr/lib/x86_64-linux-gnu/openmpi/lib:$mx/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}

@@ -34,6 +34,7 @@ graft-bench-storage | graft-bench of the graph index's storages (FP32, FP16, SQ8
 graph-quality       | GRNND build variants on three 1M sets: graph recall, rounds, QPS (GRAFT_GQ_*)
 shards              | several GPUs: sharded and replicated graft and FAISS at 10M+ (docs/multi-gpu.md)
 living              | bench_living: inserts, removals, consolidation at 1M and 10M
+mpi                 | 2 MPI ranks with a GPU each against one process on gpus=0-1 (docs/mpi.md; a 2-GPU kind)
 study-exact         | bench_exact + torch: exact k-NN on every path, all sets
 study-exact-quick   | study-exact, small sets only
 study-exact-focus   | study-exact at its targets only, FAISS GPU beside it
@@ -118,6 +119,7 @@ export GRAFT_T0=${GRAFT_T0:-$(date +%s)}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1)
 stamp "GPU: ${gpu:-none}; $(nvcc --version | tail -n1); $(cmake --version | head -n1)"
 faiss_deb || exit 1
+if wanted mpi; then mpi_env || exit 1; fi   # before the build: CMake finds MPI then
 stamp "BLAS: $GRAFT_BLAS"
 
 # A background job that cannot start (faiss115 builds in the foreground) ends the call.

@@ -28,7 +28,8 @@ __all__ = [
     "GraftIndexFlat", "GraftIndexGraph", "GraftIndexGraphPQ",
     "SearchParametersGraftFlat", "SearchParametersGraftGraph", "SearchParametersGraftGraphPQ",
     "index_factory", "set_param", "get_param", "write_index", "read_index", "export_hnsw",
-    "export_hnsw_cagra", "shard_count", "get_shard_param",
+    "export_hnsw_cagra", "shard_count", "get_shard_param", "have_mpi", "mpi_add_local",
+    "mpi_write_index", "mpi_read_index",
 ]
 
 
@@ -121,3 +122,28 @@ def export_hnsw_cagra(index):
     graph, base_level_only: searched on that level from random entry points, no adds. RuntimeError
     on an older FAISS."""
     return _swig.export_hnsw_cagra(index)
+
+
+def have_mpi():
+    """Whether this graft was built with MPI: index_factory then takes "MPI,<local>" (one index
+    across the ranks of MPI_COMM_WORLD; import mpi4py's MPI first), docs/mpi.md."""
+    return _swig.have_mpi()
+
+
+def mpi_add_local(index, x):
+    """Each rank adds its own rows x (n_r x d) to an index across MPI ranks; ids follow in rank
+    order. Every rank calls it."""
+    import numpy as np
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    _swig.mpi_add_local(index, x.shape[0], faiss.swig_ptr(x))
+
+
+def mpi_write_index(index, path):
+    """Every rank writes its part of an index across MPI ranks to "<path>.rank<r>"."""
+    _swig.mpi_write_index(index, str(path))
+
+
+def mpi_read_index(path, placement="", timeout=0):
+    """Every rank reads its part of what mpi_write_index wrote, on as many ranks (MPI_COMM_WORLD).
+    placement: "" (as written), "cpu", "gpu=N", "gpu=local"; timeout in seconds (0: the default)."""
+    return _swig.mpi_read_index(str(path), placement, float(timeout))

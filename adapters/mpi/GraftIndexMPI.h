@@ -1,0 +1,104 @@
+// One index across MPI ranks (issue 49): a faiss::Index over one local index a rank (any graft
+// or FAISS index, on the rank's GPUs or CPU), composed as GraftIndexShards composes per-GPU
+// indexes: each rank is a shard, ids are global, a search's top k are merged across ranks.
+//
+// SPMD: every rank calls the same operations, in the same order, with the same arguments (the
+// same batch to add, the same queries); each operation is collective over the communicator, and
+// every rank gets the whole result. One call at a time on an index (collectives must come in the
+// same order everywhere), made from a thread MPI allows to call (MPI_THREAD_SERIALIZED or above
+// when it is not the main thread). docs/mpi.md has the contract, the fault model and the scaling
+// model; the factory string is "MPI,<local description>" (graft_mpi_c.h).
+//
+// Bounded time: every collective is nonblocking with a deadline (`timeout` seconds, settable):
+// a rank that died or stopped answering makes the others throw within it, and the index is then
+// unusable (every later call throws at once). Agreement: every operation first gathers every
+// rank's word on its input (sizes, a fingerprint of the data, local checks), so that bad input
+// on one rank is the same FaissException on every rank, and nothing was changed anywhere.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <faiss/Index.h>
+
+#include "GraftIndexShards.h"  // IdRun
+#include "mpi_deadline.h"
+#include "graft_faiss_common.h"
+
+namespace graft {
+
+struct GraftIndexMPI : faiss::Index, NamedParameters {
+    // Collective: every rank of comm calls it with its own local index (taken over, deleted with
+    // this index), of the same dimension and metric everywhere (checked). comm is duplicated, so
+    // that graft's messages never mix with the caller's. MPI must be initialized (Python: import
+    // mpi4py's MPI first).
+    GraftIndexMPI(faiss::Index* local, MPI_Comm comm, double timeout_s = kDefaultTimeout);
+    ~GraftIndexMPI() override;
+
+    // Every rank trains its local index on the same x (a graph + PQ index: its codebooks).
+    void train(idx_t n, const float* x) override;
+    // Every rank passes the same batch (checked by its size and a fingerprint); rank r keeps rows
+    // [r n / R, (r + 1) n / R), FAISS IndexShards' rule, and vector i gets id ntotal + i. xids are
+    // refused (wrap the index in IndexIDMap for ids of your own). The parts are checked (NaN/Inf)
+    // on every rank before any rank adds: a bad row anywhere adds nothing anywhere.
+    void add_with_ids(idx_t n, const float* x, const idx_t* xids) override;
+    void add(idx_t n, const float* x) override { add_with_ids(n, x, nullptr); }
+    // Each rank adds its own n_r rows (they may differ, 0 too): the data already spread over the
+    // machines. Ids follow in rank order: rank r's row i gets ntotal + n_0 + ... + n_{r-1} + i,
+    // the ids one index adding the ranks' parts one after the other would give.
+    void add_local(idx_t n_local, const float* x_local);
+    // Every rank passes the same queries; each searches its part, and the k best of every query
+    // are merged across ranks (best distance first, ties to the smaller id: GraftIndexShards's
+    // order, so the results equal one process's shards over the same parts) and returned on every
+    // rank. params go to each local index (graft's SearchParameters or a plain one); their
+    // selector sees the index's global ids.
+    void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                const faiss::SearchParameters* params = nullptr) const override;
+    void reset() override;
+
+    // "timeout" (seconds a collective may wait, > 0), "rank", "ranks", "local_ntotal" (read-only)
+    // and the last search's phases on this rank (read-only, seconds): "last_local_s" (its local
+    // search), "last_wait_s" (the agreement: the wait for the slowest rank, plus one small
+    // allgather), "last_merge_s" (the merge across ranks: network and merge operator) are this
+    // index's; any other name goes to the local index (faiss_graft_set_param on it). set_param
+    // of those is collective (every rank, the same name and value; one rank's refusal is every
+    // rank's, the others going back to their value); "timeout" and get_param are this rank's.
+    void set_param(const char* name, double value) override;
+    double get_param(const char* name) const override;
+
+    // Collective: rank r writes its part to "<fname>.rank<r>" (a GRFTMPIR header: the rank count,
+    // this rank, the ids; then the local index's own record, faiss_graft_write_index). Fails on
+    // every rank when one rank's write fails.
+    void write(const char* fname) const;
+    // Collective: reads what write() wrote, on as many ranks as wrote it (checked). placement as
+    // faiss_graft_read_index_placed's ("" as written, "cpu", "gpu=N"), after "gpu=local" is made
+    // this rank's GPU.
+    static GraftIndexMPI* read(const char* fname, MPI_Comm comm, const char* placement,
+                               double timeout_s = kDefaultTimeout);
+
+    faiss::Index* local = nullptr;  // this rank's part (owned)
+    int rank = 0, ranks = 1;
+    double timeout = kDefaultTimeout;
+    // Long enough for the slowest rank's graph build, which the first search after adds waits for.
+    static constexpr double kDefaultTimeout = 600;
+
+   private:
+    void require_usable() const;
+    std::vector<mpi::Vote> agree(const mpi::Vote& mine, const char* what) const;
+
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    MPI_Op merge_op_ = MPI_OP_NULL;
+    std::vector<IdRun> runs_;  // this rank's local ids -> global ids (one run per add)
+    idx_t next_id_ = 0;
+    mutable double last_local_s_ = 0, last_wait_s_ = 0, last_merge_s_ = 0;
+    mutable std::string broken_;  // why the communicator is unusable ("" while it is fine)
+};
+
+// This rank's GPU among the visible ones, by its place among the ranks of its host: local rank
+// mod device count (-1 when none is visible). Collective over comm.
+int local_gpu(MPI_Comm comm, double timeout_s);
+
+}  // namespace graft

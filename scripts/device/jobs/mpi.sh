@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# mpi: issue 49's GPU run (docs/mpi.md, "Measuring"): graft across 2 MPI ranks with one GPU each
+# ("MPI,GraftGraph,gpu=local") against one process holding both GPUs as shards
+# ("GraftGraph,gpus=0-1") on one 2-GPU host, at batch 10,000 and each L of GRAFT_MPI_L, by
+# bench/mpi_bench under mpirun -np 2: QPS (median of 5 calls over the 10k queries), recall@10
+# against the exact k-NN, and on rank 0 the search's phases (local search, wait for the slowest
+# rank, merge). Open MPI: the machine's, else Debian's unpacked from .deps/mpi (lib.sh mpi_env,
+# before the build). Run the mpi tests too with `tests` and GRAFT_TESTS=mpi.
+# Writes to $OUT: mpi-bench.log, mpi-bench.jsonl (bench "mpi").
+# Time: not measured (a 2-GPU kind; nvidia-h200-x2).
+# targets: mpi_bench
+# needs: dense-sift
+. "$(dirname "$0")/../lib.sh"
+[ -x build-device/bench/mpi_bench ] || { stamp "mpi_bench was not built (no MPI found by CMake?)"; exit 1; }
+bg_wait dense-sift
+[ -f $dense/query.u8bin ] || { stamp "no dense-SIFT set (setup.log)"; exit 1; }
+export GRAFT_RUN_ID=mpi-$(date -u +%Y%m%dT%H%M%SZ)
+GRAFT_DEVICE="$(device_name) x$(nvidia-smi -L | wc -l)"
+export GRAFT_DEVICE
+stamp "mpi_bench, run $GRAFT_RUN_ID"
+timeout "$(seconds_left)" mpirun -np 2 --allow-run-as-root --oversubscribe --bind-to none \
+  build-device/bench/mpi_bench $dense/base.u8bin $dense/query.u8bin \
+  --index "MPI,GraftGraph,gpu=local" --compare "GraftGraph,gpus=0-1" --batch 10000 \
+  --L "${GRAFT_MPI_L:-32,48,64,96,128,192}" --records "$OUT/mpi-bench.jsonl" 2>&1 | tee "$OUT/mpi-bench.log"
+exit "${PIPESTATUS[0]}"
