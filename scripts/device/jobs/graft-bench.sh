@@ -7,8 +7,9 @@
 # again without FAISS GPU, then without GGNN too, rather than not run.
 # Writes to $OUT: graft-bench.log, graft-bench.jsonl (records), recall-qps-*.svg, the dense-sift1m
 # chart's .png (the Fashion-MNIST one as SVG only: the device tool returns at most 8 files).
-# Time: not measured end to end (bench/logs/graft-bench-*-h100.log have no clock); it takes what
-# GRAFT_DEADLINE leaves, after waiting for the FAISS GPU build (~6 min from the call's start).
+# Time: 119 s on nvidia-h200 with the peers built (a warm machine after a `faiss115` call:
+# bench/logs/graft-bench-e0a7ff5-h200.log); otherwise it first waits for the FAISS GPU build (~6 min
+# from the call's start) and takes what GRAFT_DEADLINE leaves.
 # targets: graft-bench
 # needs: dense-sift faiss-gpu ggnn
 . "$(dirname "$0")/../lib.sh"

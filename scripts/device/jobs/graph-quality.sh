@@ -8,7 +8,7 @@
 # photo-sift10m and its 1M subset photo-sift1m, with the photo-sift job). GRAFT_GQ_SCALE=C also
 # runs dense-SIFT grown to C synthetic copies (build time and L against n).
 # Writes to $OUT: graph-quality.log, graph-quality.jsonl (records).
-# Time: ~50 s a set for four variants after the build on nvidia-h200; with GRAFT_GQ_SCALE=10,
+# Time: 11-19 s a 1M set for four variants after the build on nvidia-h200; with GRAFT_GQ_SCALE=10,
 # ~85 s more (bench/logs/graph-quality-0e8bb22-h200.log).
 # targets: graft-bench
 # needs: dense-sift kde-patches photo-sift
