@@ -186,6 +186,9 @@ typedef struct graft_gpu_grnnd_params {
     float churn_floor; /* with converged_below >= 0: the outer iterations also stop after one whose
                           first round inserted at least churn_floor x the previous one's first */
     int* rounds; /* nullable host pointer: gets the inner rounds run */
+    const int32_t* init; /* nullable device pointer, n x init_k ids in [-1, n): each vertex's initial
+                            neighbours instead of S random ones (-1 and the vertex itself skipped) */
+    int init_k;
 } graft_gpu_grnnd_params;
 
 /* Builds the graph of the n vectors x (device, n x d) and copies it to graph (n x R int32, rows

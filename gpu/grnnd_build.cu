@@ -219,22 +219,26 @@ __device__ inline void keep_survivors(const uint64_t* list, int c, uint64_t drop
 }
 
 // INITIAL NEIGHBORS (Alg. 3, line 4): S random vertices other than v (every other vertex when
-// n - 1 <= S). Draws may repeat; the pool de-duplicates.
+// n - 1 <= S). Draws may repeat; the pool de-duplicates. With `given` (n x K ids) the vertex
+// starts from its row there instead (the oracle graph: the exact K nearest).
 template <bool L2>
 __global__ void __launch_bounds__(kWarps * 32)
 grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t seed,
-           uint64_t* __restrict__ pool) {
+           const int32_t* __restrict__ given, int K, uint64_t* __restrict__ pool) {
     const int lane = threadIdx.x & 31;
     const int64_t v = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
     if (v >= n) return;
     uint64_t* p = pool + v * R;
     for (int i = lane; i < R; i += 32) p[i] = kKeyNone;
     __syncwarp();
-    const bool all = n - 1 <= S;
-    const int draws = all ? (int)(n - 1) : S;
+    const bool all = !given && n - 1 <= S;
+    const int draws = given ? K : all ? (int)(n - 1) : S;
     for (int s = 0; s < draws; s++) {
         int64_t u;
-        if (all) {
+        if (given) {
+            u = given[v * K + s];
+            if (u < 0 || u == v) continue;
+        } else if (all) {
             u = (v + 1 + s) % n;
         } else {
             u = (int64_t)(mix64(seed ^ mix64((uint64_t)v * 1315423911ull + (uint64_t)s)) %
@@ -726,7 +730,7 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     const size_t pool_bytes = (size_t)n * R * sizeof(uint64_t);
     cudaStream_t st = ctx->stream;
     Profile prof(st, n);
-    grnnd_init<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, pool[0]);
+    grnnd_init<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, p->init, p->init_k, pool[0]);
     GRAFT_CUDA_LAUNCH_CHECK();
     prof.mark(0);
     int cur = 0;

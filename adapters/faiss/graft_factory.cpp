@@ -151,6 +151,7 @@ struct GraftSpec {
     int L = 0;        // graph: search beam, 0 = default
     int probes = 0;   // graph without PQ: vertices expanded a step, 0 = default
     std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=
+    int init_exact = -1;  // graph: init=exact (1) / init=random (0), -1 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
@@ -210,6 +211,7 @@ struct GraftSpec {
             if (device != -2) p.device = device;
             if (R > 0) p.build.base.R = R;
             apply_build(&p.build.base);
+            if (init_exact >= 0) p.build.init_exact = init_exact;
             if (L > 0) p.search.L = L;
             if (mode >= 0) p.mode = (graft_bang_mode)mode;
             if (budget_mib >= 0) p.gpu_budget = (size_t)budget_mib << 20;
@@ -226,6 +228,7 @@ struct GraftSpec {
         if (device != -2) p.device = device;
         if (R > 0) p.build.base.R = R;
         apply_build(&p.build.base);
+        if (init_exact >= 0) p.build.init_exact = init_exact;
         if (L > 0) p.search.L = L;
         if (probes > 0) p.search.probes = probes;
         p.storage = storage;
@@ -314,6 +317,13 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "(reals), each once (docs/factory-strings.md); %s",
                           c.c_str(), desc.c_str(), kAccepted);
             spec.build.emplace_back(name, v);
+        } else if (spec.graph && starts_with(c, "init=")) {
+            GRAFT_REQUIRE(spec.init_exact < 0 && (c == "init=exact" || c == "init=random"),
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "init=exact (each vertex starts from its exact R nearest: the oracle "
+                          "graph, n^2 d work) or init=random (the default), once; %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+            spec.init_exact = c == "init=exact";
         } else if (c == "ooc" || c == "inmem" || starts_with(c, "budget=")) {
             GRAFT_REQUIRE(pq,
                           "faiss_graft_index_factory: \"%s\": option '%s' belongs to the graph + "
@@ -376,8 +386,8 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, S=N, T1=N, T2=N, rho=X, delta=X, gpus=LIST, shards=N, replicas"
+                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, init=exact, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, S=N, T1=N, T2=N, rho=X, delta=X, init=exact, gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

@@ -12,6 +12,12 @@
 int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* fn) {
     const float one_vector = 0.0f;
     graft_graph unused = {0};
+    if (b->base.init || (b->init_exact != 0 && b->init_exact != 1))
+        return graft_fail(GRAFT_EINVAL,
+                          "%s: init_exact = %d (0: S random initial neighbours, 1: the exact R "
+                          "nearest); base.init is for direct builder calls, not an index's "
+                          "parameters",
+                          fn, b->init_exact);
     GRAFT_TRY(graft_check_graph_build(&one_vector, 1, 1, &b->base, &unused, fn));
     if (gpu && (b->base.R > GRAFT_GPU_BUILD_MAX_R || b->pairs < 0 || b->pairs > 256 || b->staged < -1 ||
                 b->staged > 1 || (b->order != GRAFT_GRNND_SORTED && b->order != GRAFT_GRNND_RANDOM)))
@@ -59,6 +65,15 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
      * n x R host graph and upload every vector, only to find no room for the pools. */
     const int64_t fit = gpu ? graft_grnnd_max_vectors(d, b) : 0;
     graft_grnnd_report gr;
+    /* init_exact: the whole build (GRNND or the CPU reference) starts from the exact k-NN. */
+    graft_grnnd_params bx = *b;
+    int32_t* init = NULL;
+    if (b->init_exact) {
+        const int rc0 = graft_graph_exact_init(x, n, d, b, gpu, &init, &bx.base.init_k);
+        if (rc0 != GRAFT_OK) return rc0;
+        bx.base.init = init;
+        b = &bx;
+    }
     int rc = gpu && n <= fit ? graft_grnnd_build_gpu_on(x, dx, n, d, b, out, &gr) : GRAFT_EGPU_NOMEM;
     /* GRAFT_GRNND_PROFILE (the kernels' own clocks: gpu/grnnd_build.cu): the build's wall phases. */
     if (rc == GRAFT_OK && gpu && n <= fit && getenv("GRAFT_GRNND_PROFILE"))
@@ -66,13 +81,14 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
                 "download %.3f s, host %.3f s\n", (long long)n, b->device, gr.upload_seconds,
                 gr.gpu_seconds, gr.download_seconds, gr.host_seconds);
     *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0};
-    for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && piece >= GRAFT_PIECE_MIN; piece /= 2)
+    for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && !init && piece >= GRAFT_PIECE_MIN; piece /= 2)
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM) {
         rc = graft_rnnd_build_cpu(x, n, d, &b->base, out);
         *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n};
     }
+    free(init);
     *seconds = graft_now_s() - t0;
     if (rep->pieces < 2) rep->build_seconds = *seconds;
     return rc;

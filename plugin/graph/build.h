@@ -36,6 +36,12 @@ int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* f
 int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
                            const char* fn);
 
+/* init_exact's start (graph/oracle.c): each vertex's exact min(R, n - 1) nearest others as a new
+ * n x *k id array (*ids, malloc'd, the caller frees), by the flat index's k-NN graph on b->device
+ * when gpu, else the CPU. Errors: the flat index's, GRAFT_ENOMEM. */
+int graft_graph_exact_init(const float* x, int64_t n, int64_t d, const graft_grnnd_params* b, int gpu,
+                           int32_t** ids, int* k);
+
 /* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu; when GRNND's device
  * pools do not fit (GRAFT_EGPU_NOMEM: the device or b->memory_budget), GRNND in pieces that fit
  * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,

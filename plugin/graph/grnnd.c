@@ -20,6 +20,7 @@ void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     p->staged = -1;
     p->device = 0;
     p->memory_budget = 0;
+    p->init_exact = 0;
 }
 
 /* The device scratch GRNND takes: two pools of n x R 8-byte keys, each rounded up to 256 bytes,
@@ -81,7 +82,7 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,
                                  b->metric == GRAFT_METRIC_L2, b->seed,
                                  b->delta > 0.0f ? graft_rnnd_converged_below(n, b->R, b->delta) : -1,
-                                 GRAFT_RNND_CHURN_FLOOR, &rounds};
+                                 GRAFT_RNND_CHURN_FLOOR, &rounds, NULL, 0};
     const double t1 = graft_now_s();
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);
@@ -105,12 +106,20 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
     float ms = 0;
     if (!dx_given) rc = graft_gpu_malloc(ctx, (void**)&dx, xbytes);
     if (rc == GRAFT_OK && !dx_given) rc = graft_gpu_upload(ctx, dx, x, xbytes);
+    /* Given initial neighbours (the oracle graph) go up beside the vectors. */
+    int32_t* dinit = NULL;
+    const size_t init_bytes = b->init ? (size_t)n * (size_t)b->init_k * sizeof(int32_t) : 0;
+    if (rc == GRAFT_OK && b->init) rc = graft_gpu_malloc(ctx, (void**)&dinit, init_bytes);
+    if (rc == GRAFT_OK && b->init) rc = graft_gpu_upload(ctx, dinit, b->init, init_bytes);
+    gp.init = dinit;
+    gp.init_k = b->init ? b->init_k : 0;
     const double t3 = graft_now_s();
     if (rc == GRAFT_OK) rc = graft_gpu_grnnd_build(ctx, dx, n, d, &gp, nbrs, &ms);
     const double t4 = graft_now_s();
-    const size_t peak = xbytes + graft_gpu_ctx_scratch_peak(ctx);
+    const size_t peak = xbytes + init_bytes + graft_gpu_ctx_scratch_peak(ctx);
     if (rc != GRAFT_OK) rc = graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
     if (!dx_given) graft_gpu_free(ctx, dx);
+    if (dinit) graft_gpu_free(ctx, dinit);
     graft_gpu_ctx_destroy(ctx);
     if (rc != GRAFT_OK) {
         free(nbrs);

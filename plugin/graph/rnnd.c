@@ -53,6 +53,8 @@ typedef struct {
     int R, l2;
     ent* pool;    /* n x R */
     int32_t* cnt; /* entries used in each pool */
+    const int32_t* init; /* graft_rnnd_params.init, init_k */
+    int init_k;
 } rnnd;
 
 static int less(ent a, ent b) { return a.d < b.d || (a.d == b.d && a.id < b.id); }
@@ -88,6 +90,13 @@ static int pool_insert(rnnd* g, int64_t v, ent e) {
  * algorithm from v's own generator; mark (n bytes, all 0 on entry and exit) gives O(S) draws. */
 static void init_vertex(rnnd* g, int64_t v, int S, uint64_t seed, uint8_t* mark, int64_t* pick) {
     const int64_t n = g->n;
+    if (g->init) { /* given initial neighbours (the oracle graph's exact k-NN) */
+        for (int j = 0; j < g->init_k; j++) {
+            const int64_t u = g->init[v * g->init_k + j];
+            if (u >= 0 && u != v) pool_insert(g, v, (ent){dist(g, v, u), (int32_t)u, 1});
+        }
+        return;
+    }
     if (n - 1 <= S) {
         for (int64_t u = 0; u < n; u++)
             if (u != v) pool_insert(g, v, (ent){dist(g, v, u), (int32_t)u, 1});
@@ -186,6 +195,18 @@ int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const gra
                           fn, p->S, p->R, p->T1, p->T2, (double)p->rho, (double)p->delta);
     if (p->metric != GRAFT_METRIC_L2 && p->metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)p->metric);
+    if (p->init) {
+        if (p->init_k < 1)
+            return graft_fail(GRAFT_EINVAL, "%s: init given with init_k = %d (need >= 1)", fn, p->init_k);
+        const int64_t slots = n * p->init_k;
+        int64_t bad = slots;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+        for (int64_t i = 0; i < slots; i++)
+            if ((p->init[i] < -1 || p->init[i] >= n) && i < bad) bad = i;
+        if (bad < slots)
+            return graft_fail(GRAFT_EINVAL, "%s: init row %lld holds id %d, outside [-1, %lld)", fn,
+                              (long long)(bad / p->init_k), (int)p->init[bad], (long long)n);
+    }
     return GRAFT_OK;
 }
 
@@ -199,6 +220,8 @@ void graft_rnnd_params_defaults(graft_rnnd_params* p) {
     p->seed = 1234;
     p->metric = GRAFT_METRIC_L2;
     p->delta = 0.002f;
+    p->init = NULL;
+    p->init_k = 0;
 }
 
 int64_t graft_rnnd_converged_below(int64_t n, int R, float delta) {
@@ -221,7 +244,7 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
         return graft_fail(GRAFT_ENOMEM, "graft_rnnd_build_cpu: n x R = %lld x %d overflows",
                           (long long)n, p.R);
     rnnd g = {x, n, d, p.R, p.metric == GRAFT_METRIC_L2, malloc(bytes),
-              calloc((size_t)n, sizeof(int32_t))};
+              calloc((size_t)n, sizeof(int32_t)), p.init, p.init_k};
     redirect* red = malloc(rbytes); /* up to R per vertex and round */
     int* nred = malloc((size_t)n * sizeof(int));
     int32_t* nbrs = malloc(nR * sizeof(int32_t));

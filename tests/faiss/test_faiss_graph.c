@@ -85,14 +85,14 @@ static void test_factory(void) {
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,probes=2", METRIC_L2), "probes=2");
     /* The build's options (S=, T1=, T2=, rho=, delta=), read back as parameters; bad values fail
      * at the factory (set_build_params checks them), repeated or unknown forms are refused. */
-    FaissIndex* built = make("GraftGraph,cpu,S=24,T1=5,T2=12,rho=0.5,delta=0.002,L=40");
-    if (built)
-        CHECK(param(built, "S") == 24 && param(built, "T1") == 5 && param(built, "T2") == 12 &&
-                      fabs(param(built, "rho") - 0.5) < 1e-6 && fabs(param(built, "delta") - 0.002) < 1e-6 &&
-                      param(built, "L") == 40,
-              "build options: S %g T1 %g T2 %g rho %g delta %g L %g", param(built, "S"), param(built, "T1"),
-              param(built, "T2"), param(built, "rho"), param(built, "delta"), param(built, "L"));
-    faiss_Index_free(built);
+    FaissIndex* opts = make("GraftGraph,cpu,S=24,T1=5,T2=12,rho=0.5,delta=0.002,L=40");
+    if (opts)
+        CHECK(param(opts, "S") == 24 && param(opts, "T1") == 5 && param(opts, "T2") == 12 &&
+                      fabs(param(opts, "rho") - 0.5) < 1e-6 && fabs(param(opts, "delta") - 0.002) < 1e-6 &&
+                      param(opts, "L") == 40,
+              "build options: S %g T1 %g T2 %g rho %g delta %g L %g", param(opts, "S"), param(opts, "T1"),
+              param(opts, "T2"), param(opts, "rho"), param(opts, "delta"), param(opts, "L"));
+    faiss_Index_free(opts);
     FaissIndex* built_pq = make("GraftGraph,PQ16,cpu,T1=4");
     if (built_pq) CHECK(param(built_pq, "T1") == 4, "PQ build option: T1 %g", param(built_pq, "T1"));
     faiss_Index_free(built_pq);
@@ -102,6 +102,17 @@ static void test_factory(void) {
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,rho=2", METRIC_L2), "rho");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,S=0", METRIC_L2), "S");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,T1=3", METRIC_L2), "T1");
+    /* init=exact: the oracle graph (each vertex starts from its exact R nearest). */
+    FaissIndex* oracle = built("GraftGraph,cpu,init=exact");
+    if (oracle) {
+        const double r = recall_of(oracle);
+        printf("  %-26s recall@10 %.4f, build %.3f s\n", "GraftGraph,cpu,init=exact", r, param(oracle, "build_seconds"));
+        CHECK(param(oracle, "init_exact") == 1 && r >= 0.98, "init=exact: init_exact %g, recall@10 %.4f",
+              param(oracle, "init_exact"), r);
+    }
+    faiss_Index_free(oracle);
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,init=exact,init=random", METRIC_L2), "init=exact");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,init=knn", METRIC_L2), "init=exact");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,cpu,HNSW32", METRIC_L2), "HNSW32");
     if (!graft_gpu_available())
         FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,gpu=0", METRIC_L2), "device");

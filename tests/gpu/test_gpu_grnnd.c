@@ -89,6 +89,18 @@ static void test_sift5k(const graft_test_sift* s) {
     graft_grnnd_params conv = gp;
     conv.base.T1 = 10, conv.base.T2 = 50, conv.base.delta = 0.002f;
     compare("sift5k converged (delta 0.002)", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &conv, Ls, 5, 1);
+    /* The oracle graph: both builders started from the exact 64-NN (init). */
+    {
+        float* KD = malloc(sizeof(float) * s->nb * 64);
+        int64_t* KI = malloc(sizeof(int64_t) * s->nb * 64);
+        int32_t* init = malloc(sizeof(int32_t) * s->nb * 64);
+        CHECK_OK(graft_knn_cpu(s->xb, s->nb, s->xb, s->nb, s->d, 64, GRAFT_METRIC_L2, 0, KD, KI));
+        for (int64_t i = 0; i < s->nb * 64; i++) init[i] = (int32_t)KI[i];
+        graft_grnnd_params orc = gp;
+        orc.base.init = init, orc.base.init_k = 64;
+        compare("sift5k oracle (exact 64-NN start)", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &orc, Ls, 5, 1);
+        free(KD), free(KI), free(init);
+    }
     graft_grnnd_params r6 = gp;
     r6.base.rho = 0.6f;
     compare("sift5k rho=0.6", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &r6, Ls + 2, 1, 1);

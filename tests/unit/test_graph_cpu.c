@@ -612,10 +612,62 @@ static void test_convergence(void) {
     graft_test_free_sift(&s);
 }
 
+/* The oracle graph: the same rounds started from each vertex's exact R nearest (init) instead of
+ * S random ones. Its rows hold more of the exact 10-NN and it searches at least as well as the
+ * random start's; bad init ids are refused. */
+static void test_oracle(void) {
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    graft_rnnd_params p, o;
+    graft_rnnd_params_defaults(&p);
+    const int64_t n = s.nb;
+    float* KD = malloc(sizeof(float) * n * p.R);
+    int64_t* KI = malloc(sizeof(int64_t) * n * p.R);
+    int32_t* init = malloc(sizeof(int32_t) * n * p.R);
+    CHECK_OK(graft_knn_cpu(s.xb, n, s.xb, n, s.d, p.R, GRAFT_METRIC_L2, 0, KD, KI));
+    for (int64_t i = 0; i < n * p.R; i++) init[i] = (int32_t)KI[i];
+    o = p;
+    o.init = init, o.init_k = p.R;
+    graft_graph gr = {0}, go = {0};
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, n, s.d, &p, &gr));
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, n, s.d, &o, &go));
+    graft_test_check_graph(&go, n, p.R, s.xb, s.d, 1, "sift5k oracle");
+    const double kr = graft_graph_knn_recall(&gr, KI, p.R, 10), ko = graft_graph_knn_recall(&go, KI, p.R, 10);
+    float* D = malloc(sizeof(float) * s.nq * 10);
+    int64_t* I = malloc(sizeof(int64_t) * s.nq * 10);
+    double rr[2], ro[2];
+    const int Ls[2] = {16, 24};
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(graft_graph_search_cpu(&gr, s.xb, s.d, GRAFT_METRIC_L2, s.xq, s.nq, 10, Ls[i], D, I));
+        rr[i] = graft_test_recall(I, 10, s.gt, s.gt_k, s.nq, 10);
+        CHECK_OK(graft_graph_search_cpu(&go, s.xb, s.d, GRAFT_METRIC_L2, s.xq, s.nq, 10, Ls[i], D, I));
+        ro[i] = graft_test_recall(I, 10, s.gt, s.gt_k, s.nq, 10);
+    }
+    printf("sift5k oracle graph: rows hold %.4f of the exact 10-NN (random start %.4f); recall@10 "
+           "L=16 %.4f (%.4f), L=24 %.4f (%.4f)\n", ko, kr, ro[0], rr[0], ro[1], rr[1]);
+    CHECK(ko >= kr, "oracle rows hold %.4f of the 10-NN, the random start's %.4f", ko, kr);
+    CHECK(ro[0] >= rr[0] - 0.01 && ro[1] >= rr[1] - 0.01, "oracle searches worse: %.4f / %.4f vs %.4f / %.4f",
+          ro[0], ro[1], rr[0], rr[1]);
+    CHECK(graft_test_reachable(&go) == 1.0, "oracle graph: not all reachable");
+    graft_graph bad = {.n = -3};
+    init[7] = (int32_t)n;
+    CHECK_ERR(graft_rnnd_build_cpu(s.xb, n, s.d, &o, &bad), GRAFT_EINVAL);
+    init[7] = -2;
+    CHECK_ERR(graft_rnnd_build_cpu(s.xb, n, s.d, &o, &bad), GRAFT_EINVAL);
+    init[7] = -1; /* -1 is a free slot */
+    o.init_k = 0;
+    CHECK_ERR(graft_rnnd_build_cpu(s.xb, n, s.d, &o, &bad), GRAFT_EINVAL);
+    CHECK(bad.n == -3 && bad.nbrs == NULL, "a refused build touched its output");
+    free(KD), free(KI), free(init), free(D), free(I);
+    graft_graph_free(&gr), graft_graph_free(&go);
+    graft_test_free_sift(&s);
+}
+
 int main(void) {
     test_gpu_entry_without_device();
     test_sift5k();
     test_convergence();
+    test_oracle();
     test_search_params();
     test_inner_product();
     test_degenerate();

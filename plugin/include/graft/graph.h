@@ -34,6 +34,12 @@ typedef struct graft_rnnd_params {
     uint64_t seed;       /* seed of the random initial graph */
     graft_metric metric; /* GRAFT_METRIC_L2 (squared L2) or GRAFT_METRIC_INNER_PRODUCT (the
                             build ranks by -dot) */
+    const int32_t* init; /* NULL (default): S random initial neighbours. Else n x init_k ids in
+                            [-1, n), host memory read during the build: each vertex's initial
+                            neighbours (-1 and the vertex itself skipped). With the exact k-NN this
+                            is the oracle graph: the best the pruning rule can do. Direct builder
+                            calls only (an index refuses it: its build option is `init_exact`). */
+    int init_k;   /* ids a row of init */
     float delta;  /* convergence (NN-Descent's delta): an outer iteration's inner rounds stop once
                      a round adds at most delta x n x R new entries to the pools (redirections
                      accepted), and the outer iterations stop once an iteration's reverse edges
@@ -76,6 +82,9 @@ typedef struct graft_grnnd_params {
     int device;  /* CUDA device */
     size_t memory_budget; /* device scratch cap in bytes; 0 = what the build needs (two pools of
                              n x R x 8 bytes) */
+    int init_exact; /* index builds: 1 = each vertex starts from its exact R nearest (graft_flat's
+                       k-NN graph: n^2 d work, for small sets and as the oracle graph that
+                       GRNND's graph is measured against); 0 (default) = S random */
 } graft_grnnd_params;
 
 enum { GRAFT_GRNND_SORTED = 0, GRAFT_GRNND_RANDOM = 1 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # graph-quality: the graph build's convergence (issue 46). graft-bench of each GraftGraph build
 # variant in GRAFT_GQ_INDEXES (factory strings, ';'-separated; default: the fixed rounds of waves
-# 1-3, T1=3,T2=8, against the converging defaults) on Fashion-MNIST, dense-SIFT 1M and
+# 1-3, T1=3,T2=8, the converging defaults and the oracle graph, init=exact) on Fashion-MNIST, dense-SIFT 1M and
 # KDE-patches 1M at batch 10k, with --graph-recall 2000 (graph rows against sampled vertices'
 # exact neighbours) and GRNND's new entries a round (GRAFT_GRNND_ROUNDS=1, in the log only).
 # GRAFT_GQ_SETS picks the sets (default "fashion-mnist dense-sift1m kde-patches1m"; also
@@ -14,7 +14,7 @@
 # needs: dense-sift kde-patches photo-sift
 . "$(dirname "$0")/../lib.sh"
 log=$OUT/graph-quality.log
-IFS=';' read -r -a indexes <<<"${GRAFT_GQ_INDEXES:-GraftGraph,T1=3,T2=8,delta=0;GraftGraph}"
+IFS=';' read -r -a indexes <<<"${GRAFT_GQ_INDEXES:-GraftGraph,T1=3,T2=8,delta=0;GraftGraph;GraftGraph,init=exact}"
 index_args=()
 for i in "${indexes[@]}"; do index_args+=(--index "$i"); done
 gq() {  # NAME BASE QUERY [graft-bench options]
