@@ -70,6 +70,26 @@ void graft_test_load_sift5k(graft_test_sift* s) {
     }
 }
 
+int graft_test_quick(void) {
+    const char* q = getenv("GRAFT_TEST_QUICK");
+    return q && *q && strcmp(q, "0") != 0;
+}
+
+void graft_test_sift_quick(graft_test_sift* s, int64_t nb, int64_t nq) {
+    if (!graft_test_quick()) return;
+    if (nb < s->nb) s->nb = nb;
+    if (nq < s->nq) s->nq = nq;
+    const int k = (int)(s->nb < 100 ? s->nb : 100);
+    int32_t* gt = graft_test_exact_topk(s->xb, s->nb, s->xq, s->nq, s->d, GRAFT_METRIC_L2, k);
+    if (!gt) {
+        fprintf(stderr, "sift5k: exact truth of the quick set failed: %s\n", graft_last_error());
+        exit(1);
+    }
+    free(s->gt);
+    s->gt = gt;
+    s->gt_k = k;
+}
+
 void graft_test_free_sift(graft_test_sift* s) {
     free(s->xb);
     free(s->xq);

@@ -66,6 +66,19 @@ typedef struct graft_test_sift {
 void graft_test_load_sift5k(graft_test_sift* s);
 void graft_test_free_sift(graft_test_sift* s);
 
+/* GRAFT_TEST_QUICK=1: the sanitizer tree's run (tests/sanitize/run_tree.sh), where ASan + UBSan
+ * make the CPU builds and walks 5-10x slower and each of the asan_unit and asan_faiss suites must
+ * stay within 10 minutes on 2 shared cores. A test then runs every path it has on less data (and
+ * leaves out repeats of a path at another size); the same test at full size runs in the unit and
+ * faiss labels of the same CI, where its quality bars are set. Its bars stay as they are: a fault
+ * that corrupts a graph or a result still falls below them on the smaller set, whose exact truth
+ * is computed for it. */
+int graft_test_quick(void);
+/* Under GRAFT_TEST_QUICK: s cut to its first nb base vectors and first nq queries, its ground truth
+ * (gt_k = 100 columns, as shipped) the exact top-100 of the cut base (graft_knn_cpu, which
+ * test_knn_cpu holds against the shipped truth). Otherwise nothing. */
+void graft_test_sift_quick(graft_test_sift* s, int64_t nb, int64_t nq);
+
 /* recall@k: |found ∩ true top-k| / k averaged over queries. found is nq x found_stride (int64),
  * truth is nq x truth_stride (int32). */
 double graft_test_recall(const int64_t* found, int64_t found_stride, const int32_t* truth,

@@ -1,6 +1,9 @@
-// Graph-search benchmark: graft's GPU graph search (a GRNND graph kept on the GPU, searched by the
-// SONG/BANG-style kernels) against FAISS HNSW on the CPU, FAISS IVF-Flat on the GPU and exact
-// search, in one run, on real data.
+// Graph-search study: what graft-bench does not measure of graft's GPU graph search (a GRNND graph
+// kept on the GPU, searched by the SONG/BANG-style kernels): the walk's kernel time against the
+// HBM floor its distances imply, the ablation of its visited set, worklist update, probes and
+// lanes, graft's graph searched by FAISS's own HNSW search after the export, and the GPU walk's
+// agreement with the CPU reference. The peers (FAISS HNSW32 on the CPU, FAISS IVF-Flat on the
+// GPU) and the batches from 1 query to 10 nq are graft-bench's runs (bench/studies/README.md).
 //
 //   bench_search --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
 //                [--dense-sift DIR] [--only DATASET] [--quick] [--deadline SECONDS]
@@ -8,7 +11,7 @@
 // Datasets (k = 10, L2): dense-sift1m (--dense-sift DIR holding base.u8bin and query.u8bin: 1M x
 // 128, 10k queries), fashion-mnist (--fmnist DIR: the 60k training images are the base, the 10k
 // test images the queries), sift5k (DIR/sift5k of --data: 4.5k x 128, 500 queries). By default the
-// first two; --quick: sift5k, L in {16, 32, 64}, no 10 nq batch (every step below runs, in seconds);
+// first two; --quick: sift5k, L in {16, 32, 64} (every step below runs, in seconds);
 // --only NAME: that set alone. --deadline S: no configuration starts more than S seconds after the
 // program did (records already written are kept; the summary covers what was measured).
 //
@@ -18,28 +21,21 @@
 //     its recall is its agreement with FAISS on that prefix.
 //  2. graft: one graph per dataset, built by GRNND at the default parameters inside a graft_gindex
 //     on device 0 (graph and vectors stay on the GPU: a search uploads only its queries). L sweep
-//     at a batch of all nq queries.
-//  3. FAISS GpuIndexIVFFlat, nprobe sweep (only when built with GRAFT_BENCH_FAISS_GPU, i.e.
-//     against a FAISS built with its GPU part; see bench/CMakeLists.txt).
-//  4. FAISS IndexHNSWFlat M = 32 (efConstruction 40, FAISS's default) on all host threads,
-//     efSearch sweep.
-//  5. graft's L sweep at batches of 10 nq (the query set repeated 10 times: the kernels' throughput
-//     once launches and copies are amortized), 100 queries (20 calls) and 1 query (200 calls; the
-//     record's latency_ms is the median call).
-//  6. Ablation (dense-sift1m and --quick): visited set (hash / Bloom) x worklist update (merge sort
+//     at a batch of all nq queries, each record with the kernels' time and the HBM floor.
+//  3. graft's graph exported to a FAISS IndexHNSWFlat and searched by FAISS (efSearch = L).
+//  4. Ablation (dense-sift1m and --quick): visited set (hash / Bloom) x worklist update (merge sort
 //     / insertion), then multi-step probes, at batch nq.
-//  7. graft's CPU reference search (graft_graph_search_cpu_ex, all host threads) on the same graph
+//  5. graft's CPU reference search (graft_graph_search_cpu_ex, all host threads) on the same graph
 //     at batch nq, with the GPU-vs-CPU agreement of the results.
 //
 // Timing: wall clock from host queries to host results (what a FAISS user sees), one warm-up pass,
-// then the median of timed passes (graft's graph: 5, 3 at batch 10 nq; the others: 3). graft's records add the kernels' device time
+// then the median of timed passes (graft's graph: 5; the others: 3). graft's records add the kernels' device time
 // (graft_search_report), the distances computed per query and the floor they imply: every distance
 // reads one d-float vector, so at the H100's 3.35 TB/s HBM3 bandwidth a query cannot take less
 // than distances x d x 4 / 3.35e12 seconds (graph rows and queries not counted).
 // gpu_peak_bytes: graft's graph index, the device memory it held after the configuration's
 // searches (cudaMemGetInfo, against the level before it was created: the steady state, not the
-// build's transient peak); FAISS IVF, the same after train + add; graft's flat index, its scratch
-// peak plus its vectors (as bench_exact).
+// build's transient peak); graft's flat index, its scratch peak plus its vectors (as bench_exact).
 #include <cstdint>
 
 #include <omp.h>
@@ -56,10 +52,6 @@
 #include "hnsw_export.h"
 
 #include <faiss/IndexHNSW.h>
-#ifdef GRAFT_BENCH_FAISS_GPU
-#include <faiss/gpu/GpuIndexIVFFlat.h>
-#include <faiss/gpu/StandardGpuResources.h>
-#endif
 
 #include "bench_record.h"
 #include "graft/graph.h"
@@ -95,8 +87,7 @@ struct Bench {
 struct Graft {
     graft_gindex* index = nullptr;
     double build_s = 0;
-    size_t gpu_base = 0;        // device memory in use before the index existed
-    std::vector<float> xq_rep;  // the queries repeated 10 times: the batch of 10 nq
+    size_t gpu_base = 0;  // device memory in use before the index existed
 };
 
 // Builds the graph (defaults, device 0) after a warm-up build on a slice of the data (kernels
@@ -175,14 +166,12 @@ bool time_graft(const Dataset& D, const Graft& G, const float* x, int64_t n, int
     return true;
 }
 
-// Measures graft at one configuration and records it. Batches under nq search a prefix of the
-// queries: 200 of them one by one, or 20 calls of larger batches; batches over nq the repeated set.
-bool graft_config(Bench& B, const Dataset& D, const Graft& G, const graft_search_params& sp, int64_t batch,
-                  bool ablation, int lanes = 0) {
-    const int64_t n = batch >= D.nq ? batch : std::min(D.nq, std::max<int64_t>(200, 20 * batch));
+// Measures graft at one configuration, a batch of all nq queries, and records it.
+bool graft_config(Bench& B, const Dataset& D, const Graft& G, const graft_search_params& sp, bool ablation,
+                  int lanes = 0) {
+    const int64_t n = D.nq, batch = D.nq;
     GraftRun run;
-    if (!time_graft(D, G, batch > D.nq ? G.xq_rep.data() : D.xq.data(), n, batch, sp, batch > D.nq ? 3 : 5, &run))
-        return false;
+    if (!time_graft(D, G, D.xq.data(), n, batch, sp, 5, &run)) return false;
     const double floor_qps = run.dist_per_query > 0 ? kHbmBytesPerS / (run.dist_per_query * D.d * 4) : 0;
     Rec r{"graft", "graph", "GraftGraph", n, batch};
     r.mode = "in-memory";
@@ -208,13 +197,13 @@ bool graft_config(Bench& B, const Dataset& D, const Graft& G, const graft_search
     return true;
 }
 
-// The L sweep at one batch size, the index's other search parameters at their defaults.
-void graft_sweep(Bench& B, const Dataset& D, const Graft& G, int64_t batch, const std::vector<int>& Ls) {
+// The L sweep at batch nq, the index's other search parameters at their defaults.
+void graft_sweep(Bench& B, const Dataset& D, const Graft& G, const std::vector<int>& Ls) {
     graft_search_params sp = graft_gindex_get_params(G.index).search;
     for (int L : Ls) {
-        if (B.deadline.stops("graft L=" + std::to_string(L) + " batch " + std::to_string(batch))) return;
+        if (B.deadline.stops("graft L=" + std::to_string(L))) return;
         sp.L = L;
-        if (!graft_config(B, D, G, sp, batch, false)) return;
+        if (!graft_config(B, D, G, sp, false)) return;
     }
 }
 
@@ -239,7 +228,7 @@ void graft_ablation(Bench& B, const Dataset& D, const Graft& G) {
             sp.visited = v.visited;
             sp.merge = v.merge;
             sp.probes = v.probes;
-            graft_config(B, D, G, sp, D.nq, true);
+            graft_config(B, D, G, sp, true);
         }
     // Lanes per distance (the kernel's default: about 16 dimensions a lane; GRAFT_SEARCH_LANES
     // overrides it, read at each launch).
@@ -248,7 +237,7 @@ void graft_ablation(Bench& B, const Dataset& D, const Graft& G) {
         setenv("GRAFT_SEARCH_LANES", std::to_string(lanes).c_str(), 1);
         graft_search_params sp = def;
         sp.L = 64;
-        graft_config(B, D, G, sp, D.nq, true, lanes);
+        graft_config(B, D, G, sp, true, lanes);
     }
     unsetenv("GRAFT_SEARCH_LANES");
 }
@@ -291,22 +280,6 @@ void cpu_reference(Bench& B, const Dataset& D, const Graft& G) {
 
 // ---- FAISS peers -----------------------------------------------------------------------------------
 
-// FAISS IndexHNSWFlat M = 32, efConstruction 40 (FAISS's default), all host threads.
-void faiss_hnsw(Bench& B, const Dataset& D) {
-    // ~30 s on 1M x 128 with 16 cores; not started when it could not end in time.
-    if (B.deadline.stops("FAISS HNSW32", 3e-5 * D.nb)) return;
-    faiss::IndexHNSWFlat h(D.d, 32);
-    const double t0 = now_s();
-    h.add(D.nb, D.xb.data());
-    Rec base{"faiss-cpu", "hnsw", "HNSW32", D.nq, D.nq};
-    base.build_s = now_s() - t0;
-    base.threads = B.threads;
-    base.params.add("efConstruction", h.hnsw.efConstruction, false);
-    printf("FAISS HNSW32 build: %.2f s on %d threads\n", base.build_s, B.threads);
-    bench::faiss_sweep(B.out, B.deadline, D, h, base, "efSearch", {16, 32, 64, 128, 256, 512},
-                       [&](int ef) { h.hnsw.efSearch = ef; });
-}
-
 // graft's graph exported to a single-level FAISS IndexHNSWFlat (adapters/faiss/hnsw_export.h)
 // and searched by FAISS's own HNSW search on all host threads, efSearch = L: build on the GPU,
 // serve on CPUs with plain FAISS.
@@ -320,35 +293,6 @@ void exported_hnsw(Bench& B, const Dataset& D, const Graft& G) {
                        [&](int ef) { h->hnsw.efSearch = ef; });
 }
 
-#ifdef GRAFT_BENCH_FAISS_GPU
-// FAISS GpuIndexIVFFlat trained on the base: nlist 4096 for 1M, 1024 for 60k (about 4 sqrt(n)),
-// 64 for sift5k; default StandardGpuResources.
-void faiss_gpu_ivf(Bench& B, const Dataset& D) {
-    const int nlist = D.nb >= 500000 ? 4096 : D.nb >= 50000 ? 1024 : 64;
-    const std::string name = "IVF" + std::to_string(nlist) + ",Flat";
-    if (B.deadline.stops("FAISS GPU " + name)) return;
-    try {
-        const size_t gpu_base = gpu_used_bytes();
-        faiss::gpu::StandardGpuResources res;
-        faiss::gpu::GpuIndexIVFFlat ivf(&res, (int)D.d, nlist, faiss::METRIC_L2);
-        const double t0 = now_s();
-        ivf.train(D.nb, D.xb.data());
-        ivf.add(D.nb, D.xb.data());
-        Rec base{"faiss-gpu", "ivf", name.c_str(), D.nq, D.nq};
-        base.build_s = now_s() - t0;
-        base.params.add("nlist", nlist);
-        printf("FAISS GPU %s train + add: %.2f s\n", name.c_str(), base.build_s);
-        std::vector<int> nprobes;
-        for (int p : {1, 2, 4, 8, 16, 32, 64, 128})
-            if (p <= nlist) nprobes.push_back(p);
-        base.gpu_bytes = gpu_bytes_since(gpu_base);  // lists, centroids and FAISS's temporary memory
-        bench::faiss_sweep(B.out, B.deadline, D, ivf, base, "nprobe", nprobes, [&](int p) { ivf.nprobe = p; });
-    } catch (const std::exception& e) {
-        printf("FAISS GPU %s failed: %.200s\n", name.c_str(), e.what());
-    }
-}
-#endif
-
 // ---- one dataset -----------------------------------------------------------------------------------
 
 void run_dataset(Bench& B, Dataset& D) {
@@ -360,41 +304,13 @@ void run_dataset(Bench& B, Dataset& D) {
     graft_build(D, &G);
     const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
                                         : std::vector<int>{10, 16, 24, 32, 48, 64, 96, 128, 192, 256};
-    if (G.index) graft_sweep(B, D, G, D.nq, Ls);
-#ifdef GRAFT_BENCH_FAISS_GPU
-    faiss_gpu_ivf(B, D);
-#else
-    printf("faiss-gpu: not built into this benchmark (configure with GRAFT_FAISS_GPU_DIR)\n");
-#endif
-    faiss_hnsw(B, D);
-    exported_hnsw(B, D, G);
     if (G.index) {
-        std::vector<int64_t> batches = {100, 1};
-        if (!B.quick) {
-            batches.insert(batches.begin(), 10 * D.nq);
-            for (int r = 0; r < 10; r++) G.xq_rep.insert(G.xq_rep.end(), D.xq.begin(), D.xq.end());
-        }
-        for (int64_t batch : batches) graft_sweep(B, D, G, batch, Ls);
+        graft_sweep(B, D, G, Ls);
+        exported_hnsw(B, D, G);
         if (B.quick || D.name == "dense-sift1m") graft_ablation(B, D, G);
         cpu_reference(B, D, G);
     }
     graft_gindex_free(G.index);
-}
-
-// graft's graph search against each FAISS peer at the peer's batch size, at recall@10 >= 0.95.
-void compare_with_faiss(const Recorder& out, const std::string& ds) {
-    for (const char* fam : {"hnsw", "ivf"}) {
-        const Point* p = out.best(ds, 0.95, [&](const Point& q) {
-            return q.system.rfind("faiss", 0) == 0 && q.family == fam;
-        });
-        if (!p) continue;
-        const Point* g = out.best(ds, 0.95, [&](const Point& q) {
-            return q.system == "graft" && q.family == "graph" && q.batch == p->batch;
-        });
-        if (g)
-            printf("  graft / %s at recall@10 >= 0.95, batch %lld: %.2fx (%.0f vs %.0f QPS)\n",
-                   p->index.c_str(), (long long)p->batch, g->qps / p->qps, g->qps, p->qps);
-    }
 }
 
 }  // namespace
@@ -418,7 +334,7 @@ int main(int argc, char** argv) {
     printf("device: %s (%d SMs), host threads: %d, commit %s, run %s%s\n", prop.name, prop.multiProcessorCount,
            B.threads, o.commit.c_str(), o.run_id.c_str(), o.quick ? ", quick" : "");
     bench::for_each_dataset(o, deadline, [&](Dataset& D) { run_dataset(B, D); });
-    out.summary([&](const std::string& ds) { compare_with_faiss(out, ds); });
+    out.summary([](const std::string&) {});
     fclose(f);
     return 0;
 }

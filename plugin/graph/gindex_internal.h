@@ -1,6 +1,7 @@
 /* Plugin-internal: the graph index's object (graft/graph_index.h), shared by graph_index.c (the
  * object, searches, parameters, records) and gindex_living.c (the writers: adds, removals,
- * consolidation, builds, the background rebuild).
+ * consolidation, builds, the background rebuild), over gindex_snap.c (the buffers and snapshots
+ * below: both call it, it calls neither; graph_index.c calls gindex_living.c, never the other way).
  *
  * Searches read an immutable snapshot (gsnap): the vectors, codes, graph, tombstones, parameters
  * and device data of one state of the index. A writer holds `wlock`, makes a new snapshot that
@@ -48,6 +49,12 @@ typedef struct gcodec {
     graft_pq pq; /* PQ: centroids NULL until trained */
 } gcodec;
 
+/* A zeroed codec with one reference (NULL when out of memory); a reference taken; one released
+ * (the codec freed with its last). */
+gcodec* codec_new(void);
+gcodec* codec_ref(gcodec* c);
+void codec_unref(gcodec* c);
+
 typedef struct gsnap {
     atomic_long refs;
     graft_gindex_params p; /* metric and device tied into p.build and p.search */
@@ -89,6 +96,8 @@ int snap_index_tombstones(gsnap* s);
 /* The id of live slot `slot`, the slot of id `id` (in [0, n - ndead)). */
 int64_t snap_slot_to_id(const gsnap* s, int64_t slot);
 int64_t snap_id_to_slot(const gsnap* s, int64_t id);
+/* 64-bit words of a bitmap of n bits (the live bitmap is kept word-padded). */
+static inline int64_t words_of(int64_t n) { return (n + 63) / 64; }
 static inline int snap_is_dead(const gsnap* s, int64_t slot) {
     return s->dead && (((const uint8_t*)s->dead->p)[slot >> 3] >> (slot & 7) & 1);
 }

@@ -356,7 +356,7 @@ int gindex_make_ready(graft_gindex* g, const char* fn) {
         snap_release(t);
         return rc;
     }
-    if ((all_removed || pending) && getenv("GRAFT_GRNND_PROFILE")) /* beside graph/build.c's */
+    if ((all_removed || pending) && getenv("GRAFT_GRNND_PROFILE")) /* beside graph/build_dispatch.c's */
         fprintf(stderr, "graph index of %lld: graph %.3f s, placed on the device in %.3f s\n",
                 (long long)t->n, t->build_seconds, graft_now_s() - t0);
     gindex_publish(g, t);

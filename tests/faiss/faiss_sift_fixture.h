@@ -18,6 +18,16 @@
 #include "graft_faiss_c.h"
 
 #define K 10
+/* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): sift5k's first 2000 vectors and 200
+ * queries (graft_test_sift_quick). The truth here is FAISS's exact search of whatever s holds, so
+ * every recall bar is held against the exact top-10 of the smaller set; the bars are set at full
+ * size (the faiss label), and with fewer vectors a beam of L covers more of the graph: easier,
+ * never harder. The selectors keep their fractions of the ids (1 in 10, a range). A test whose bar
+ * needs more vectors to mean something defines QUICK_NB first, and says why. */
+#ifndef QUICK_NB
+#define QUICK_NB 2000
+#endif
+#define QUICK_NQ 200
 
 static graft_test_sift s;
 static int32_t* truth; /* nq x K: FAISS IndexFlatL2's top-10 */

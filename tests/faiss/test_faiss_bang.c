@@ -431,6 +431,7 @@ static void test_idmap_io(void) {
 int main(void) {
     graft_test_temp_dir(dir, sizeof dir, "bang");
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ); /* GRAFT_TEST_QUICK: faiss_sift_fixture.h */
     truth = exact_truth(NULL);
     pq16 = built("GraftGraph32,PQ16,cpu");
     if (!pq16) return graft_test_finish("test_faiss_bang");

@@ -186,37 +186,40 @@ static void test_idmap(const char* desc) {
 /* A bare index (or shards, replicas) renumbers: after removing ids, id j is the j-th remaining
  * vector in add order. */
 static void test_renumbering(const char* desc) {
+    /* At full size: N = 4500 in adds of 3000 and 1500, the range [1000, 1400) removed. */
+    const int64_t N = s.nb, A = 2 * N / 3, R0 = 2 * N / 9, R1 = R0 + 4 * N / 45;
     FaissIndex* index = make_trained(desc);
-    FAISS_OK(faiss_Index_add(index, 3000, s.xb));
+    FAISS_OK(faiss_Index_add(index, A, s.xb));
     float D[K];
     idx_t I[K];
     FAISS_OK(faiss_Index_search(index, 1, s.xq, K, D, I));
-    FAISS_OK(faiss_Index_add(index, 1500, s.xb + 3000 * s.d)); /* in two adds: shards get two runs */
+    FAISS_OK(faiss_Index_add(index, N - A, s.xb + A * s.d)); /* in two adds: shards get two runs */
     FaissIDSelectorRange* range = NULL;
-    FAISS_OK(faiss_IDSelectorRange_new(&range, 1000, 1400));
+    FAISS_OK(faiss_IDSelectorRange_new(&range, R0, R1));
     size_t removed = 0;
     FAISS_OK(faiss_Index_remove_ids(index, (FaissIDSelector*)range, &removed));
     faiss_IDSelector_free((FaissIDSelector*)range);
-    const idx_t odd[] = {0, 5, 2999, 3001, 4499, 4498, 77777};
+    const idx_t odd[] = {0, 5, A - 1, A + 1, N - 1, N - 2, 77777};
     FaissIDSelectorBatch* batch = NULL;
     FAISS_OK(faiss_IDSelectorBatch_new(&batch, 7, odd)); /* ids of the numbering after the range went */
     size_t removed2 = 0;
     FAISS_OK(faiss_Index_remove_ids(index, (FaissIDSelector*)batch, &removed2));
     faiss_IDSelector_free((FaissIDSelector*)batch);
-    /* The rows left, in order: 4500 minus rows 1000..1399, minus those the second call's ids (of
-     * the 4100 left then: 4498, 4499 and 77777 are out of range) named. */
-    int64_t rows[4500], n = 0;
-    for (int64_t r = 0; r < 4500; r++)
-        if (r < 1000 || r >= 1400) rows[n++] = r;
+    /* The rows left, in order: N minus rows R0..R1-1, minus those the second call's ids (of the
+     * N - (R1 - R0) left then: N - 2, N - 1 and 77777 are out of range) named. */
+    int64_t* rows = malloc(sizeof(int64_t) * N);
+    int64_t n = 0;
+    for (int64_t r = 0; r < N; r++)
+        if (r < R0 || r >= R1) rows[n++] = r;
     int64_t m = 0;
     for (int64_t j = 0; j < n; j++) {
         int named = 0;
         for (int i = 0; i < 7; i++) named |= odd[i] == j;
         if (!named) rows[m++] = rows[j];
     }
-    CHECK(removed == 400 && removed2 == 4 && faiss_Index_ntotal(index) == m,
-          "%s: removed %zu + %zu, ntotal %lld (expected 400 + 4, %lld)", desc, removed, removed2,
-          (long long)faiss_Index_ntotal(index), (long long)m);
+    CHECK(removed == (size_t)(R1 - R0) && removed2 == 4 && faiss_Index_ntotal(index) == m,
+          "%s: removed %zu + %zu, ntotal %lld (expected %lld + 4, %lld)", desc, removed, removed2,
+          (long long)faiss_Index_ntotal(index), (long long)(R1 - R0), (long long)m);
     float v[128];
     int ok = 1;
     for (int64_t j = 0; j < m; j += 97) {
@@ -254,6 +257,7 @@ static void test_renumbering(const char* desc) {
     FAISS_OK(faiss_Index_add(index, 10, s.xb));
     FAISS_OK(faiss_Index_reconstruct(index, m + 4, v));
     CHECK(!memcmp(v, s.xb + 4 * s.d, sizeof v), "%s: adds after removals continue the ids", desc);
+    free(rows);
     faiss_Index_free(index);
 }
 
@@ -292,6 +296,7 @@ static void test_params(void) {
 int main(void) {
     graft_test_temp_dir(dir, sizeof dir, "living");
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ); /* GRAFT_TEST_QUICK: faiss_sift_fixture.h */
     truth = exact_truth(NULL);
     test_params();
     test_idmap("IDMap2,GraftGraph,cpu");

@@ -63,7 +63,7 @@ static void test_against_single(void) {
     compare("GraftGraph,cpu", "GraftGraph,shards=2,replicas,cpu", 1, 0);
 }
 
-/* nt queries: sift5k's 500 repeated, so that a batch splits over 3 replicas of >= kMinPart (256). */
+/* nt queries: sift5k's queries repeated, so that a batch splits over 3 replicas of >= kMinPart (256). */
 static float* tiled_queries(int64_t nt) {
     float* q = malloc(sizeof(float) * nt * s.d);
     for (int64_t i = 0; i < nt; i++) memcpy(q + i * s.d, s.xq + (i % s.nq) * s.d, sizeof(float) * s.d);
@@ -86,7 +86,7 @@ static int same_search(const FaissIndex* a, const FaissIndex* b, int64_t n, cons
  * is split (by the replicas' weights, or one replica for a small batch). */
 static void test_replicas(void) {
     const char* descs[] = {"GraftGraph,shards=3,replicas,cpu", "GraftGraph32,PQ16,shards=2,replicas,cpu"};
-    const int64_t nt = 2 * s.nq;  /* 1000: 3 parts of >= 256 */
+    const int64_t nt = 1000;  /* 3 parts of >= 256 */
     float* xt = tiled_queries(nt);
     for (int c = 0; c < 2; c++) {
         FaissIndex* rep = make(descs[c]);
@@ -137,7 +137,8 @@ static void test_replicas(void) {
 static void test_several_adds(void) {
     FaissIndex* one = make("GraftFlat,cpu");
     FaissIndex* sh = make("GraftFlat,shards=3,cpu");
-    const int64_t cuts[] = {0, 1000, 1001, 3100, s.nb};
+    /* 0, 1000, 1001, 3100, 4500 at full size; the same shares of the quick set. */
+    const int64_t cuts[] = {0, 2 * s.nb / 9, 2 * s.nb / 9 + 1, 31 * s.nb / 45, s.nb};
     for (int c = 0; c < 4; c++) {
         FAISS_OK(faiss_Index_add(one, cuts[c + 1] - cuts[c], s.xb + cuts[c] * s.d));
         FAISS_OK(faiss_Index_add(sh, cuts[c + 1] - cuts[c], s.xb + cuts[c] * s.d));
@@ -145,9 +146,10 @@ static void test_several_adds(void) {
     results a = search_with(one, NULL), b = search_with(sh, NULL);
     CHECK(same_results(a, b), "4 adds into 3 shards: results differ from a single index's");
     float row[128], want[128];
-    FAISS_OK(faiss_Index_reconstruct(sh, 2500, row));
-    FAISS_OK(faiss_Index_reconstruct(one, 2500, want));
-    CHECK(!memcmp(row, want, sizeof(float) * s.d), "reconstruct(2500) through the shards");
+    const idx_t mid = 5 * s.nb / 9; /* 2500 at full size: in the third add, the third shard */
+    FAISS_OK(faiss_Index_reconstruct(sh, mid, row));
+    FAISS_OK(faiss_Index_reconstruct(one, mid, want));
+    CHECK(!memcmp(row, want, sizeof(float) * s.d), "reconstruct(%lld) through the shards", (long long)mid);
     /* A row with NaN fails before any shard takes its part. */
     float* bad = malloc(sizeof(float) * 4 * s.d);
     memcpy(bad, s.xb, sizeof(float) * 4 * s.d);
@@ -275,8 +277,9 @@ static void round_trip(const char* desc, int train, int exact) {
     FaissIndex* sh = make(desc);
     if (train) FAISS_OK(faiss_Index_train(sh, s.nb, s.xb));
     /* Two adds: the id runs go through the record too. */
-    FAISS_OK(faiss_Index_add(sh, 2000, s.xb));
-    FAISS_OK(faiss_Index_add(sh, s.nb - 2000, s.xb + 2000 * s.d));
+    const int64_t first = 4 * s.nb / 9; /* 2000 at full size */
+    FAISS_OK(faiss_Index_add(sh, first, s.xb));
+    FAISS_OK(faiss_Index_add(sh, s.nb - first, s.xb + first * s.d));
     results a = search_with(sh, NULL);
     double ra = recall_vs(a, truth);
     char p[512];
@@ -452,6 +455,7 @@ static void test_bad_strings(void) {
 int main(void) {
     graft_test_temp_dir(dir, sizeof dir, "shards");
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ); /* GRAFT_TEST_QUICK: faiss_sift_fixture.h */
     (void)filtered;  /* the fixture's helpers this test does not use */
     truth = exact_truth(NULL);
     test_against_single();

@@ -157,6 +157,7 @@ static void test_bad_strings(void) {
 int main(void) {
     graft_test_temp_dir(dir, sizeof dir, "storage");
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ); /* GRAFT_TEST_QUICK: faiss_sift_fixture.h */
     truth = exact_truth(NULL);
     test_factory(0);
     if (graft_gpu_available()) test_factory(1);

@@ -7,7 +7,9 @@ build dispatch, which called back into core/).
 
 Includes: "folder/x.h" lines of every .c/.h under PLUGIN_DIR/<folder>. Calls: for each object of
 graft_core (its path holds /<folder>/), the symbols it uses (nm: U) that another folder's object
-defines. Prints both graphs; exits 1 on a cycle in either."""
+defines; and inside each folder, the same between its files (issue 50: graph_index.c and
+gindex_living.c, build.c and pieces.c once called each other). Prints the graphs; exits 1 on a
+cycle in either graph of folders or on a circle of files inside a folder."""
 import collections, os, re, subprocess, sys
 
 plugin, objects = sys.argv[1], sys.argv[2:]
@@ -64,27 +66,91 @@ for f in folders:
                     inc[f][m.group(1)].add(f"{name} includes {m.group(1)}/{m.group(2)}")
 
 # ---- calls ----------------------------------------------------------------------------------------
-defined, used = {}, collections.defaultdict(set)
+def source_of(path):
+    """folder/file.c of an object (CMake names it file.c.o)."""
+    name = os.path.basename(path)
+    for ext in (".o", ".obj"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return f"{folder_of(path)}/{name}"
+
+
+defined, used = {}, collections.defaultdict(set)  # by source file
 for o in objects:
-    f = folder_of(o)
-    if f is None:
+    if folder_of(o) is None:
         continue
+    src = source_of(o)
     out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[1] in "TDBR":
-            defined[parts[2]] = f
+            defined[parts[2]] = src
         elif len(parts) == 2 and parts[0] == "U":
-            used[f].add(parts[1])
+            used[src].add(parts[1])
 calls = collections.defaultdict(lambda: collections.defaultdict(set))
-for f, syms in used.items():
+file_calls = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(set)))
+for src, syms in used.items():
+    f = src.split("/")[0]
     for s in syms:
-        g = defined.get(s)
-        if g and g != f:
+        dst = defined.get(s)
+        if not dst or dst == src:
+            continue
+        g = dst.split("/")[0]
+        if g != f:
             calls[f][g].add(s)
+        else:
+            file_calls[f][src.split("/")[1]][dst.split("/")[1]].add(s)
+
+
+def file_circles(folder, edges):
+    """Inside one folder, files whose calls go round (Tarjan's strongly connected components of
+    more than one file): each one's edges inside it, so that the symbols to move are named."""
+    index, low, stack, on, comps = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    for comp in comps:
+        print(f"  CIRCLE in {folder}/: {', '.join(comp)}")
+        for a in comp:
+            for b in comp:
+                if b in edges.get(a, {}):
+                    why = sorted(edges[a][b])
+                    print(f"    {a} -> {b}: {', '.join(why[:5])}{' ...' if len(why) > 5 else ''}")
+    return not comps
+
 
 ok = show("includes between plugin/ folders:", inc)
 ok = show("calls between plugin/ folders (graft_core's objects):", calls) and ok
+print("calls between the files of each plugin/ folder:")
+for f in folders:
+    edges = file_calls.get(f, {})
+    n = sum(len(bs) for bs in edges.values())
+    if file_circles(f, edges):
+        print(f"  {f}/: {n} calling pairs of files, no circle")
+    else:
+        ok = False
 if not calls:
     print("no objects read: nothing checked")
     ok = False

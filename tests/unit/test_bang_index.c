@@ -66,8 +66,9 @@ static void test_life_cycle(const graft_test_sift* s) {
     CHECK(!graft_gindex_is_trained(g), "a failed training trained the index");
     CHECK_OK(graft_gindex_train(g, s->nb, s->xb));
     CHECK(graft_gindex_is_trained(g) && graft_gindex_pq(g)->M == 32, "trained, M = 32");
-    CHECK_OK(graft_gindex_add(g, 2000, s->xb));
-    CHECK_OK(graft_gindex_add(g, s->nb - 2000, s->xb + 2000 * s->d));
+    const int64_t first = 4 * s->nb / 9; /* 2000 at full size */
+    CHECK_OK(graft_gindex_add(g, first, s->xb));
+    CHECK_OK(graft_gindex_add(g, s->nb - first, s->xb + first * s->d));
     /* Adds append and encode; the first search builds one graph over everything. */
     CHECK(graft_gindex_ntotal(g) == s->nb && graft_gindex_graph(g) == NULL &&
               graft_gindex_build_pieces(g) == -1 && graft_gindex_build_seconds(g) == 0,
@@ -478,6 +479,10 @@ static void test_set_pq(const graft_test_sift* s) {
 int main(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    /* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): sift5k's first 2000 vectors and 200
+     * queries with their exact truth; the recall bars are set at full size, where a beam of L
+     * covers less of the graph (harder), and still catch a corrupted graph or code. */
+    graft_test_sift_quick(&s, 2000, 200);
     test_life_cycle(&s);
     test_set_pq(&s);
     test_set_data(&s);

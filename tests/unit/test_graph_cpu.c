@@ -10,6 +10,13 @@
 #include "graft/graph.h"
 #include "testutil.h"
 
+/* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): sift5k's first 2000 vectors and 200
+ * queries with their exact truth. Every bar below is measured and set at full size (the unit
+ * label); with fewer vectors a beam of L covers more of the graph, so each bar is easier there,
+ * never harder, and it still catches a graph or a result that a fault corrupted. */
+#define QUICK_NB 2000
+#define QUICK_NQ 200
+
 static double dissim(const float* a, const float* b, int64_t d, int l2) {
     double s = 0;
     for (int64_t j = 0; j < d; j++) {
@@ -38,6 +45,7 @@ static double search_recall(const graft_graph* g, const float* x, int64_t d, gra
 static void test_sift5k(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
     graft_rnnd_params p;
     graft_rnnd_params_defaults(&p);
     graft_graph g = {0};
@@ -141,6 +149,7 @@ static void test_sift5k(void) {
 static void test_inner_product(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
     for (int64_t i = 0; i < s.nb + s.nq; i++) {
         float* v = i < s.nb ? s.xb + i * s.d : s.xq + (i - s.nb) * s.d;
         double n2 = 0;
@@ -420,6 +429,7 @@ static void test_gpu_entry_without_device(void) {
 static void test_search_params(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
     graft_graph g = {0};
     CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, NULL, &g));
     const int64_t nq = s.nq, k = 10;
@@ -530,8 +540,9 @@ static void pieces_case(const char* name, const float* xb, int64_t nb, const flo
 static void test_pieces(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
-    pieces_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, 1500, 32, 0);
-    pieces_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, 3000, 32, 0);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
+    pieces_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, s.nb / 3, 32, 0); /* 1500 at full size */
+    pieces_case("sift5k", s.xb, s.nb, s.xq, s.nq, s.d, 2 * s.nb / 3, 32, 0);
     /* one piece is the plain build; bad piece sizes */
     graft_graph a = {0}, b = {0};
     CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, NULL, &a));
@@ -546,7 +557,7 @@ static void test_pieces(void) {
     graft_graph_free(&a), graft_graph_free(&b);
     graft_test_normalize(s.xb, s.nb, s.d);
     graft_test_normalize(s.xq, s.nq, s.d);
-    pieces_case("sift5k cosine", s.xb, s.nb, s.xq, s.nq, s.d, 1500, 32, 1);
+    pieces_case("sift5k cosine", s.xb, s.nb, s.xq, s.nq, s.d, s.nb / 3, 32, 1);
     graft_test_free_sift(&s);
     /* GRAFT_TEST_QUICK (the sanitizer tree's run): sift5k's cases only; ASan + UBSan make the
      * 20k x 784 build ten times slower and find nothing there that sift5k's do not reach. */
@@ -565,6 +576,7 @@ static void test_pieces(void) {
 static void test_convergence(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
     graft_rnnd_params fixed, conv, coarse;
     graft_rnnd_params_defaults(&fixed);
     fixed.T1 = 3, fixed.T2 = 8, fixed.delta = 0;
@@ -618,6 +630,7 @@ static void test_convergence(void) {
 static void test_oracle(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
     graft_rnnd_params p, o;
     graft_rnnd_params_defaults(&p);
     const int64_t n = s.nb;

@@ -541,7 +541,15 @@ static void test_concurrent(const data* t) {
 int main(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
-    const data sift = {"sift5k", s.xb, s.xq, s.nb, s.nq, s.d, 32};
+    /* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): the inserts, removals and concurrent
+     * writes over sift5k's first 2000 vectors and 200 queries, and Fashion-MNIST's first 2000
+     * images (d = 784 all the same) instead of 6000. Their bars are the fresh build's recall over
+     * the same vectors and queries, and shares of the inserted and removed, so they do not move
+     * with n. The policy, record and algorithm checks take fixed row counts of sift5k (up to
+     * 4250), as at full size. */
+    const int quick = graft_test_quick();
+    const data sift = {quick ? "sift5k 2k" : "sift5k", s.xb, s.xq, quick ? 2000 : s.nb, quick ? 200 : s.nq,
+                       s.d, 32};
     test_algorithms(&sift);
     test_inserts(&sift);
     test_removals(&sift);
@@ -550,8 +558,8 @@ int main(void) {
     test_concurrent(&sift);
     float *xb, *xq;
     int64_t nb, nq, d;
-    if (graft_test_load_fmnist(6000, 300, &xb, &nb, &xq, &nq, &d) == 0) {
-        const data fm = {"Fashion-MNIST 6k", xb, xq, nb, nq, d, 16};
+    if (graft_test_load_fmnist(quick ? 2000 : 6000, 300, &xb, &nb, &xq, &nq, &d) == 0) {
+        const data fm = {quick ? "Fashion-MNIST 2k" : "Fashion-MNIST 6k", xb, xq, nb, nq, d, 16};
         test_inserts(&fm);
         test_removals(&fm);
         test_concurrent(&fm);
