@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "core/host_memory.h"
 #include "graph/gindex_internal.h"
 
