@@ -243,6 +243,9 @@ static void run_dataset(const Data& s, int pq_m) {
 int main() {
     graft_test_sift sift;
     graft_test_load_sift5k(&sift);
+    // GRAFT_TEST_QUICK (testutil.h): sift5k's first 2000 vectors and 200 queries; every bar is held
+    // against the exact filtered search of whatever set runs, at the same selectivities.
+    graft_test_sift_quick(&sift, 2000, 200);
     run_dataset({"sift5k", sift.xb, sift.xq, sift.nb, sift.nq, sift.d}, 16);
     float *xb = nullptr, *xq = nullptr;
     int64_t nb = 0, nq = 0, d = 0;

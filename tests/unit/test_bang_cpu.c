@@ -331,10 +331,10 @@ static void test_ip_and_fmnist(const graft_test_sift* s) {
 
     float *fb, *fq;
     int64_t nb, nq, d;
-    /* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): Fashion-MNIST's first 3000 images,
+    /* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): Fashion-MNIST's first 2000 images,
      * d = 784 and M = 98 all the same, not 10000 (codebooks, codes, graph, walk and re-rank run on
      * the same paths; the 0.95 bar is set at 10000, where a beam of 64 covers less). */
-    const int64_t fm_nb = graft_test_quick() ? 3000 : 10000;
+    const int64_t fm_nb = graft_test_quick() ? 2000 : 10000;
     if (graft_test_load_fmnist(fm_nb, 200, &fb, &nb, &fq, &nq, &d) != 0) return;
     int32_t* gtf = graft_test_exact_topk(fb, nb, fq, nq, d, GRAFT_METRIC_L2, 10);
     fixture_make(&f, fb, nb, d, 98, GRAFT_METRIC_L2); /* 8 dimensions per byte */
@@ -396,6 +396,10 @@ static void test_edges(const graft_test_sift* s) {
 int main(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
+    /* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): sift5k's first 2000 vectors (still
+     * 7.8 a centroid of the 256) and 200 queries with their exact truth; the bars are set at full
+     * size. */
+    graft_test_sift_quick(&s, 2000, 200);
     test_pq(&s);
     test_sift5k(&s);
     test_ip_and_fmnist(&s);

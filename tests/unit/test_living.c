@@ -542,7 +542,7 @@ int main(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
     /* GRAFT_TEST_QUICK (the sanitizer tree's run, testutil.h): the inserts, removals and concurrent
-     * writes over sift5k's first 2000 vectors and 200 queries, and Fashion-MNIST's first 2000
+     * writes over sift5k's first 2000 vectors and 200 queries, and Fashion-MNIST's first 1000
      * images (d = 784 all the same) instead of 6000. Their bars are the fresh build's recall over
      * the same vectors and queries, and shares of the inserted and removed, so they do not move
      * with n. The policy, record and algorithm checks take fixed row counts of sift5k (up to
@@ -558,8 +558,8 @@ int main(void) {
     test_concurrent(&sift);
     float *xb, *xq;
     int64_t nb, nq, d;
-    if (graft_test_load_fmnist(quick ? 2000 : 6000, 300, &xb, &nb, &xq, &nq, &d) == 0) {
-        const data fm = {quick ? "Fashion-MNIST 2k" : "Fashion-MNIST 6k", xb, xq, nb, nq, d, 16};
+    if (graft_test_load_fmnist(quick ? 1000 : 6000, 300, &xb, &nb, &xq, &nq, &d) == 0) {
+        const data fm = {quick ? "Fashion-MNIST 1k" : "Fashion-MNIST 6k", xb, xq, nb, nq, d, 16};
         test_inserts(&fm);
         test_removals(&fm);
         test_concurrent(&fm);
