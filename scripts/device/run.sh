@@ -21,7 +21,7 @@ tests               | every CTest label, gpu included (GRAFT_TESTS=REGEX: those 
 sanitize            | compute-sanitizer memcheck + racecheck on the quick GPU tests (GRAFT_SANITIZE_TESTS)
 study-build         | bench_build: GRNND against RNN-Descent, HNSW, NSG builds
 study-pieces        | bench_build with GRNND in pieces, against the whole GRNND and CPU builds
-study-search        | bench_search: the graph walk against HNSW, IVF, exact search
+study-search        | bench_search: the walk against its floor, its ablations, the HNSW export
 study-search-quick  | study-search on sift5k only
 study-bang          | bench_bang: graph + PQ, in-memory vs out-of-core (GRAFT_BANG_*: scale, A/B, repeat)
 study-bang-quick    | study-bang on sift5k only

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# study-search: bench/studies/bench_search, the graph-search study: the GPU walk against FAISS
-# HNSW (CPU), IVF-Flat and exact search at batches from 1 to 10 nq, and its ablations, on sift5k,
-# Fashion-MNIST and the 1M dense-SIFT set ("quick": study-search-quick, sift5k only). With
-# faiss-gpu in the call, FAISS GPU IVF-Flat too. Stops at GRAFT_DEADLINE (no new configuration
+# study-search: bench/studies/bench_search, the graph-search study: the walk's kernel time
+# against the HBM floor, the ablations of its visited set, worklist update, lanes and probes, the
+# graph searched through FAISS's HNSW export, and the GPU walk against the CPU reference, on
+# sift5k, Fashion-MNIST and the 1M dense-SIFT set ("quick": study-search-quick, sift5k only). Its
+# former peers (FAISS HNSW32, GPU IVF-Flat) and batch sweeps are graft-bench's now
+# (bench/studies/README.md). Stops at GRAFT_DEADLINE (no new configuration
 # 30 s before); with study-bang in the call, it takes half of the time left.
 # Writes to $OUT: search.jsonl (records), bench_search.log.
 # Time: ~3 min on nvidia-h100 (bench/logs/search-cf25786-h100.log); nvidia-h200 kinds not measured.
