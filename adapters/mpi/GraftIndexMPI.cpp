@@ -184,29 +184,40 @@ std::vector<mpi::Vote> GraftIndexMPI::agree(const mpi::Vote& mine, const char* w
     return mpi::agree(comm_, mine, timeout, what, &broken_);
 }
 
+std::vector<mpi::Vote> GraftIndexMPI::vote(const char* fn, const std::function<void(mpi::Vote&)>& step) const {
+    mpi::Vote mine;
+    try {
+        step(mine);
+    } catch (const std::exception& e) {
+        mine = mpi::vote_of(e.what());
+    }
+    return agree(mine, fn);
+}
+
 void GraftIndexMPI::train(idx_t n, const float* x) {
     const char* fn = "GraftIndexMPI::train";
     require_usable();
-    mpi::Vote mine;
-    try {
+    std::vector<mpi::Vote> votes = vote(fn, [&](mpi::Vote& mine) {
         GRAFT_REQUIRE(n > 0 && x, "n = %lld, x %s", (long long)n, x ? "given" : "NULL");
         mine.v[0] = n;
         mine.v[1] = (int64_t)mpi::fingerprint(n, d, x);
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    std::vector<mpi::Vote> votes = agree(mine, fn);
+    });
     mpi::require_all_ok(votes, fn);
     mpi::require_same(votes, 2, fn, "the training set (n, fingerprint)");
-    mine = mpi::Vote();
-    try {
-        local->train(n, x);
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    votes = agree(mine, fn);
+    votes = vote(fn, [&](mpi::Vote&) { local->train(n, x); });
     is_trained = true;
     for (const mpi::Vote& v : votes) is_trained = is_trained && !v.failed;
+    mpi::require_all_ok(votes, fn);
+}
+
+// The local add, then the ranks' word on it: a failure after every rank's checks passed leaves
+// the ranks' parts unequal, so the index is unusable from then on.
+void GraftIndexMPI::add_agreed(const char* fn, idx_t n, const float* x) {
+    const std::vector<mpi::Vote> votes = vote(fn, [&](mpi::Vote&) {
+        if (n > 0) local->add(n, x);
+    });
+    for (const mpi::Vote& v : votes)
+        if (v.failed) broken_ = "an add failed on some ranks after it passed every rank's checks";
     mpi::require_all_ok(votes, fn);
 }
 
@@ -214,8 +225,7 @@ void GraftIndexMPI::add_with_ids(idx_t n, const float* x, const idx_t* xids) {
     const char* fn = "GraftIndexMPI::add";
     require_usable();
     const idx_t i0 = (idx_t)rank * n / ranks, i1 = (idx_t)(rank + 1) * n / ranks;
-    mpi::Vote mine;
-    try {
+    const std::vector<mpi::Vote> votes = vote(fn, [&](mpi::Vote& mine) {
         GRAFT_REQUIRE(!xids, "%s", "ids of your own: wrap the index in IndexIDMap (ids are numbered in "
                              "add order across the ranks)");
         GRAFT_REQUIRE(n >= 0 && (n == 0 || x), "n = %lld, x %s", (long long)n, x ? "given" : "NULL");
@@ -225,23 +235,11 @@ void GraftIndexMPI::add_with_ids(idx_t n, const float* x, const idx_t* xids) {
                       (long long)(i0 + bad));
         mine.v[0] = n;
         mine.v[1] = (int64_t)mpi::fingerprint(n, d, x);
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    std::vector<mpi::Vote> votes = agree(mine, fn);
+    });
     mpi::require_all_ok(votes, fn);
     mpi::require_same(votes, 2, fn, "the batch to add (n, fingerprint)");
     const idx_t before = local->ntotal;
-    mine = mpi::Vote();
-    try {
-        if (i1 > i0) local->add(i1 - i0, x + i0 * d);
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    votes = agree(mine, fn);
-    for (const mpi::Vote& v : votes)
-        if (v.failed) broken_ = "an add failed on some ranks after it passed every rank's checks";
-    mpi::require_all_ok(votes, fn);
+    add_agreed(fn, i1 - i0, x + i0 * d);
     if (i1 > i0) runs_.push_back({before, next_id_ + i0});
     next_id_ += n;
     ntotal = next_id_;
@@ -250,8 +248,7 @@ void GraftIndexMPI::add_with_ids(idx_t n, const float* x, const idx_t* xids) {
 void GraftIndexMPI::add_local(idx_t n_local, const float* x_local) {
     const char* fn = "GraftIndexMPI::add_local";
     require_usable();
-    mpi::Vote mine;
-    try {
+    const std::vector<mpi::Vote> votes = vote(fn, [&](mpi::Vote& mine) {
         GRAFT_REQUIRE(n_local >= 0 && (n_local == 0 || x_local), "n = %lld, x %s",
                       (long long)n_local, x_local ? "given" : "NULL");
         GRAFT_REQUIRE(local->is_trained, "%s", "the local index is not trained (train first)");
@@ -260,22 +257,10 @@ void GraftIndexMPI::add_local(idx_t n_local, const float* x_local) {
                       "this rank's vector %lld holds NaN or Inf; nothing was added on any rank",
                       (long long)bad);
         mine.v[0] = n_local;
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    std::vector<mpi::Vote> votes = agree(mine, fn);
+    });
     mpi::require_all_ok(votes, fn);
     const idx_t before = local->ntotal;
-    mine = mpi::Vote();
-    try {
-        if (n_local > 0) local->add(n_local, x_local);
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    std::vector<mpi::Vote> done = agree(mine, fn);
-    for (const mpi::Vote& v : done)
-        if (v.failed) broken_ = "an add failed on some ranks after it passed every rank's checks";
-    mpi::require_all_ok(done, fn);
+    add_agreed(fn, n_local, x_local);
     idx_t offset = next_id_;
     for (int r = 0; r < rank; r++) offset += votes[r].v[0];
     if (n_local > 0) runs_.push_back({before, offset});
@@ -354,13 +339,7 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
 void GraftIndexMPI::reset() {
     const char* fn = "GraftIndexMPI::reset";
     require_usable();
-    mpi::Vote mine;
-    try {
-        local->reset();
-    } catch (const std::exception& e) {
-        mine = mpi::vote_of(e.what());
-    }
-    std::vector<mpi::Vote> votes = agree(mine, fn);
+    const std::vector<mpi::Vote> votes = vote(fn, [&](mpi::Vote&) { local->reset(); });
     runs_.clear();
     next_id_ = 0;
     ntotal = 0;

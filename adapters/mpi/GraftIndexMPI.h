@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +89,10 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
    private:
     void require_usable() const;
     std::vector<mpi::Vote> agree(const mpi::Vote& mine, const char* what) const;
+    // One collective step: `step` fills this rank's vote (a throw is this rank's failure, its
+    // message carried to every rank), then every rank's votes (agree).
+    std::vector<mpi::Vote> vote(const char* fn, const std::function<void(mpi::Vote&)>& step) const;
+    void add_agreed(const char* fn, idx_t n, const float* x);
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Op merge_op_ = MPI_OP_NULL;
