@@ -40,10 +40,13 @@ Outputs in OUTDIR: base.u8bin, query.u8bin (int32 n, int32 d, then uint8 rows), 
 Usage: python3 scripts/make_dense_sift.py [OUTDIR] [--images DIR] [--gt-tool PATH] [--small | --smooth]
        [--threads N] [--no-gt]        (on Debian use /usr/bin/python3, which has python3-opencv)
 """
-import argparse, hashlib, json, os, subprocess, sys, time
+import argparse, json, os, subprocess, sys, time
 
 import cv2
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from u8rows import sha256  # noqa: E402  (one file hash for every data-set maker)
 
 IMAGES_DIR = "/usr/share/backgrounds/mate"
 BASE_IMAGES = (
@@ -72,14 +75,6 @@ DIM = 128
 
 def log(msg, t0=[time.time()]):
     print(f"[{time.time() - t0[0]:7.1f}s] {msg}", flush=True)
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def dense_sift(path, step):
