@@ -83,6 +83,9 @@
 #ifdef GRAFT_BENCH_GGNN
 #include "ggnn_peer.h"
 #endif
+#ifdef GRAFT_BENCH_CAGRA
+#include "cagra_peer.h"
+#endif
 
 namespace {
 
@@ -130,14 +133,17 @@ const char* kUsage =
     "         GPUs 0..N-1 and DESC@gpus=N,replicas replicated on them (FAISS's\n"
     "         index_cpu_to_gpu_multiple, shard = true / false; trained once on GPU 0, the training\n"
     "         reused by later --index of the same DESC); graft's \",gpus=0-3\" shards its index\n"
-    "         itself (\",gpus=0-3,replicas\": replicas); GGNN[<k_build>] is GGNN\n"
+    "         itself (\",gpus=0-3,replicas\": replicas); GGNN[<k_build>] is GGNN;\n"
+    "         CAGRA[<graph_degree>][,algo=single|multi|auto][,width=W][,graph=graft] is cuVS's CAGRA\n"
+    "         (graph=graft: CAGRA's search on graft's default graph); \"GraftGraph,graph=cagra\":\n"
+    "         graft's search on CAGRA's graph (rows sorted by distance, entry nearest the mean)\n"
     "  --scale C: a d = 128 SIFT base grown to C cell-permuted copies (bench_bang --scale's data;\n"
     "         queries permuted as copy q mod C), each value then moved by a seeded -1/0/0/+1 (kept\n"
     "         in 0..255 for uint8 data) so that no two copies are equal; recall counts an id at the\n"
     "         query's k-th exact distance as found (ties; records: params.recall_ties); the ground\n"
     "         truth is computed (on every GPU, in blocks), --gt is refused\n"
     "  --batch N larger than the query count repeats the queries to fill it (records: params.repeat)\n"
-    "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN)\n"
+    "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN), itopk (CAGRA)\n"
     "  --graph-recall N: the graph's quality beside each graft graph index's records: of N sampled\n"
     "         vertices, the share of each one's k exact nearest neighbours that its graph row holds\n"
     "         (params.graph_recall), and GRNND's rounds (params.build_rounds)\n"
@@ -543,17 +549,43 @@ struct GgnnIndex : faiss::Index {
 };
 #endif
 
+#ifdef GRAFT_BENCH_CAGRA
+// CAGRA behind faiss::Index, the same way: add builds CAGRA's graph (or, on_graft_graph, takes the
+// graph graft's default GraftGraph builds over the same vectors), search walks it at the current
+// itopk.
+struct CagraIndex : faiss::Index {
+    bench::CagraPeer* peer;
+    int graph_degree = 0, itopk = 64, width = 1;
+    bench::CagraAlgo algo = bench::CagraAlgo::automatic;
+    bool on_graft_graph = false;
+    std::string build_algo;  // what built the graph (the records' params.build)
+    CagraIndex(int d, faiss::MetricType m) : faiss::Index(d, m), peer(bench::cagra_peer_new(d, m == faiss::METRIC_INNER_PRODUCT)) {}
+    ~CagraIndex() override { bench::cagra_peer_free(peer); }
+    void add(idx_t n, const float* x) override;
+    void search(idx_t n, const float* x, idx_t k, float* D, idx_t* I,
+                const faiss::SearchParameters* = nullptr) const override {
+        std::string err;
+        if (!bench::cagra_peer_search(peer, n, x, (int)k, itopk, width, algo, D, I, &err)) throw std::runtime_error(err);
+    }
+    void reset() override { throw std::runtime_error("CAGRA: reset is not supported"); }
+};
+#endif
+
 // What graft-bench knows of one --index.
 struct IndexSpec {
     std::string desc;     // as given (the records' index field)
     std::string factory;  // desc without "@gpu"
     const char* system = "faiss-cpu";
     const char* family = "";
-    bool graft = false, faiss_gpu = false, ggnn = false;
+    bool graft = false, faiss_gpu = false, ggnn = false, cagra = false;
+    bool cagra_graph = false;  // "GraftGraph,...,graph=cagra": graft's search on CAGRA's graph
     int faiss_gpus = 0;  // DESC@gpus=N: FAISS's sharded GPU index over GPUs 0..N-1
     bool faiss_replicas = false;  // DESC@gpus=N,replicas: replicated on them instead
     int ggnn_k_build = 24, ggnn_iterations = 400;
     float ggnn_tau_build = 0.5f;
+    int cagra_degree = 0, cagra_width = 1;  // 0: cuVS's default degree
+    std::string cagra_algo = "auto";
+    bool cagra_on_graft = false;  // CAGRA,graph=graft
     std::string knob;  // "" when nothing is swept
     std::vector<double> sweep;
     bench::KnobRange range{1, 1, true};  // what the adaptive sweep may try (--refine)
@@ -619,8 +651,46 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
             *err = desc + ": GGNN needs a CUDA device, and none is usable here";
             return false;
         }
+    } else if (f.rfind("CAGRA", 0) == 0) {
+        s->cagra = true;
+        s->system = "cuvs";
+        s->family = "graph";
+        s->knob = "itopk";
+        natural = {16, 32, 64, 128, 256, 512};
+        s->range = {(double)o.k, 512, true};  // the itopk cuVS's single-CTA search takes
+        // CAGRA[<graph_degree>][,algo=single|multi|auto][,width=W][,graph=graft]
+        std::string rest = f.substr(5);
+        if (!rest.empty() && isdigit((unsigned char)rest[0])) s->cagra_degree = atoi(rest.c_str());
+        for (size_t c = rest.find(','); c != std::string::npos; c = rest.find(',', c + 1)) {
+            const std::string opt = rest.substr(c + 1, rest.find(',', c + 1) - c - 1);
+            if (opt == "algo=single" || opt == "algo=multi" || opt == "algo=auto") s->cagra_algo = opt.substr(5);
+            else if (opt.rfind("width=", 0) == 0 && atoi(opt.c_str() + 6) > 0) s->cagra_width = atoi(opt.c_str() + 6);
+            else if (opt == "graph=graft") s->cagra_on_graft = true;
+            else {
+                *err = desc + ": unknown CAGRA option '" + opt +
+                       "' (CAGRA[<graph_degree>][,algo=single|multi|auto][,width=W][,graph=graft])";
+                return false;
+            }
+        }
+#ifndef GRAFT_BENCH_CAGRA
+        *err = desc + ": this graft-bench has no CAGRA (configure with GRAFT_CUVS_DIR, bench/CMakeLists.txt)";
+        return false;
+#endif
+        if (!graft_gpu_available()) {
+            *err = desc + ": CAGRA needs a CUDA device, and none is usable here";
+            return false;
+        }
     } else if (contains(f, "Graft")) {
         s->graft = true;
+        const size_t on_cagra = f.find(",graph=cagra");
+        if (on_cagra != std::string::npos) {
+#ifndef GRAFT_BENCH_CAGRA
+            *err = desc + ": graph=cagra needs a graft-bench with CAGRA (configure with GRAFT_CUVS_DIR)";
+            return false;
+#endif
+            s->cagra_graph = true;
+            s->factory.erase(on_cagra, 12);
+        }
         s->system = contains(f, ",cpu") || !graft_gpu_available() ? "reference" : "graft";
         if (contains(f, "GraftGraph")) {
             s->family = "graph";
@@ -677,6 +747,19 @@ Built make_index(const IndexSpec& s, int d, faiss::MetricType metric) {
         g->tau_build = s.ggnn_tau_build;
         g->max_iterations = s.ggnn_iterations;
         b.index.reset(g);
+        return b;
+    }
+#endif
+#ifdef GRAFT_BENCH_CAGRA
+    if (s.cagra) {
+        auto* c = new CagraIndex(d, metric);
+        c->graph_degree = s.cagra_degree;
+        c->width = s.cagra_width;
+        c->algo = s.cagra_algo == "single" ? bench::CagraAlgo::single_cta
+                  : s.cagra_algo == "multi" ? bench::CagraAlgo::multi_cta
+                                            : bench::CagraAlgo::automatic;
+        c->on_graft_graph = s.cagra_on_graft;
+        b.index.reset(c);
         return b;
     }
 #endif
@@ -755,6 +838,12 @@ void set_knob(const IndexSpec& s, faiss::Index* index, double v) {
 #ifdef GRAFT_BENCH_GGNN
     if (s.ggnn) {
         static_cast<GgnnIndex*>(index)->tau_query = (float)v;
+        return;
+    }
+#endif
+#ifdef GRAFT_BENCH_CAGRA
+    if (s.cagra) {
+        static_cast<CagraIndex*>(index)->itopk = (int)v;
         return;
     }
 #endif
@@ -940,27 +1029,132 @@ bool sample_graph_truth(Dataset& D, int64_t count, GraphSample* gs) {
     return ok;
 }
 
+// An index's graph rows (n x R, -1 padded): graft's own graph, or CAGRA's (copied); false for
+// FAISS's indexes, wrappers and shards.
+bool graph_rows(faiss::Index* index, std::vector<int32_t>* copy, const int32_t** rows, int* R) {
+    if (auto* g = dynamic_cast<graft::GraftIndexGraph*>(index)) {
+        const graft_graph* graph = graft_gindex_graph(g->gindex);
+        if (!graph) return false;
+        *rows = graph->nbrs;
+        *R = graph->R;
+        return true;
+    }
+#ifdef GRAFT_BENCH_CAGRA
+    if (auto* c = dynamic_cast<CagraIndex*>(index)) {
+        std::vector<uint32_t> ids;
+        std::string err;
+        if (!bench::cagra_peer_graph(c->peer, &ids, R, &err)) return false;
+        copy->assign(ids.begin(), ids.end());
+        *rows = copy->data();
+        return true;
+    }
+#endif
+    return false;
+}
+
 // The share of each sampled vertex's k exact nearest neighbours (itself left out) that its graph
-// row holds, averaged; -1 when the index has no graft graph of its own (FAISS's, a wrapper, shards).
+// row holds, averaged; -1 when the index has no graph of its own (graph_rows).
 double graph_row_recall(faiss::Index* index, const GraphSample& gs) {
-    auto* g = dynamic_cast<graft::GraftIndexGraph*>(index);
-    const graft_graph* graph = g ? graft_gindex_graph(g->gindex) : nullptr;
-    if (!graph || gs.ids.empty()) return -1;
+    std::vector<int32_t> copy;
+    const int32_t* rows = nullptr;
+    int R = 0;
+    if (gs.ids.empty() || !graph_rows(index, &copy, &rows, &R)) return -1;
     double sum = 0;
     for (size_t i = 0; i < gs.ids.size(); i++) {
         const int64_t v = gs.ids[i];
-        const int32_t* row = graph->nbrs + v * graph->R;
+        const int32_t* row = rows + v * R;
         int64_t found = 0, want = 0;
         for (int64_t j = 0; j <= gs.k && want < gs.k; j++) {
             const int64_t u = gs.nbrs[i * (gs.k + 1) + j];
             if (u == v || u < 0) continue;
             want++;
-            found += std::find(row, row + graph->R, (int32_t)u) != row + graph->R;
+            found += std::find(row, row + R, (int32_t)u) != row + R;
         }
         sum += want ? (double)found / want : 1.0;
     }
     return sum / gs.ids.size();
 }
+
+#ifdef GRAFT_BENCH_CAGRA
+// ---- one graph, two walks (CAGRA,graph=graft and GraftGraph,graph=cagra) --------------------------
+
+// graft's rows as CAGRA takes them (every entry an id): a row's -1 padding repeats its first
+// neighbour, which CAGRA's visited set skips; a row with none holds the vertex itself.
+std::vector<uint32_t> rows_for_cagra(const graft_graph& g) {
+    std::vector<uint32_t> rows((size_t)(g.n * g.R));
+    for (int64_t v = 0; v < g.n; v++) {
+        const int32_t* in = g.nbrs + v * g.R;
+        const int32_t fill = in[0] >= 0 ? in[0] : (int32_t)v;
+        for (int j = 0; j < g.R; j++) rows[v * g.R + j] = (uint32_t)(in[j] >= 0 ? in[j] : fill);
+    }
+    return rows;
+}
+
+void CagraIndex::add(idx_t n, const float* x) {
+    if (ntotal != 0) throw std::runtime_error("CAGRA: one add only (it builds the graph)");
+    std::string err;
+    if (on_graft_graph) {
+        FaissIndex* p = nullptr;
+        if (faiss_graft_index_factory(&p, (int)d, "GraftGraph", (FaissMetricType)metric_type) != 0)
+            throw std::runtime_error(faiss_get_last_error());
+        std::unique_ptr<faiss::Index> g(reinterpret_cast<faiss::Index*>(p));
+        g->add(n, x);
+        float d1;
+        idx_t i1;
+        g->search(1, x, 1, &d1, &i1);  // the graph is built at the first search
+        const graft_graph* graph = graft_gindex_graph(static_cast<graft::GraftIndexGraph*>(g.get())->gindex);
+        const std::vector<uint32_t> rows = rows_for_cagra(*graph);
+        if (!bench::cagra_peer_set_graph(peer, n, x, rows.data(), graph->R, &err)) throw std::runtime_error(err);
+        build_algo = "graft";
+    } else if (!bench::cagra_peer_build(peer, n, x, graph_degree, &build_algo, &err)) {
+        throw std::runtime_error(err);
+    }
+    ntotal = n;
+}
+
+// CAGRA's default graph over D's base given to graft's index (which holds the same vectors), as
+// graft's graphs are: each row sorted by distance to its vertex, the entry the vertex nearest the
+// mean.
+void take_cagra_graph(faiss::Index* index, const Dataset& D, faiss::MetricType metric) {
+    auto* g = dynamic_cast<graft::GraftIndexGraph*>(index);
+    if (!g) throw std::runtime_error("graph=cagra: takes one graft graph index (no shards, no wrapper)");
+    const bool ip = metric == faiss::METRIC_INNER_PRODUCT;
+    std::unique_ptr<bench::CagraPeer, void (*)(bench::CagraPeer*)> peer(bench::cagra_peer_new(D.d, ip),
+                                                                      bench::cagra_peer_free);
+    std::string err, algo;
+    std::vector<uint32_t> rows;
+    int R = 0;
+    if (!bench::cagra_peer_build(peer.get(), D.nb, D.xb.data(), 0, &algo, &err) ||
+        !bench::cagra_peer_graph(peer.get(), &rows, &R, &err))
+        throw std::runtime_error(err);
+    const int64_t n = D.nb, d = D.d;
+    const float* x = D.xb.data();
+    auto far = [&](const float* a, const float* b) {  // larger is farther
+        float s = 0;
+        for (int64_t i = 0; i < d; i++) s += ip ? -a[i] * b[i] : (a[i] - b[i]) * (a[i] - b[i]);
+        return s;
+    };
+    std::vector<int32_t> nbrs(rows.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++) {
+        std::vector<std::pair<float, int32_t>> row(R);
+        for (int j = 0; j < R; j++) {
+            const uint32_t u = rows[v * R + j];
+            row[j] = {far(x + v * d, x + (int64_t)u * d), (int32_t)u};
+        }
+        std::sort(row.begin(), row.end());
+        for (int j = 0; j < R; j++) nbrs[v * R + j] = row[j].second;
+    }
+    std::vector<float> mean(d, 0.f);
+    for (int64_t v = 0; v < n; v++)
+        for (int64_t i = 0; i < d; i++) mean[i] += x[v * d + i] / (float)n;
+    int64_t entry = 0;
+    for (int64_t v = 1; v < n; v++)
+        if (far(x + v * d, mean.data()) < far(x + entry * d, mean.data())) entry = v;
+    const graft_graph graph{n, R, nbrs.data(), entry};
+    if (graft_gindex_set_graph(g->gindex, &graph) != 0) throw std::runtime_error(graft_last_error());
+}
+#endif
 
 struct IndexResult {
     double build_s = -1;
@@ -1036,6 +1230,9 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             {
                 if (!index->is_trained) index->train(D.nb, D.xb.data());
                 index->add(D.nb, D.xb.data());
+#ifdef GRAFT_BENCH_CAGRA
+                if (s.cagra_graph) take_cagra_graph(index, D, metric);
+#endif
             }
             // graft's graph index (every storage) builds its graph at the first search after the
             // adds (on every shard or replica at once when spread over several: GraftIndexShards
@@ -1072,10 +1269,14 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             double rounds = 0;
             if (faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "build_rounds", &rounds) == 0)
                 res.build_rounds = (int)rounds;
+        }
+        if ((s.graft && contains(s.factory, "GraftGraph")) || s.cagra) {
             res.graph_recall = graph_row_recall(index, gs);
             if (res.graph_recall >= 0)
-                printf("%s: GRNND %d rounds; graph rows hold %.4f of %zu sampled vertices' %lld exact neighbours\n",
-                       s.desc.c_str(), res.build_rounds, res.graph_recall, gs.ids.size(), (long long)gs.k);
+                printf("%s: %s; graph rows hold %.4f of %zu sampled vertices' %lld exact neighbours\n",
+                       s.desc.c_str(),
+                       s.cagra ? "CAGRA's graph" : s.cagra_graph ? "CAGRA's graph" : ("GRNND, " + std::to_string(res.build_rounds) + " rounds").c_str(),
+                       res.graph_recall, gs.ids.size(), (long long)gs.k);
         }
         fflush(stdout);
 
@@ -1113,6 +1314,14 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 r.build_s = res.build_s;
                 if (res.build_rounds > 0) r.params.add("build_rounds", res.build_rounds, false);
                 if (res.graph_recall >= 0) r.params.add("graph_recall", res.graph_recall, false);
+#ifdef GRAFT_BENCH_CAGRA
+                if (s.cagra) {
+                    auto* c = static_cast<CagraIndex*>(index);
+                    r.params.add("algo", s.cagra_algo.c_str()).add("width", (long long)s.cagra_width, false);
+                    r.params.add("build", c->build_algo.c_str(), false);
+                }
+                if (s.cagra_graph) r.params.add("graph", "cagra", false);
+#endif
                 if (cpu_system) r.threads = threads;
                 // Every record says the OpenMP setting it ran under (a GPU index's search call
                 // should cost the same at any: examples/search_loop checks it from a user's side).
@@ -1163,7 +1372,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 recs.push_back(std::move(r));
             }
             // The filtered searches of this configuration (--selectivity).
-            const bool takes_sel = s.graft || (!s.faiss_gpu && !s.ggnn && (!strcmp(s.family, "flat") ||
+            const bool takes_sel = s.graft || (!s.faiss_gpu && !s.ggnn && !s.cagra && (!strcmp(s.family, "flat") ||
                                                                             !strcmp(s.family, "ivf")));
             if (!filters.empty() && !takes_sel && i == 0)
                 printf("%s: no selector support (FAISS GPU 1.7.3, HNSW, NSG, GGNN): searched unfiltered only\n",
@@ -1324,7 +1533,7 @@ int main(int argc, char** argv) {
     // Every index string is checked on the data's dimension before any long phase starts.
     for (const IndexSpec& s : specs) {
         try {
-            if (!s.ggnn) make_index(s, (int)D.d, D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2);
+            if (!s.ggnn && !s.cagra) make_index(s, (int)D.d, D.metric == "IP" ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2);
         } catch (const std::exception& e) {
             fprintf(stderr, "graft-bench: --index %s: %s\n", s.desc.c_str(), e.what());
             return 2;

@@ -27,7 +27,7 @@ gq() {  # NAME BASE QUERY [graft-bench options]
     --name "$name" --base "$base" --query "$query" --k 10 --batch 10000 --latency-queries 0 --min-time 0.2 \
     --graph-recall 2000 --out /tmp/graph-quality --gt-cache /tmp/graft-bench-gt --commit "$commit" \
     --deadline $(( secs - 20 )) "${index_args[@]}" "$@" 2>&1 | tr '\r' '\n' | grep -v '^ *$' >>"$log"
-  grep -E "built in|GRNND [0-9]+ rounds|^GraftGraph.*~" "$log" | tail -n $(( 3 * ${#indexes[@]} ))
+  grep -E "built in|GRNND, [0-9]+ rounds|CAGRA.s graph|^GraftGraph.*~" "$log" | tail -n $(( 3 * ${#indexes[@]} ))
 }
 sets=" ${GRAFT_GQ_SETS:-fashion-mnist dense-sift1m kde-patches1m} "
 on() { [[ $sets == *" $1 "* ]]; }
