@@ -1,6 +1,7 @@
 // CAGRA (NVIDIA cuVS; ../shared/peers/cuvs) as a graft-bench peer: a plain C++17 face over cuVS's
-// C++20/CUDA API, so that graft-bench itself stays C++17. Compiled only where bench/CMakeLists.txt
-// found a cuVS build (GRAFT_CUVS_DIR, scripts/device/build_cuvs.sh; GRAFT_BENCH_CAGRA).
+// C++20/CUDA API, so that graft-bench itself stays C++17. scripts/device/build_cuvs.sh compiles
+// cagra_peer.cu against its cuVS build into libgraft_cagra_peer.so; graft-bench links it where
+// bench/CMakeLists.txt is given GRAFT_CAGRA_PEER_LIB (GRAFT_BENCH_CAGRA).
 #ifndef GRAFT_BENCH_CAGRA_PEER_H
 #define GRAFT_BENCH_CAGRA_PEER_H
 

@@ -673,7 +673,7 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
             }
         }
 #ifndef GRAFT_BENCH_CAGRA
-        *err = desc + ": this graft-bench has no CAGRA (configure with GRAFT_CUVS_DIR, bench/CMakeLists.txt)";
+        *err = desc + ": this graft-bench has no CAGRA (configure with GRAFT_CAGRA_PEER_LIB: scripts/device/build_cuvs.sh)";
         return false;
 #endif
         if (!graft_gpu_available()) {
@@ -685,7 +685,7 @@ bool describe(const std::string& desc, const Options& o, IndexSpec* s, std::stri
         const size_t on_cagra = f.find(",graph=cagra");
         if (on_cagra != std::string::npos) {
 #ifndef GRAFT_BENCH_CAGRA
-            *err = desc + ": graph=cagra needs a graft-bench with CAGRA (configure with GRAFT_CUVS_DIR)";
+            *err = desc + ": graph=cagra needs a graft-bench with CAGRA (configure with GRAFT_CAGRA_PEER_LIB)";
             return false;
 #endif
             s->cagra_graph = true;

@@ -10,17 +10,19 @@
 # needs and the library path to run it with.
 #
 # What is changed, each for its reason:
-#  - The object library's sources are filtered (the CAGRA_ONLY block below, added after cuVS's
-#    add_library(cuvs_objs)): cuVS has no option to build CAGRA alone, and its 1,736 compile units
+#  - The object library's sources are filtered (scripts/device/cuvs_cagra_only.py puts the block
+#    after cuVS's add_library(cuvs_objs)): cuVS has no option to build CAGRA alone, and its 1,736 compile units
 #    (1,319 of them JIT-LTO kernel fragments) are hours on a few cores. Kept: CAGRA's search and
 #    graph optimization for float32 and the graph build cagra::build uses by default while the
 #    data fits the GPU (NN-descent; cagra_build.cuh), select_k. Dropped: half, int8 and uint8
 #    instantiations and fragments, the other algorithms, and IVF-PQ (CAGRA's build when
 #    NN-descent would not fit the GPU), refine, brute force, pairwise distances, k-means and the
-#    quantizers (CAGRA's VPQ compression). CAGRA's code still names the dropped functions: they
-#    stay undefined in libcuvs.so (bound lazily, at the first call), so a call into one ends the
-#    process with a symbol lookup error instead of running. graft-bench's CAGRA takes neither
-#    path (NN-descent fits every set it runs; no compression); the closing line counts them.
+#    quantizers (CAGRA's VPQ compression), L1 and cosine, CAGRA's merge, extend and files.
+#    CAGRA's code still names the dropped functions: they stay undefined in libcuvs.so (bound
+#    lazily, at the first call), so a call into one ends the process with a symbol lookup error
+#    instead of running. graft-bench's CAGRA takes none of those paths (NN-descent fits every
+#    set it runs). An undefined variable would stop the library from loading at all: the check
+#    after the link fails the build on one (relocations other than a function's jump slot).
 #  - cuCollections' build folder gets an empty CUCO_RAPIDS.cmake: the old snapshot's CMake
 #    otherwise downloads it (the README's configure line).
 #  - The two sparse files that need a newer cuCollections are among the dropped algorithms.
@@ -39,28 +41,8 @@ if [ ! -f "$src/cuvs/cpp/CMakeLists.txt" ]; then
   [ -n "$tarballs" ] || { echo "cuVS: no source tarballs (.deps/peers/cuvs or ../shared/peers/cuvs)"; exit 1; }
   rm -rf "$src" && mkdir -p "$src"
   for f in "$tarballs"/*.tar.gz; do tar -C "$src" -xzf "$f"; done
-  python3 - "$src/cuvs/cpp/CMakeLists.txt" <<'EOF'
-import sys
-path = sys.argv[1]
-text = open(path).read()
-anchor = "  set_target_properties(\n    cuvs_objs\n"
-assert text.count(anchor) == 1, "cuvs_objs' set_target_properties not found once"
-trim = r'''  # graft: CAGRA_ONLY (scripts/device/build_cuvs.sh): float32 CAGRA and what it calls
-  get_target_property(_graft_srcs cuvs_objs SOURCES)
-  list(FILTER _graft_srcs EXCLUDE REGEX "_data_(h|i8|u8)[_.]|_(half|int8|uint8|double)\\.cu$")
-  list(FILTER _graft_srcs EXCLUDE REGEX "src/cluster/(agglomerative|single_linkage|spectral|kmeans_fit_mg)")
-  list(FILTER _graft_srcs EXCLUDE REGEX "src/distance/(sparse_distance|kde)\\.cu|src/distance/detail/kernels/")
-  list(FILTER _graft_srcs EXCLUDE REGEX "src/neighbors/(all_neighbors|ball_cover|epsilon_neighborhood|composite|tiered_index|dynamic_batching|sparse_brute_force|ivf_rabitq|ivf_sq|scann|vamana|ivf_flat)")
-  list(FILTER _graft_srcs EXCLUDE REGEX "iface_flat_inst|generated_kernels/(ivf_flat|ivf_rabitq|ivf_sq)/")
-  list(FILTER _graft_srcs EXCLUDE REGEX "src/preprocessing/|src/stats/|src/cluster/")
-  # IVF-PQ (CAGRA's build for data over the GPU's memory), brute force and pairwise distances
-  list(FILTER _graft_srcs EXCLUDE REGEX "src/neighbors/ivf_pq/|generated_kernels/ivf_pq/|src/neighbors/refine/")
-  list(FILTER _graft_srcs EXCLUDE REGEX "src/neighbors/brute_force|src/distance/|generated_kernels/distance/")
-  set_property(TARGET cuvs_objs PROPERTY SOURCES ${_graft_srcs})
-'''
-open(path, "w").write(text.replace(anchor, trim + anchor))
-EOF
 fi
+python3 "$root/scripts/device/cuvs_cagra_only.py" "$src/cuvs/cpp/CMakeLists.txt"
 
 if [ ! -f "$build/build.ninja" ]; then
   mkdir -p "$build/_deps/cuco-build" && touch "$build/_deps/cuco-build/CUCO_RAPIDS.cmake"
@@ -69,9 +51,12 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 echo "cuVS: $(ninja -C "$build" -n cuvs | grep -c '^\[') steps left"
 ninja -C "$build" -j "$ninja_jobs" -k 0 cuvs
-# A dropped file that CAGRA's code still calls shows here as an undefined cuvs symbol.
+# A dropped file that CAGRA's code still calls shows here as an undefined cuvs symbol: a function
+# (bound at its first call) is fine, anything else (a variable, a vtable) stops the load.
 undefined=$(nm -D --undefined-only -C "$build/libcuvs.so" | grep -c 'cuvs::' || true)
-echo "cuVS: libcuvs.so $(du -m "$build/libcuvs.so" | cut -f1) MB, $undefined undefined cuvs:: symbols"
+echo "cuVS: libcuvs.so $(du -m "$build/libcuvs.so" | cut -f1) MB, $undefined undefined cuvs:: functions"
+not_calls=$(readelf -rW "$build/libcuvs.so" | awk '$3 !~ /JUMP_SLOT/ && $4 ~ /^0+$/ && $5 ~ /cuvs/' | head)
+[ -z "$not_calls" ] || { echo "cuVS: undefined non-function symbols (add their files back):"; echo "$not_calls"; exit 1; }
 
 # graft-bench's CAGRA face (bench/cagra_peer.cu) as its own library against this build, so that
 # graft's build needs neither cuVS's headers nor CMake 4: -DGRAFT_CAGRA_PEER_LIB names it.

@@ -32,6 +32,7 @@ walk-ab             | the walk against another commit's tree in one call (GRAFT_
 search-ncu          | Nsight Compute on one walk kernel of GraftGraph, ,FP16, ,SQ8 on three sets
 graft-bench-storage | graft-bench of the graph index's storages (FP32, FP16, SQ8, PQ, OPQ+PQ)
 graph-quality       | GRNND build variants on three 1M sets: graph recall, rounds, QPS (GRAFT_GQ_*)
+cagra               | CAGRA (cuVS, carried in .deps/cagra) beside graft and FAISS on three 1M sets, batch 10k / 100 / 1
 shards              | several GPUs: sharded and replicated graft and FAISS at 10M+ (docs/multi-gpu.md)
 living              | bench_living: inserts, removals, consolidation at 1M and 10M
 mpi                 | 2 MPI ranks with a GPU each against one process on gpus=0-1 (docs/mpi.md; a 2-GPU kind)

@@ -170,6 +170,9 @@ bad = {
     "sweep nobody uses": [exe, "--base", base, "--query", query, "--index", "Flat", "--sweep", "L=8"],
     "bad metric": [exe, "--base", base, "--query", query, "--index", "Flat", "--metric", "cos"],
     "bad refine gap": [exe, "--base", base, "--query", query, "--index", "Flat", "--refine", "-1"],
+    # CAGRA where this graft-bench has none (CI), or an option it does not know
+    "CAGRA option": [exe, "--base", base, "--query", query, "--index", "CAGRA,algo=fast"],
+    "graph=cagra": [exe, "--base", base, "--query", query, "--index", "GraftGraph,cpu,graph=cagra"],
 }
 for what, argv in bad.items():
     r = subprocess.run(argv + ["--out", out + "-bad"], capture_output=True, text=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # graft-bench: bench/graft_bench.cpp on the 1M dense-SIFT set: GraftGraph (the summary's ratios
 # are to the first index), GraftFlat, GraftGraph,PQ32, HNSW32 (16 threads), IVF4096,Flat@gpu,
-# IVF4096,PQ32@gpu (FAISS GPU) and GGNN; then GraftGraph, HNSW32, IVF1024,Flat@gpu and GGNN on
+# IVF4096,PQ32@gpu (FAISS GPU), GGNN and CAGRA (where .deps/cagra is carried: the cagra job);
+# then GraftGraph, HNSW32, IVF1024,Flat@gpu, GGNN and CAGRA on
 # Fashion-MNIST while time is left (90 s of it when more than 4 min are). Batch 10k, latency at
 # batch 1 over 200 queries. graft-bench has not always built with both peers linked: it is built
 # again without FAISS GPU, then without GGNN too, rather than not run.
@@ -22,8 +23,14 @@ if [ -f $ggnn/build/libGGNNBase.so ]; then
 else
   stamp "GGNN did not build (see setup.log): graft-bench runs without it"
 fi
+# CAGRA (cuVS) where its libraries are carried (.deps/cagra: the cagra job's header).
+cagra_index=()
+if [ -f .deps/cagra/libgraft_cagra_peer.so ]; then
+  cmake -S . -B build-device -DGRAFT_CAGRA_PEER_LIB=$PWD/.deps/cagra/libgraft_cagra_peer.so >>"$OUT/build.log" 2>&1
+  cagra_index=(--index CAGRA)
+fi
 # LD_LIBRARY_PATH: the linker finds libGGNNBase.so's glog through it (-rpath-link's search), the run too.
-export LD_LIBRARY_PATH=$ggnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$ggnn_lib:$PWD/.deps/cagra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 gb_build() { ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1; }
 with_faiss_gpu=1
 if ! gb_build; then
@@ -62,14 +69,15 @@ else
   [ $with_faiss_gpu = 1 ] ||
     { gpu_index=(); stamp "no FAISS GPU in graft-bench (setup.log, build.log): it runs without the @gpu indexes"; }
   gb dense-sift1m $(( left > 240 ? left - 90 : left )) --base $dense/base.u8bin --query $dense/query.u8bin \
-    --index GraftGraph --index GraftFlat --index GraftGraph,PQ32 --index HNSW32 "${gpu_index[@]}" "${ggnn_index[@]}"
+    --index GraftGraph --index GraftFlat --index GraftGraph,PQ32 --index HNSW32 "${gpu_index[@]}" "${ggnn_index[@]}" \
+    "${cagra_index[@]}"
 fi
 left=$(seconds_left)
 if [ "$left" -ge 60 ]; then
   fm_gpu=(--index IVF1024,Flat@gpu)  # 60k vectors: 1024 lists (k-means wants 39 points a list)
   [ $with_faiss_gpu = 1 ] || fm_gpu=()
   gb fashion-mnist "$left" --base "$fm/train-images-idx3-ubyte.gz" --query "$fm/t10k-images-idx3-ubyte.gz" \
-    --index GraftGraph --index HNSW32 "${fm_gpu[@]}" "${ggnn_index[@]}"
+    --index GraftGraph --index HNSW32 "${fm_gpu[@]}" "${ggnn_index[@]}" "${cagra_index[@]}"
   rm -f "$OUT/recall-qps-fashion-mnist.png"
 else
   stamp "graft-bench on fashion-mnist skipped: ${left}s left before GRAFT_DEADLINE"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# cagra: CAGRA (NVIDIA cuVS) beside graft in one graft-bench run per set (issue 51): GraftGraph,
+# CAGRA (cuVS's auto search, then single-CTA and multi-CTA forced), FAISS's GPU IVF-Flat where a
+# FAISS GPU build is there (the faiss115 job), on dense-SIFT 1M, Fashion-MNIST and KDE-patches 1M,
+# at batch 10,000 and 100 (GRAFT_CAGRA_BATCHES) and batch-1 latency over 200 queries; on
+# dense-SIFT also one graph, two walks: CAGRA's search on graft's graph ("CAGRA,graph=graft") and
+# graft's on CAGRA's ("GraftGraph,graph=cagra"). --graph-recall 2000 puts each graph's quality
+# beside it. CAGRA comes as three libraries carried in .deps/cagra (libcuvs.so,
+# librapids_logger.so, libgraft_cagra_peer.so), built off the GPU machine by
+# scripts/device/build_cuvs.sh (64 MiB a carry: see docs/developing.md).
+# Writes to $OUT: cagra.log, cagra.jsonl (records).
+# Time: not measured yet.
+# targets: graft-bench
+# needs: dense-sift kde-patches
+. "$(dirname "$0")/../lib.sh"
+log=$OUT/cagra.log
+lib=$PWD/.deps/cagra
+[ -f $lib/libgraft_cagra_peer.so ] || { stamp "no .deps/cagra/libgraft_cagra_peer.so carried"; exit 1; }
+export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+cmake -S . -B build-device -DGRAFT_CAGRA_PEER_LIB=$lib/libgraft_cagra_peer.so >>"$OUT/build.log" 2>&1
+ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1 || build_failed "$OUT/build.log"
+faiss=()
+faiss_gpu_ready && faiss=(--index "IVF4096,Flat@gpu")
+gpu_name=$(device_name)
+cb() {  # NAME SHARE BASE QUERY [ARGS...]: SHARE percent of the seconds left
+  local name=$1 secs=$(( $(seconds_left) * $2 / 100 )) base=$3 query=$4
+  shift 4
+  [ "$secs" -gt 60 ] || { stamp "$name skipped: ${secs}s" | tee -a "$log"; return; }
+  stamp "cagra on $name (${secs}s at most)" | tee -a "$log"
+  GRAFT_DEVICE_NAME="$gpu_name" OMP_NUM_THREADS=16 timeout "$secs" ./build-device/bench/graft-bench \
+    --name "$name" --base "$base" --query "$query" --k 10 --batch "${GRAFT_CAGRA_BATCHES:-10000,100}" \
+    --latency-queries 200 --min-time 0.2 --graph-recall 2000 --out /tmp/cagra-bench \
+    --gt-cache /tmp/graft-bench-gt --commit "$commit" --deadline $(( secs - 20 )) \
+    --index GraftGraph --index CAGRA --index CAGRA,algo=single --index CAGRA,algo=multi "$@" 2>&1 |
+    tr '\r' '\n' | grep -v '^ *$' >>"$log"
+  grep -E "built in|graph rows hold|~" "$log" | tail -n 24
+}
+mkdir -p /tmp/cagra-bench && rm -f /tmp/cagra-bench/graft-bench.jsonl
+bg_wait dense-sift
+[ -f $dense/query.u8bin ] && cb dense-sift1m 45 $dense/base.u8bin $dense/query.u8bin "${faiss[@]}" \
+  --index CAGRA,graph=graft --index GraftGraph,graph=cagra
+fm_faiss=()
+[ ${#faiss[@]} = 0 ] || fm_faiss=(--index "IVF1024,Flat@gpu")
+cb fashion-mnist 45 "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz" "${fm_faiss[@]}"
+bg_wait kde-patches
+[ -f $patches/query.u8bin ] && cb kde-patches1m 95 $patches/base.u8bin $patches/query.u8bin "${faiss[@]}"
+cp /tmp/cagra-bench/graft-bench.jsonl "$OUT/cagra.jsonl" 2>/dev/null
+stamp "cagra done"
