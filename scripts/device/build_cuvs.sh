@@ -77,3 +77,11 @@ cmake -S "$dir/peer" -B "$dir/peer/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 ninja -C "$dir/peer/build"
 echo "cuVS: -DGRAFT_CAGRA_PEER_LIB=$dir/peer/build/libgraft_cagra_peer.so"
 echo "cuVS: LD_LIBRARY_PATH=$build:$build/_deps/rapids_logger-build"
+# The four libraries, stripped of what only a debugger reads, where the device jobs take them:
+# .deps/cagra (carried to the GPU machine).
+mkdir -p "$root/.deps/cagra"
+for f in "$build/libcuvs.so" "$build/_deps/rapids_logger-build/librapids_logger.so" \
+         "$build/_deps/rmm-build/librmm.so" "$dir/peer/build/libgraft_cagra_peer.so"; do
+  strip --strip-unneeded -o "$root/.deps/cagra/$(basename "$f")" "$f"
+done
+echo "cuVS: $(du -sh "$root/.deps/cagra" | cut -f1) in .deps/cagra"

@@ -5,7 +5,7 @@
 # at batch 10,000 and 100 (GRAFT_CAGRA_BATCHES) and batch-1 latency over 200 queries; on
 # dense-SIFT also one graph, two walks: CAGRA's search on graft's graph ("CAGRA,graph=graft") and
 # graft's on CAGRA's ("GraftGraph,graph=cagra"). --graph-recall 2000 puts each graph's quality
-# beside it. CAGRA comes as three libraries carried in .deps/cagra (libcuvs.so,
+# beside it. CAGRA comes as four libraries carried in .deps/cagra (libcuvs.so, librmm.so,
 # librapids_logger.so, libgraft_cagra_peer.so), built off the GPU machine by
 # scripts/device/build_cuvs.sh (64 MiB a carry: see docs/developing.md).
 # Writes to $OUT: cagra.log, cagra.jsonl (records).

@@ -25,7 +25,12 @@ export GRAFT_DEVICE
 compare="GraftGraph,gpus=0-1"
 [ "$gpus" -ge 2 ] || compare="GraftGraph,gpus=0,0"
 stamp "mpi_bench, run $GRAFT_RUN_ID, against $compare"
+# Two ranks on one host split its cores, and idle OpenMP threads sleep: one rank's spinning team
+# would take the cores the other's MPI progress needs. (At 4b7a6bd, with 16 threads a rank on 16
+# cores, the merge of a 10k batch took 0.95 ms; the same allreduce takes 0.15-0.25 ms between two
+# processes on a quiet 2-core host.)
 timeout "$(seconds_left)" mpirun -np 2 --allow-run-as-root --oversubscribe --bind-to none \
+  -x OMP_NUM_THREADS=$(( $(nproc) / 2 )) -x OMP_WAIT_POLICY=passive \
   build-device/bench/mpi_bench $dense/base.u8bin $dense/query.u8bin \
   --index "MPI,GraftGraph,gpu=local" --compare "$compare" --batch 10000 \
   --L "${GRAFT_MPI_L:-32,48,64,96,128,192}" --records "$OUT/mpi-bench.jsonl" 2>&1 | tee "$OUT/mpi-bench.log"
