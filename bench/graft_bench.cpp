@@ -558,7 +558,26 @@ struct CagraIndex : faiss::Index {
     int graph_degree = 0, itopk = 64, width = 1;
     bench::CagraAlgo algo = bench::CagraAlgo::automatic;
     bool on_graft_graph = false;
-    std::string build_algo;  // what built the graph (the records' params.build)
+    std::string build_algo;     // what built the graph (the records' params.build)
+    bool graph_reused = false;  // the graph of an earlier CAGRA index over the same data
+    // The last graph CAGRA built: a later CAGRA index of the run over the same vectors, degree and
+    // metric (algo=single / multi) takes it instead of building the same graph again.
+    struct LastGraph {
+        int64_t n = 0;
+        const float* x = nullptr;
+        int degree_asked = -1;
+        faiss::MetricType metric = faiss::METRIC_L2;
+        std::vector<uint32_t> rows;
+        int degree = 0;
+        std::string algo;
+    };
+    static LastGraph& last() {
+        static LastGraph b;
+        return b;
+    }
+    bool built_before(int64_t n, const float* x) const {
+        return last().n == n && last().x == x && last().degree_asked == graph_degree && last().metric == metric_type;
+    }
     CagraIndex(int d, faiss::MetricType m) : faiss::Index(d, m), peer(bench::cagra_peer_new(d, m == faiss::METRIC_INNER_PRODUCT)) {}
     ~CagraIndex() override { bench::cagra_peer_free(peer); }
     void add(idx_t n, const float* x) override;
@@ -1106,15 +1125,22 @@ void CagraIndex::add(idx_t n, const float* x) {
         const std::vector<uint32_t> rows = rows_for_cagra(*graph);
         if (!bench::cagra_peer_set_graph(peer, n, x, rows.data(), graph->R, &err)) throw std::runtime_error(err);
         build_algo = "graft";
-    } else if (!bench::cagra_peer_build(peer, n, x, graph_degree, &build_algo, &err)) {
-        throw std::runtime_error(err);
+    } else if (built_before(n, x)) {
+        if (!bench::cagra_peer_set_graph(peer, n, x, last().rows.data(), last().degree, &err))
+            throw std::runtime_error(err);
+        build_algo = last().algo;
+        graph_reused = true;
+    } else {
+        if (!bench::cagra_peer_build(peer, n, x, graph_degree, &build_algo, &err)) throw std::runtime_error(err);
+        last() = {n, x, graph_degree, metric_type, {}, 0, build_algo};
+        if (!bench::cagra_peer_graph(peer, &last().rows, &last().degree, &err)) throw std::runtime_error(err);
     }
     ntotal = n;
 }
 
-// CAGRA's default graph over D's base given to graft's index (which holds the same vectors), as
-// graft's graphs are: each row sorted by distance to its vertex, the entry the vertex nearest the
-// mean.
+// CAGRA's default graph over D's base (the one a CAGRA index of this run built, else built here)
+// given to graft's index (which holds the same vectors), as graft's graphs are: each row sorted by
+// distance to its vertex, the entry the vertex nearest the mean.
 void take_cagra_graph(faiss::Index* index, const Dataset& D, faiss::MetricType metric) {
     auto* g = dynamic_cast<graft::GraftIndexGraph*>(index);
     if (!g) throw std::runtime_error("graph=cagra: takes one graft graph index (no shards, no wrapper)");
@@ -1124,9 +1150,14 @@ void take_cagra_graph(faiss::Index* index, const Dataset& D, faiss::MetricType m
     std::string err, algo;
     std::vector<uint32_t> rows;
     int R = 0;
-    if (!bench::cagra_peer_build(peer.get(), D.nb, D.xb.data(), 0, &algo, &err) ||
-        !bench::cagra_peer_graph(peer.get(), &rows, &R, &err))
+    const CagraIndex::LastGraph& last = CagraIndex::last();  // a CAGRA index's of this run
+    if (last.n == D.nb && last.x == D.xb.data() && last.degree_asked == 0 && last.metric == metric) {
+        rows = last.rows;
+        R = last.degree;
+    } else if (!bench::cagra_peer_build(peer.get(), D.nb, D.xb.data(), 0, &algo, &err) ||
+               !bench::cagra_peer_graph(peer.get(), &rows, &R, &err)) {
         throw std::runtime_error(err);
+    }
     const int64_t n = D.nb, d = D.d;
     const float* x = D.xb.data();
     auto far = [&](const float* a, const float* b) {  // larger is farther
@@ -1319,6 +1350,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                     auto* c = static_cast<CagraIndex*>(index);
                     r.params.add("algo", s.cagra_algo.c_str()).add("width", (long long)s.cagra_width, false);
                     r.params.add("build", c->build_algo.c_str(), false);
+                    if (c->graph_reused) r.params.add("graph_reused", true, false);
                 }
                 if (s.cagra_graph) r.params.add("graph", "cagra", false);
 #endif

@@ -113,8 +113,11 @@ if [ "$dry" = 1 ]; then
 fi
 
 export GRAFT_T0=${GRAFT_T0:-$(date +%s)}
-# The carry takes 8 paths: a call may bring its .deps parts in one folder, .deps/carry.
+# The carry takes 8 paths: a call may bring its .deps parts in one folder, .deps/carry; parts
+# xz-compressed to fit 64 MiB: FOLDER.tar.xz unpacks into .deps/FOLDER, a file F.xz becomes F.gz.
 [ -d "$here/../../.deps/carry" ] && cp -rlf "$here/../../.deps/carry/." "$here/../../.deps/"
+for t in "$here"/../../.deps/*.tar.xz; do [ -f "$t" ] && mkdir -p "${t%.tar.xz}" && tar -C "${t%.tar.xz}" -xJf "$t"; done
+find "$here/../../.deps/data" -name '*.xz' | while read -r f; do [ -f "${f%.xz}.gz" ] || xz -dc "$f" | gzip -1 >"${f%.xz}.gz"; done
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cagra: CAGRA (NVIDIA cuVS) beside graft in one graft-bench run per set (issue 51): GraftGraph,
-# CAGRA (cuVS's auto search, then single-CTA and multi-CTA forced), FAISS's GPU IVF-Flat where a
-# FAISS GPU build is there (the faiss115 job), on dense-SIFT 1M, Fashion-MNIST and KDE-patches 1M,
+# CAGRA (cuVS's auto search, then single-CTA and multi-CTA forced on the same graph), FAISS's GPU
+# IVF-Flat where a FAISS GPU build is there (the faiss115 job; else FAISS's HNSW32 on 16 CPU
+# threads), on dense-SIFT 1M, Fashion-MNIST and KDE-patches 1M,
 # at batch 10,000 and 100 (GRAFT_CAGRA_BATCHES) and batch-1 latency over 200 queries; on
 # dense-SIFT also one graph, two walks: CAGRA's search on graft's graph ("CAGRA,graph=graft") and
 # graft's on CAGRA's ("GraftGraph,graph=cagra"). --graph-recall 2000 puts each graph's quality
@@ -19,8 +20,9 @@ lib=$PWD/.deps/cagra
 export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cmake -S . -B build-device -DGRAFT_CAGRA_PEER_LIB=$lib/libgraft_cagra_peer.so >>"$OUT/build.log" 2>&1
 ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1 || build_failed "$OUT/build.log"
-faiss=()
-faiss_gpu_ready && faiss=(--index "IVF4096,Flat@gpu")
+# FAISS: its GPU IVF-Flat where a FAISS GPU build is there, else HNSW32 on the CPU (16 threads).
+faiss=(--index HNSW32) fm_faiss=(--index HNSW32)
+faiss_gpu_ready && faiss=(--index "IVF4096,Flat@gpu") fm_faiss=(--index "IVF1024,Flat@gpu")
 gpu_name=$(device_name)
 cb() {  # NAME SHARE BASE QUERY [ARGS...]: SHARE percent of the seconds left
   local name=$1 secs=$(( $(seconds_left) * $2 / 100 )) base=$3 query=$4
@@ -39,8 +41,6 @@ mkdir -p /tmp/cagra-bench && rm -f /tmp/cagra-bench/graft-bench.jsonl
 bg_wait dense-sift
 [ -f $dense/query.u8bin ] && cb dense-sift1m 45 $dense/base.u8bin $dense/query.u8bin "${faiss[@]}" \
   --index CAGRA,graph=graft --index GraftGraph,graph=cagra
-fm_faiss=()
-[ ${#faiss[@]} = 0 ] || fm_faiss=(--index "IVF1024,Flat@gpu")
 cb fashion-mnist 45 "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz" "${fm_faiss[@]}"
 bg_wait kde-patches
 [ -f $patches/query.u8bin ] && cb kde-patches1m 95 $patches/base.u8bin $patches/query.u8bin "${faiss[@]}"
