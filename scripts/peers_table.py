@@ -60,7 +60,7 @@ def main():
                     row += (" " + ("~" if s[0].get("interpolated") else "") + fmt_qps(s[0]["qps"]) + " |") if s else " - |"
             # A configuration is its params less the batch and the timing's labels.
             def config(r):
-                return json.dumps({k: v for k, v in r["params"].items() if k not in ("batch", "latency", "refined")},
+                return json.dumps({k: v for k, v in r["params"].items() if k not in ("batch", "latency", "refined", "first_call_s")},
                                   sort_keys=True)
             recall_at_top = {config(r): r["recall"] for r in plain if r["params"].get("batch") == max(batches)}
             p50 = [r for r in plain if r["params"].get("latency") == "p50"]

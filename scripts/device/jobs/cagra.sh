@@ -3,14 +3,15 @@
 # CAGRA (cuVS's auto search, then single-CTA and multi-CTA forced on the same graph), FAISS's GPU
 # IVF-Flat where a FAISS GPU build is there (the faiss115 job; else FAISS's HNSW32 on 16 CPU
 # threads), on dense-SIFT 1M, Fashion-MNIST and KDE-patches 1M,
-# at batch 10,000 and 100 (GRAFT_CAGRA_BATCHES) and batch-1 latency over 200 queries; on
-# dense-SIFT also one graph, two walks: CAGRA's search on graft's graph ("CAGRA,graph=graft") and
-# graft's on CAGRA's ("GraftGraph,graph=cagra"). --graph-recall 2000 puts each graph's quality
-# beside it. CAGRA comes as four libraries carried in .deps/cagra (libcuvs.so, librmm.so,
+# at batch 10,000 and 100 (GRAFT_CAGRA_BATCHES) and batch-1 latency over 200 queries; then one
+# graph, two walks: CAGRA's search on graft's graph ("CAGRA,graph=graft") and graft's on CAGRA's
+# ("GraftGraph,graph=cagra"). GRAFT_CAGRA_INDEXES replaces the lists. --graph-recall 2000 puts
+# each graph's quality beside it. CAGRA comes as four libraries carried in .deps/cagra (libcuvs.so, librmm.so,
 # librapids_logger.so, libgraft_cagra_peer.so), built off the GPU machine by
 # scripts/device/build_cuvs.sh (64 MiB a carry: see docs/developing.md).
 # Writes to $OUT: cagra.log, cagra.jsonl (records).
-# Time: not measured yet.
+# Time: 270 s after a 139 s build on nvidia-h200, HNSW32 as FAISS's index
+# (bench/logs/cagra-6f3ee36-h200.log).
 # targets: graft-bench
 # needs: dense-sift kde-patches
 . "$(dirname "$0")/../lib.sh"
@@ -24,6 +25,14 @@ ninja -C build-device graft-bench >>"$OUT/build.log" 2>&1 || build_failed "$OUT/
 faiss=(--index HNSW32) fm_faiss=(--index HNSW32)
 faiss_gpu_ready && faiss=(--index "IVF4096,Flat@gpu") fm_faiss=(--index "IVF1024,Flat@gpu")
 gpu_name=$(device_name)
+# GRAFT_CAGRA_INDEXES (';'-separated) replaces every set's list, FAISS's and the two walks included.
+cross=(--index CAGRA,graph=graft --index GraftGraph,graph=cagra)
+indexes=(--index GraftGraph --index CAGRA --index CAGRA,algo=single --index CAGRA,algo=multi)
+if [ -n "${GRAFT_CAGRA_INDEXES:-}" ]; then
+  IFS=';' read -r -a list <<<"$GRAFT_CAGRA_INDEXES"
+  indexes=() faiss=() fm_faiss=() cross=()
+  for i in "${list[@]}"; do indexes+=(--index "$i"); done
+fi
 cb() {  # NAME SHARE BASE QUERY [ARGS...]: SHARE percent of the seconds left
   local name=$1 secs=$(( $(seconds_left) * $2 / 100 )) base=$3 query=$4
   shift 4
@@ -33,16 +42,16 @@ cb() {  # NAME SHARE BASE QUERY [ARGS...]: SHARE percent of the seconds left
     --name "$name" --base "$base" --query "$query" --k 10 --batch "${GRAFT_CAGRA_BATCHES:-10000,100}" \
     --latency-queries 200 --min-time 0.2 --graph-recall 2000 --out /tmp/cagra-bench \
     --gt-cache /tmp/graft-bench-gt --commit "$commit" --deadline $(( secs - 20 )) \
-    --index GraftGraph --index CAGRA --index CAGRA,algo=single --index CAGRA,algo=multi "$@" 2>&1 |
+    "${indexes[@]}" "$@" 2>&1 |
     tr '\r' '\n' | grep -v '^ *$' >>"$log"
   grep -E "built in|graph rows hold|~" "$log" | tail -n 24
 }
 mkdir -p /tmp/cagra-bench && rm -f /tmp/cagra-bench/graft-bench.jsonl
 bg_wait dense-sift
-[ -f $dense/query.u8bin ] && cb dense-sift1m 45 $dense/base.u8bin $dense/query.u8bin "${faiss[@]}" \
-  --index CAGRA,graph=graft --index GraftGraph,graph=cagra
-cb fashion-mnist 45 "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz" "${fm_faiss[@]}"
+[ -f $dense/query.u8bin ] && cb dense-sift1m 45 $dense/base.u8bin $dense/query.u8bin "${faiss[@]}" "${cross[@]}"
+[ -f "$fm/t10k-images-idx3-ubyte.gz" ] &&
+  cb fashion-mnist 45 "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz" "${fm_faiss[@]}" "${cross[@]}"
 bg_wait kde-patches
-[ -f $patches/query.u8bin ] && cb kde-patches1m 95 $patches/base.u8bin $patches/query.u8bin "${faiss[@]}"
+[ -f $patches/query.u8bin ] && cb kde-patches1m 95 $patches/base.u8bin $patches/query.u8bin "${faiss[@]}" "${cross[@]}"
 cp /tmp/cagra-bench/graft-bench.jsonl "$OUT/cagra.jsonl" 2>/dev/null
 stamp "cagra done"
