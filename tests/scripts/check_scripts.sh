@@ -3,7 +3,8 @@
 # scripts/**/*.sh parses (bash -n); every file under scripts/ has at most 250 lines and the driver
 # (scripts/device/run.sh) at most 150; every job file is in the driver's list and has the header
 # the docs rely on; --help lists every job; a dry run of the usual calls and of every job prints
-# its steps (nothing is built or run: no nvidia-smi, no cmake), so that a broken job list fails CI.
+# its steps (nothing is built or run: no nvidia-smi, no cmake), so that a broken job list fails CI;
+# cuVS's trim puts its block in once.
 #   bash tests/scripts/check_scripts.sh [SOURCE_DIR]
 set -uo pipefail
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
@@ -79,6 +80,16 @@ done
 dry "dry run: jobs: $(sed -n 's/^  \([a-z0-9-]*\)  .*/\1/p' <<<"$help" | xargs)" "${all[@]}"
 out=$(GRAFT_DRY_RUN=1 bash scripts/device/run.sh no-such-job 2>&1) && fail "an unknown job is accepted: $out"
 out=$(GRAFT_DRY_RUN=1 GRAFT_AB= bash scripts/device/run.sh walk-ab 2>&1) && fail "walk-ab runs without GRAFT_AB: $out"
+
+# cuVS's trim (scripts/device/cuvs_cagra_only.py) on a stand-in for cuVS's CMakeLists: its block
+# goes in once after add_library(cuvs_objs), a second run leaves the file as it is.
+tmp=$(mktemp -d)
+printf '  add_library(\n    cuvs_objs OBJECT\n    a.cu\n  )\n\n  set_target_properties(\n    cuvs_objs\n    PROPERTIES X\n  )\n' >"$tmp/CMakeLists.txt"
+python3 scripts/device/cuvs_cagra_only.py "$tmp/CMakeLists.txt" && cp "$tmp/CMakeLists.txt" "$tmp/once" &&
+  python3 scripts/device/cuvs_cagra_only.py "$tmp/CMakeLists.txt" || fail "cuvs_cagra_only.py fails"
+[ "$(grep -c 'graft: CAGRA_ONLY' "$tmp/CMakeLists.txt")" = 1 ] && cmp -s "$tmp/once" "$tmp/CMakeLists.txt" &&
+  grep -q 'EXCLUDE REGEX "src/neighbors/(ivf_pq/' "$tmp/CMakeLists.txt" || fail "cuvs_cagra_only.py: its block is not there once"
+rm -rf "$tmp"
 
 [ $fails = 0 ] && echo "scripts: ok (${#all[@]} jobs)" && exit 0
 echo "$fails check(s) failed"
