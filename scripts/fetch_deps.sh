@@ -99,6 +99,11 @@ if [ -f "$peers"/faiss-1.15.0.tar.gz ]; then
   mkdir -p .deps/peers
   cp "$peers"/faiss-1.15.0.tar.gz .deps/peers/
 fi
+# cuVS's sources (graft-bench's CAGRA peer: scripts/device/build_cuvs.sh, here or by the cuvs job).
+if [ -f "$peers"/cuvs/README.md ]; then
+  mkdir -p .deps/peers/cuvs
+  cp "$peers"/cuvs/*.tar.gz "$peers"/cuvs/README.md .deps/peers/cuvs/
+fi
 # Open MPI (the device/run.sh job mpi unpacks it with dpkg -x when the GPU machine has no mpirun):
 # its packages and the libraries they load that an Ubuntu machine lacks, not libc or libstdc++.
 mkdir -p .deps/mpi

@@ -46,6 +46,7 @@ photo-sift          | the real photo-sift10m set and its 1M subset (d = 128), ma
 faiss115            | FAISS 1.15 with its GPU part, built first; graft and its peers then use it
 faiss-gpu           | stock FAISS 1.7.3 with its GPU part, built in the background (~5 min)
 ggnn                | GGNN 0.9.1, built in the background (~30 s)
+cuvs                | cuVS trimmed to CAGRA, built in the background when .deps/cagra is not carried
 "
 usage() {
   cat <<EOF
@@ -125,7 +126,6 @@ stamp "GPU: ${gpu:-none}; $(nvcc --version | tail -n1); $(cmake --version | head
 faiss_deb || exit 1
 if wanted mpi; then mpi_env || exit 1; fi   # before the build: CMake finds MPI then
 stamp "BLAS: $GRAFT_BLAS"
-
 # A background job that cannot start (faiss115 builds in the foreground) ends the call.
 for j in "${starts[@]}"; do bash "$here/jobs/$j.sh" start || { stamp "$j did not start"; exit 1; }; done
 

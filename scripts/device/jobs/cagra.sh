@@ -8,15 +8,16 @@
 # ("GraftGraph,graph=cagra"). GRAFT_CAGRA_INDEXES replaces the lists. --graph-recall 2000 puts
 # each graph's quality beside it. CAGRA comes as four libraries carried in .deps/cagra (libcuvs.so, librmm.so,
 # librapids_logger.so, libgraft_cagra_peer.so), built off the GPU machine by
-# scripts/device/build_cuvs.sh (64 MiB a carry: see docs/developing.md).
+# scripts/device/build_cuvs.sh (64 MiB a carry: see docs/developing.md), or here by the cuvs job.
 # Writes to $OUT: cagra.log, cagra.jsonl (records).
 # Time: 270 s after a 139 s build on nvidia-h200, HNSW32 as FAISS's index
 # (bench/logs/cagra-6f3ee36-h200.log).
 # targets: graft-bench
-# needs: dense-sift kde-patches
+# needs: dense-sift kde-patches cuvs
 . "$(dirname "$0")/../lib.sh"
 log=$OUT/cagra.log
 lib=$PWD/.deps/cagra
+started cuvs && bg_wait cuvs 5  # built here when not carried (the cuvs job)
 [ -f $lib/libgraft_cagra_peer.so ] || { stamp "no .deps/cagra/libgraft_cagra_peer.so carried"; exit 1; }
 export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cmake -S . -B build-device -DGRAFT_CAGRA_PEER_LIB=$lib/libgraft_cagra_peer.so >>"$OUT/build.log" 2>&1
