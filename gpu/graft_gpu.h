@@ -189,6 +189,7 @@ typedef struct graft_gpu_grnnd_params {
     const int32_t* init; /* nullable device pointer, n x init_k ids in [-1, n): each vertex's initial
                             neighbours instead of S random ones (-1 and the vertex itself skipped) */
     int init_k;
+    float alpha2; /* sorted order: the pruning's slack squared (graft_rnnd_params.alpha); 1 = RNG */
 } graft_gpu_grnnd_params;
 
 /* Builds the graph of the n vectors x (device, n x d) and copies it to graph (n x R int32, rows

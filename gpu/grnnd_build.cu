@@ -337,7 +337,7 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
 // give-back, done by grnnd_redirect).
 template <bool L2>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
-grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
+grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R, float alpha2,
                    uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write,
                    unsigned long long* __restrict__ counters) {
     __shared__ float tiles[kWarpsSorted][kMaxR][kChunk + 1];
@@ -381,7 +381,7 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
         for (int j0 = 0; j0 < i && by < 0; j0 += 32) {
             const int j = j0 + lane;
             const bool h = j < i && ((accepted >> j) & 1) && !(oi && key_old(list[j])) &&
-                           row[j] < di;  // strict: identical vectors never prune each other
+                           alpha2 * row[j] < di;  // strict: identical vectors never prune each other
             const unsigned b = __ballot_sync(kFullMask, h);
             if (b) by = j0 + __ffs(b) - 1;
         }
@@ -423,7 +423,7 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R,
 // a few tens. Little shared memory, so many warps per SM hide the loads.
 template <bool L2>
 __global__ void __launch_bounds__(kWarps * 32)
-grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R,
+grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R, float alpha2,
                  uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write,
                  unsigned long long* __restrict__ counters) {
     __shared__ uint64_t lists[kWarps][kMaxR];
@@ -450,7 +450,7 @@ grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R,
             if (oi && key_old(list[j])) continue;  // compared in an earlier round
             const float dij = warp_dist<L2>(xi, x + (int64_t)key_id(list[j]) * d, d, lane);
             pairs++;
-            if (dij < di) by = j;  // strict: identical vectors never prune each other
+            if (alpha2 * dij < di) by = j;  // strict: identical vectors never prune each other
         }
         if (by < 0) {
             accepted |= 1ull << i;
@@ -745,10 +745,10 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
                 // Fills every write slot itself, leaves redirect records in the read pool.
                 if (p->staged)
                     grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
-                                             0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
+                                             0, st>>>(x, n, d, R, p->alpha2, pool[cur], pool[cur ^ 1],
                                                       prof.counters);
                 else
-                    grnnd_round_lazy<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur],
+                    grnnd_round_lazy<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->alpha2, pool[cur],
                                                                      pool[cur ^ 1], prof.counters);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(1);

@@ -125,7 +125,7 @@ namespace {
 
 const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
-        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, init_exact; adds and removals: add_policy, "
+        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
         "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
@@ -134,7 +134,7 @@ const char* const kKnownWalk =
         "consolidate_seconds, last_add, rebuild_share_applied, gpu_inserts";
 const char* const kKnownPQ =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
-        "build): R, S, T1, T2, rho, delta, init_exact; filtered search: filter_exact_below; adds and removals: "
+        "build): R, S, T1, T2, rho, delta, alpha, init_exact; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
         "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "

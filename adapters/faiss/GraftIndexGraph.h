@@ -65,7 +65,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //  PQ placement: "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes the index
     //                keeps resident on the GPU, 0 = half the device); both move the device data
     //  build (used by the next build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho",
-    //                   "delta" (convergence: graft/graph.h), "init_exact" (1: start from the
+    //                   "delta" (convergence: graft/graph.h), "alpha" (the pruning's slack),
+    //                   "init_exact" (1: start from the
     //                   exact R nearest, the oracle graph)
     //  adds and removals (graft_living_params): "add_policy" (0 auto, 1 insert, 2 rebuild),
     //                   "insert_L" (0 = default), "rebuild_share" (< 0: the cost model),

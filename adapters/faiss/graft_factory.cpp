@@ -37,7 +37,7 @@ const char* const kAccepted =
         "trained before adding), on GPU 0 when one is visible, else the CPU "
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,T1=6,T2=15\" the graph "
-        "build (S=N, T1=N, T2=N, rho=X, delta=X), \"GraftGraph,PQ16,ooc\" / \",inmem\" "
+        "build (S=N, T1=N, T2=N, rho=X, delta=X, alpha=X), \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
         "budget; \",gpus=all\", \",gpus=0-3\" or \",gpus=0,1\" spread the index over those GPUs "
         "(one shard per listed GPU; a GPU may repeat), \",shards=N\" makes N shards on the "
@@ -88,9 +88,9 @@ bool parse_real(const std::string& s, double* out) {
     return true;
 }
 
-// "S=32", "T1=6", "T2=15", "rho=0.6", "delta=0.002": a GRNND build option.
+// "S=32", "T1=6", "T2=15", "rho=0.6", "delta=0.002", "alpha=1.2": a GRNND build option.
 bool is_build_option(const std::string& c) {
-    for (const char* name : {"S=", "T1=", "T2=", "rho=", "delta="})
+    for (const char* name : {"S=", "T1=", "T2=", "rho=", "delta=", "alpha="})
         if (starts_with(c, name)) return true;
     return false;
 }
@@ -150,7 +150,7 @@ struct GraftSpec {
     int R = 0;        // graph: max degree, 0 = default
     int L = 0;        // graph: search beam, 0 = default
     int probes = 0;   // graph without PQ: vertices expanded a step, 0 = default
-    std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=
+    std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=, alpha=
     int init_exact = -1;  // graph: init=exact (1) / init=random (0), -1 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
@@ -304,7 +304,7 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
         } else if (spec.graph && is_build_option(c)) {
             const std::string name = c.substr(0, c.find('='));
             double v = 0;
-            const bool real = name == "rho" || name == "delta";
+            const bool real = name == "rho" || name == "delta" || name == "alpha";
             int iv = 0;
             const bool ok = real ? parse_real(c.substr(name.size() + 1), &v)
                                  : parse_small_int(c.substr(name.size() + 1), &iv);
@@ -313,8 +313,8 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
             for (const auto& o : spec.build) repeated |= o.first == name;
             GRAFT_REQUIRE(ok && !repeated,
                           "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": the "
-                          "graph build's S=N, T1=N, T2=N (non-negative integers), rho=X, delta=X "
-                          "(reals), each once (docs/factory-strings.md); %s",
+                          "graph build's S=N, T1=N, T2=N (non-negative integers), rho=X, delta=X, "
+                          "alpha=X (reals), each once (docs/factory-strings.md); %s",
                           c.c_str(), desc.c_str(), kAccepted);
             spec.build.emplace_back(name, v);
         } else if (spec.graph && starts_with(c, "init=")) {
@@ -386,8 +386,8 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, init=exact, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, S=N, T1=N, T2=N, rho=X, delta=X, init=exact, gpus=LIST, shards=N, replicas"
+                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

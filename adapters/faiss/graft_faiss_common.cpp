@@ -150,6 +150,7 @@ int* build_field(graft_rnnd_params& b, const std::string& name) {
 float* build_real_field(graft_rnnd_params& b, const std::string& name) {
     if (name == "rho") return &b.rho;
     if (name == "delta") return &b.delta;
+    if (name == "alpha") return &b.alpha;
     return nullptr;
 }
 

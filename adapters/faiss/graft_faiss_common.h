@@ -85,7 +85,7 @@ int param_as_int(const char* cls, const char* name, double value);
 // The integer GRNND build parameter `name` of b ("R", "S", "T1", "T2"), nullptr for others: the
 // build parameters graft's graph indexes take by name.
 int* build_field(graft_rnnd_params& b, const std::string& name);
-// The real-valued ones ("rho", "delta"), nullptr for others.
+// The real-valued ones ("rho", "delta", "alpha"), nullptr for others.
 float* build_real_field(graft_rnnd_params& b, const std::string& name);
 
 // Index-level parameters by name (see each index's set_param). Unknown names throw, listing the

@@ -60,12 +60,13 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
     GRAFT_TRY(dx_given ? graft_check_graph_build_args(x, n, d, b, out, "graft_grnnd_build_gpu")
                        : graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
     if (b->R > 64 || p.pairs < 0 || p.pairs > 256 || p.staged < -1 || p.staged > 1 ||
-        (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM))
+        (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM) ||
+        (p.order == GRAFT_GRNND_RANDOM && b->alpha != 1.0f))
         return graft_fail(GRAFT_EINVAL,
-                          "graft_grnnd_build_gpu: R=%d order=%d pairs=%d staged=%d (the GPU builder "
-                          "needs R <= 64, order GRAFT_GRNND_SORTED or GRAFT_GRNND_RANDOM, "
-                          "0 <= pairs <= 256, staged -1, 0 or 1)",
-                          b->R, p.order, p.pairs, p.staged);
+                          "graft_grnnd_build_gpu: R=%d order=%d pairs=%d staged=%d alpha=%g (the GPU "
+                          "builder needs R <= 64, order GRAFT_GRNND_SORTED or GRAFT_GRNND_RANDOM, "
+                          "0 <= pairs <= 256, staged -1, 0 or 1, alpha 1 with the random order)",
+                          b->R, p.order, p.pairs, p.staged, (double)b->alpha);
     /* Automatic: Algorithm 2's own pairs for the sorted order (bench/RESULTS.md: 1.5x faster on
      * 1M dense SIFT, 2x on Fashion-MNIST), shared-memory tiles for the random order. */
     const int staged = p.staged >= 0 ? p.staged : p.order == GRAFT_GRNND_RANDOM;
@@ -82,7 +83,7 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,
                                  b->metric == GRAFT_METRIC_L2, b->seed,
                                  b->delta > 0.0f ? graft_rnnd_converged_below(n, b->R, b->delta) : -1,
-                                 GRAFT_RNND_CHURN_FLOOR, &rounds, NULL, 0};
+                                 GRAFT_RNND_CHURN_FLOOR, &rounds, NULL, 0, b->alpha * b->alpha};
     const double t1 = graft_now_s();
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);

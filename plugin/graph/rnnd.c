@@ -4,8 +4,8 @@
  * Each vertex keeps a pool of at most R candidates sorted by (distance, id) with NN-Descent's
  * new/old flag; a full pool keeps the R closest (Alg. 2 line 4, GRNND's fixed-capacity pool,
  * section 3.5). A round of UPDATE_NEIGHBORS (Alg. 2) walks each pool closest first and drops a
- * candidate w that is closer to an already accepted neighbour u than to v (RNG rule, eq. 1-2),
- * redirecting it: w becomes a new candidate of u. Pairs of two old entries were compared in an
+ * candidate w that is closer to an already accepted neighbour u than to v (RNG rule, eq. 1-2;
+ * with alpha > 1, alpha times closer: graph.h), redirecting it: w becomes a new candidate of u. Pairs of two old entries were compared in an
  * earlier round and are skipped, as in NN-Descent. After each outer iteration but the last,
  * reverse edges join the pools (Alg. 1 line 9; sampled with ratio rho as in GRNND 3.6).
  *
@@ -55,6 +55,7 @@ typedef struct {
     int32_t* cnt; /* entries used in each pool */
     const int32_t* init; /* graft_rnnd_params.init, init_k */
     int init_k;
+    float alpha2; /* alpha squared: the pruning compares squared L2 distances */
 } rnnd;
 
 static int less(ent a, ent b) { return a.d < b.d || (a.d == b.d && a.id < b.id); }
@@ -131,7 +132,7 @@ static int update_vertex(rnnd* g, int64_t v, redirect* out) {
             float duw = dist(g, p[j].id, c.id);
             /* Strict: identical vectors (d = 0 everywhere) are never pruned, so a set of
              * duplicates cannot collapse onto one vertex and overflow its pool. */
-            if (duw < c.d) {
+            if (g->alpha2 * duw < c.d) {
                 ok = 0;
                 out[nout++] = (redirect){p[j].id, c.id, duw, c.d};
                 break;
@@ -188,13 +189,18 @@ int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const gra
         return graft_fail(GRAFT_EINVAL, "%s: bad sizes n=%lld d=%lld (need 0 < n < 2^31, d > 0)",
                           fn, (long long)n, (long long)d);
     if (p->S < 1 || p->R < 1 || p->T1 < 0 || p->T2 < 0 || !(p->rho >= 0.0f && p->rho <= 1.0f) ||
-        !(p->delta >= 0.0f && p->delta < 1.0f))
+        !(p->delta >= 0.0f && p->delta < 1.0f) || !(p->alpha >= 1.0f && p->alpha <= 100.0f))
         return graft_fail(GRAFT_EINVAL,
-                          "%s: bad parameters S=%d R=%d T1=%d T2=%d rho=%g delta=%g "
-                          "(need S, R >= 1; T1, T2 >= 0; 0 <= rho <= 1; 0 <= delta < 1)",
-                          fn, p->S, p->R, p->T1, p->T2, (double)p->rho, (double)p->delta);
+                          "%s: bad parameters S=%d R=%d T1=%d T2=%d rho=%g delta=%g alpha=%g "
+                          "(need S, R >= 1; T1, T2 >= 0; 0 <= rho <= 1; 0 <= delta < 1; "
+                          "1 <= alpha <= 100)",
+                          fn, p->S, p->R, p->T1, p->T2, (double)p->rho, (double)p->delta,
+                          (double)p->alpha);
     if (p->metric != GRAFT_METRIC_L2 && p->metric != GRAFT_METRIC_INNER_PRODUCT)
         return graft_fail(GRAFT_EINVAL, "%s: unknown metric %d", fn, (int)p->metric);
+    if (p->alpha != 1.0f && p->metric != GRAFT_METRIC_L2)
+        return graft_fail(GRAFT_EINVAL, "%s: alpha = %g needs L2 (inner product prunes with alpha = 1)",
+                          fn, (double)p->alpha);
     if (p->init) {
         if (p->init_k < 1)
             return graft_fail(GRAFT_EINVAL, "%s: init given with init_k = %d (need >= 1)", fn, p->init_k);
@@ -222,6 +228,7 @@ void graft_rnnd_params_defaults(graft_rnnd_params* p) {
     p->delta = 0.002f;
     p->init = NULL;
     p->init_k = 0;
+    p->alpha = 1.0f;
 }
 
 int64_t graft_rnnd_converged_below(int64_t n, int R, float delta) {
@@ -244,7 +251,7 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
         return graft_fail(GRAFT_ENOMEM, "graft_rnnd_build_cpu: n x R = %lld x %d overflows",
                           (long long)n, p.R);
     rnnd g = {x, n, d, p.R, p.metric == GRAFT_METRIC_L2, malloc(bytes),
-              calloc((size_t)n, sizeof(int32_t)), p.init, p.init_k};
+              calloc((size_t)n, sizeof(int32_t)), p.init, p.init_k, p.alpha * p.alpha};
     redirect* red = malloc(rbytes); /* up to R per vertex and round */
     int* nred = malloc((size_t)n * sizeof(int));
     int32_t* nbrs = malloc(nR * sizeof(int32_t));

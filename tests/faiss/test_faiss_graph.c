@@ -87,7 +87,7 @@ static void test_factory(void) {
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,probes=1,probes=2", METRIC_L2), "probes=2");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,PQ16,probes=2", METRIC_L2), "probes=2");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,probes=2", METRIC_L2), "probes=2");
-    /* The build's options (S=, T1=, T2=, rho=, delta=), read back as parameters; bad values fail
+    /* The build's options (S=, T1=, T2=, rho=, delta=, alpha=), read back as parameters; bad values fail
      * at the factory (set_build_params checks them), repeated or unknown forms are refused. */
     FaissIndex* opts = make("GraftGraph,cpu,S=24,T1=5,T2=12,rho=0.5,delta=0.002,L=40");
     if (opts)
@@ -104,6 +104,11 @@ static void test_factory(void) {
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,delta=x", METRIC_L2), "delta=X");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,delta=1.5", METRIC_L2), "delta");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,rho=2", METRIC_L2), "rho");
+    FaissIndex* relaxed = make("GraftGraph,cpu,alpha=1.2");
+    if (relaxed) CHECK(fabs(param(relaxed, "alpha") - 1.2) < 1e-6, "alpha read back %g", param(relaxed, "alpha"));
+    faiss_Index_free(relaxed);
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,alpha=0.5", METRIC_L2), "alpha");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,alpha=1.2", METRIC_INNER_PRODUCT), "alpha");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,S=0", METRIC_L2), "S");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,T1=3", METRIC_L2), "T1");
     /* init=exact: the oracle graph (each vertex starts from its exact R nearest). */

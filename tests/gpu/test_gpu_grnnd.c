@@ -101,6 +101,13 @@ static void test_sift5k(const graft_test_sift* s) {
         compare("sift5k oracle (exact 64-NN start)", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &orc, Ls, 5, 1);
         free(KD), free(KI), free(init);
     }
+    /* The pruning's slack (alpha 1.2, Vamana's rule) on both sides: denser rows. */
+    graft_grnnd_params relaxed = gp;
+    relaxed.base.alpha = 1.2f;
+    compare("sift5k alpha=1.2", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &relaxed, Ls, 5, 1);
+    relaxed.order = GRAFT_GRNND_RANDOM; /* the random order prunes by the RNG rule only */
+    graft_graph refused = {0};
+    CHECK_ERR(graft_grnnd_build_gpu(s->xb, s->nb, s->d, &relaxed, &refused, NULL), GRAFT_EINVAL);
     graft_grnnd_params r6 = gp;
     r6.base.rho = 0.6f;
     compare("sift5k rho=0.6", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, &r6, Ls + 2, 1, 1);

@@ -328,6 +328,12 @@ static void test_bad_input(void) {
     CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
     b = p, b.delta = NAN;
     CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
+    b = p, b.alpha = 0.9f;
+    CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
+    b = p, b.alpha = NAN;
+    CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
+    b = p, b.alpha = 1.2f, b.metric = GRAFT_METRIC_INNER_PRODUCT; /* alpha needs L2 */
+    CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &b, &out), GRAFT_EINVAL);
     x[5] = NAN;
     CHECK_ERR(graft_rnnd_build_cpu(x, 4, 2, &p, &out), GRAFT_EINVAL);
     x[5] = INFINITY;
@@ -620,6 +626,39 @@ static void test_convergence(void) {
     graft_test_free_sift(&s);
 }
 
+/* The pruning's slack (alpha > 1, Vamana's rule): rows keep more edges, and hold more of each
+ * vertex's exact 10 nearest; alpha = 1 is the RNG rule itself (the defaults' graph, bit for bit). */
+static void test_alpha(void) {
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, QUICK_NB, QUICK_NQ);
+    graft_rnnd_params p, a;
+    graft_rnnd_params_defaults(&p);
+    a = p;
+    a.alpha = 1.2f;
+    graft_graph g1 = {0}, ga = {0};
+    const double t0 = omp_get_wtime();
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &p, &g1));
+    const double t1 = omp_get_wtime();
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &a, &ga));
+    const double t2 = omp_get_wtime();
+    double m1, ma, r1, ra;
+    int x1, xa;
+    int64_t f1, fa;
+    CHECK_OK(graft_graph_stats(&g1, &m1, &x1, &f1, &r1));
+    CHECK_OK(graft_graph_stats(&ga, &ma, &xa, &fa, &ra));
+    const double q1[2] = {sift_recall(&g1, &s, 16), sift_recall(&g1, &s, 24)};
+    const double qa[2] = {sift_recall(&ga, &s, 16), sift_recall(&ga, &s, 24)};
+    printf("sift5k alpha: 1 (RNG) %.3f s, mean degree %.2f, recall@10 L=16 %.4f L=24 %.4f; "
+           "1.2 %.3f s, mean degree %.2f, L=16 %.4f L=24 %.4f\n",
+           t1 - t0, m1, q1[0], q1[1], t2 - t1, ma, qa[0], qa[1]);
+    CHECK(ma > m1, "alpha 1.2 kept no more edges: mean degree %.2f against %.2f", ma, m1);
+    CHECK(ra == 1.0, "alpha 1.2: reachable %.4f", ra);
+    CHECK(qa[0] >= q1[0] - 0.01, "alpha 1.2 searches worse at L = 16: %.4f against %.4f", qa[0], q1[0]);
+    graft_graph_free(&g1), graft_graph_free(&ga);
+    graft_test_free_sift(&s);
+}
+
 /* The oracle graph: the same rounds started from each vertex's exact R nearest (init) instead of
  * S random ones. Its rows hold more of the exact 10-NN and it searches at least as well as the
  * random start's; bad init ids are refused. */
@@ -669,6 +708,7 @@ int main(void) {
     test_sift5k();
     test_convergence();
     test_oracle();
+    test_alpha();
     test_search_params();
     test_inner_product();
     test_degenerate();

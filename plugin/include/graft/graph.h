@@ -45,10 +45,15 @@ typedef struct graft_rnnd_params {
                      accepted), and the outer iterations stop once an iteration's reverse edges
                      led to no more than one such round. 0 = run T1 x T2 rounds (the inner rounds
                      still stop when one adds nothing). Must lie in [0, 1). */
+    float alpha;  /* the pruning's slack (Vamana's alpha): a candidate w of v is dropped for an
+                     accepted closer neighbour u only when alpha d(u, w) < d(v, w) (distances, not
+                     squared). 1 (default) = the RNG rule; larger keeps more edges a row (denser
+                     rows, fewer steps a walk, longer builds). L2 only: must be 1 with inner
+                     product. At least 1. */
 } graft_rnnd_params;
 
-/* Defaults: S = 32, R = 64, T1 = 8, T2 = 30 (limits), delta = 0.002, rho = 1, seed = 1234,
- * metric L2.
+/* Defaults: S = 32, R = 64, T1 = 8, T2 = 30 (limits), delta = 0.002, rho = 1, alpha = 1,
+ * seed = 1234, metric L2.
  * R = 64: R = 32 caps hub pools and leaves outliers unreachable; 64 is the GPU builder's limit.
  * S = 32: S = 16 loses ~0.01 recall at equal L; S = 64 builds 1.2x longer for no steady gain
  *   (H200, 1M sets, bench/RESULTS.md "A build that converges").
