@@ -60,15 +60,6 @@ bool same_vectors(const GraftIndexGraph* a, const GraftIndexGraph* b) {
     return true;
 }
 
-idx_t run_global(const std::vector<IdRun>& runs, idx_t local) {
-    if (local < 0 || runs.empty()) return -1;
-    // Runs are few (one per add); the last one holds the local ids of the latest add.
-    auto it = std::upper_bound(runs.begin(), runs.end(), local,
-                               [](idx_t v, const IdRun& r) { return v < r.local; });
-    if (it == runs.begin()) return -1;
-    --it;
-    return it->global + (local - it->local);
-}
 
 // Shard s's results, local ids made the sharded index's (one add, the common case: an offset).
 void globalize(const std::vector<IdRun>& runs, idx_t* I, size_t m) {
@@ -81,30 +72,6 @@ void globalize(const std::vector<IdRun>& runs, idx_t* I, size_t m) {
     for (size_t j = 0; j < m; j++) I[j] = run_global(runs, I[j]);
 }
 
-// A shard's view of a selector over the sharded index's ids.
-struct ShardSelector : faiss::IDSelector {
-    const faiss::IDSelector* global;
-    const std::vector<IdRun>* runs;
-    bool is_member(idx_t local) const override {
-        idx_t g = run_global(*runs, local);
-        return g >= 0 && global->is_member(g);
-    }
-};
-
-// A copy of p (graft's parameter types or a plain SearchParameters) to change its selector.
-std::unique_ptr<faiss::SearchParameters> clone_params(const faiss::SearchParameters* p) {
-    if (auto* q = dynamic_cast<const SearchParametersGraftGraph*>(p))
-        return std::make_unique<SearchParametersGraftGraph>(*q);
-    if (auto* q = dynamic_cast<const SearchParametersGraftGraphPQ*>(p))
-        return std::make_unique<SearchParametersGraftGraphPQ>(*q);
-    if (auto* q = dynamic_cast<const SearchParametersGraftFlat*>(p))
-        return std::make_unique<SearchParametersGraftFlat>(*q);
-    GRAFT_REQUIRE(typeid(*p) == typeid(faiss::SearchParameters),
-                  "GraftIndexShards::search: search parameters of type %s are not passed to the "
-                  "shards (graft's SearchParameters and a plain faiss::SearchParameters are)",
-                  typeid(*p).name());
-    return std::make_unique<faiss::SearchParameters>(*p);
-}
 
 // Vector by vector, so that the message names the row, and in parallel: the check reads the
 // whole batch once more before any shard starts (6 GB at 50M x 128).
@@ -126,6 +93,36 @@ void require_finite(idx_t n, idx_t d, const float* x, const char* fn) {
 }
 
 }  // namespace
+
+idx_t run_global(const std::vector<IdRun>& runs, idx_t local) {
+    if (local < 0 || runs.empty()) return -1;
+    // Runs are few (one per add); the last one holds the local ids of the latest add.
+    auto it = std::upper_bound(runs.begin(), runs.end(), local,
+                               [](idx_t v, const IdRun& r) { return v < r.local; });
+    if (it == runs.begin()) return -1;
+    --it;
+    return it->global + (local - it->local);
+}
+
+bool RunSelector::is_member(idx_t local) const {
+    const idx_t g = run_global(*runs, local);
+    return g >= 0 && global->is_member(g);
+}
+
+std::unique_ptr<faiss::SearchParameters> clone_search_params(const faiss::SearchParameters* p, const char* who) {
+    if (auto* q = dynamic_cast<const SearchParametersGraftGraph*>(p))
+        return std::make_unique<SearchParametersGraftGraph>(*q);
+    if (auto* q = dynamic_cast<const SearchParametersGraftGraphPQ*>(p))
+        return std::make_unique<SearchParametersGraftGraphPQ>(*q);
+    if (auto* q = dynamic_cast<const SearchParametersGraftFlat*>(p))
+        return std::make_unique<SearchParametersGraftFlat>(*q);
+    GRAFT_REQUIRE(typeid(*p) == typeid(faiss::SearchParameters),
+                  "%s: search parameters of type %s are not passed on (graft's SearchParameters and a "
+                  "plain faiss::SearchParameters are)",
+                  who, typeid(*p).name());
+    return std::make_unique<faiss::SearchParameters>(*p);
+}
+
 
 // ---- training shared by shards and replicas --------------------------------------------------
 
@@ -278,10 +275,10 @@ void GraftIndexShards::search(idx_t n, const float* x, idx_t k, float* distances
     std::unique_ptr<idx_t[]> all_i(new idx_t[stride * ns]);
     // Per shard: its own copy of params whose selector sees global ids.
     std::vector<std::unique_ptr<faiss::SearchParameters>> shard_params(ns);
-    std::vector<ShardSelector> sels(ns);
+    std::vector<RunSelector> sels(ns);
     if (params)
         for (int s = 0; s < ns; s++) {
-            shard_params[s] = clone_params(params);
+            shard_params[s] = clone_search_params(params, "GraftIndexShards::search");
             if (params->sel) {
                 sels[s].global = params->sel;
                 sels[s].runs = &shard_runs(s);

@@ -13,11 +13,13 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include <faiss/IndexReplicas.h>
 #include <faiss/IndexShards.h>
+#include <faiss/impl/IDSelector.h>
 
 #include "graft_faiss_common.h"
 
@@ -28,6 +30,21 @@ namespace graft {
 struct IdRun {
     idx_t local, global;
 };
+
+// The global id of local id `local` under `runs` (sorted by local); -1 for -1 and ids before them.
+idx_t run_global(const std::vector<IdRun>& runs, idx_t local);
+
+// A part's view (a shard's, an MPI rank's) of a selector over the whole index's ids: local ids go
+// through the part's runs.
+struct RunSelector : faiss::IDSelector {
+    const faiss::IDSelector* global = nullptr;
+    const std::vector<IdRun>* runs = nullptr;
+    bool is_member(idx_t local) const override;
+};
+
+// A copy of p (graft's SearchParameters types or a plain faiss::SearchParameters), so that a part
+// can be given its own selector; any other type throws, naming `who`.
+std::unique_ptr<faiss::SearchParameters> clone_search_params(const faiss::SearchParameters* p, const char* who);
 
 // A sharded index whose ids are those a single index would give: every add numbers its vectors
 // after the ones before (0, 1, 2, ... in add order) and splits them evenly over the shards, so

@@ -67,39 +67,6 @@ void merge_records(void* in, void* inout, int* len, MPI_Datatype* type) {
     }
 }
 
-idx_t run_global(const std::vector<IdRun>& runs, idx_t local) {
-    if (local < 0) return -1;
-    auto it = std::upper_bound(runs.begin(), runs.end(), local,
-                               [](idx_t v, const IdRun& r) { return v < r.local; });
-    if (it == runs.begin()) return -1;
-    --it;
-    return it->global + (local - it->local);
-}
-
-// A rank's view of a selector over the index's global ids.
-struct RankSelector : faiss::IDSelector {
-    const faiss::IDSelector* global = nullptr;
-    const std::vector<IdRun>* runs = nullptr;
-    bool is_member(idx_t local) const override {
-        const idx_t g = run_global(*runs, local);
-        return g >= 0 && global->is_member(g);
-    }
-};
-
-// A copy of p (graft's parameter types or a plain SearchParameters) to change its selector.
-std::unique_ptr<faiss::SearchParameters> clone_params(const faiss::SearchParameters* p) {
-    if (auto* q = dynamic_cast<const SearchParametersGraftGraphPQ*>(p))
-        return std::make_unique<SearchParametersGraftGraphPQ>(*q);
-    if (auto* q = dynamic_cast<const SearchParametersGraftGraph*>(p))
-        return std::make_unique<SearchParametersGraftGraph>(*q);
-    if (auto* q = dynamic_cast<const SearchParametersGraftFlat*>(p))
-        return std::make_unique<SearchParametersGraftFlat>(*q);
-    GRAFT_REQUIRE(typeid(*p) == typeid(faiss::SearchParameters),
-                  "search parameters of type %s with a selector are not passed across ranks "
-                  "(graft's SearchParameters and a plain faiss::SearchParameters are)",
-                  typeid(*p).name());
-    return std::make_unique<faiss::SearchParameters>(*p);
-}
 
 // The first row of x holding NaN or Inf, or n.
 idx_t first_nonfinite(idx_t n, idx_t d, const float* x) {
@@ -282,9 +249,9 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
                       "n = %lld (0 <= n < 2^31), x, distances and labels given", (long long)n);
         // A selector sees global ids: each rank's copy of params asks it through its id runs.
         std::unique_ptr<faiss::SearchParameters> own;
-        RankSelector sel;
+        RunSelector sel;
         if (params && params->sel) {
-            own = clone_params(params);
+            own = clone_search_params(params, fn);
             sel.global = params->sel;
             sel.runs = &runs_;
             own->sel = &sel;
