@@ -21,6 +21,14 @@ int graft_check_finite(const float* x, int64_t n, int64_t d, const char* what) {
     return bad < n ? graft_fail_nonfinite(what, bad) : GRAFT_OK;
 }
 
+int64_t graft_first_id_outside(const int32_t* ids, int64_t count, int64_t n) {
+    int64_t bad = count;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+    for (int64_t i = 0; i < count; i++)
+        if ((ids[i] < -1 || ids[i] >= n) && i < bad) bad = i;
+    return bad;
+}
+
 int graft_fail_nonfinite(const char* what, int64_t row) {
     return graft_fail(GRAFT_EINVAL, "%s: row %lld holds NaN or Inf; graft accepts finite values only",
                       what, (long long)row);

@@ -44,11 +44,7 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
     if (graph->entry < 0 || graph->entry >= n)
         return graft_fail(GRAFT_EINVAL, "%s: entry %lld out of range [0, %lld)", fn,
                           (long long)graph->entry, (long long)n);
-    const int64_t slots = n * graph->R;
-    int64_t bad = slots;
-#pragma omp parallel for reduction(min : bad) schedule(static)
-    for (int64_t i = 0; i < slots; i++)
-        if ((graph->nbrs[i] < -1 || graph->nbrs[i] >= n) && i < bad) bad = i;
+    const int64_t slots = n * graph->R, bad = graft_first_id_outside(graph->nbrs, slots, n);
     if (bad < slots)
         return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
                           (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);

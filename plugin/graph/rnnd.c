@@ -204,11 +204,7 @@ int graft_check_graph_build_args(const float* x, int64_t n, int64_t d, const gra
     if (p->init) {
         if (p->init_k < 1)
             return graft_fail(GRAFT_EINVAL, "%s: init given with init_k = %d (need >= 1)", fn, p->init_k);
-        const int64_t slots = n * p->init_k;
-        int64_t bad = slots;
-#pragma omp parallel for reduction(min : bad) schedule(static)
-        for (int64_t i = 0; i < slots; i++)
-            if ((p->init[i] < -1 || p->init[i] >= n) && i < bad) bad = i;
+        const int64_t slots = n * p->init_k, bad = graft_first_id_outside(p->init, slots, n);
         if (bad < slots)
             return graft_fail(GRAFT_EINVAL, "%s: init row %lld holds id %d, outside [-1, %lld)", fn,
                               (long long)(bad / p->init_k), (int)p->init[bad], (long long)n);
