@@ -575,8 +575,10 @@ struct CagraIndex : faiss::Index {
         static LastGraph b;
         return b;
     }
-    bool built_before(int64_t n, const float* x) const {
-        return last().n == n && last().x == x && last().degree_asked == graph_degree && last().metric == metric_type;
+    // The last graph, if it was built over these n vectors x at this degree and metric.
+    static const LastGraph* built_before(int64_t n, const float* x, int degree, faiss::MetricType metric) {
+        const LastGraph& b = last();
+        return b.n == n && b.x == x && b.degree_asked == degree && b.metric == metric ? &b : nullptr;
     }
     CagraIndex(int d, faiss::MetricType m) : faiss::Index(d, m), peer(bench::cagra_peer_new(d, m == faiss::METRIC_INNER_PRODUCT)) {}
     ~CagraIndex() override { bench::cagra_peer_free(peer); }
@@ -1125,10 +1127,9 @@ void CagraIndex::add(idx_t n, const float* x) {
         const std::vector<uint32_t> rows = rows_for_cagra(*graph);
         if (!bench::cagra_peer_set_graph(peer, n, x, rows.data(), graph->R, &err)) throw std::runtime_error(err);
         build_algo = "graft";
-    } else if (built_before(n, x)) {
-        if (!bench::cagra_peer_set_graph(peer, n, x, last().rows.data(), last().degree, &err))
-            throw std::runtime_error(err);
-        build_algo = last().algo;
+    } else if (const LastGraph* b = built_before(n, x, graph_degree, metric_type)) {
+        if (!bench::cagra_peer_set_graph(peer, n, x, b->rows.data(), b->degree, &err)) throw std::runtime_error(err);
+        build_algo = b->algo;
         graph_reused = true;
     } else {
         if (!bench::cagra_peer_build(peer, n, x, graph_degree, &build_algo, &err)) throw std::runtime_error(err);
@@ -1148,16 +1149,17 @@ void take_cagra_graph(faiss::Index* index, const Dataset& D, faiss::MetricType m
     std::unique_ptr<bench::CagraPeer, void (*)(bench::CagraPeer*)> peer(bench::cagra_peer_new(D.d, ip),
                                                                       bench::cagra_peer_free);
     std::string err, algo;
-    std::vector<uint32_t> rows;
+    std::vector<uint32_t> built;
     int R = 0;
-    const CagraIndex::LastGraph& last = CagraIndex::last();  // a CAGRA index's of this run
-    if (last.n == D.nb && last.x == D.xb.data() && last.degree_asked == 0 && last.metric == metric) {
-        rows = last.rows;
-        R = last.degree;
+    // A CAGRA index's graph of this run, else one built here.
+    const CagraIndex::LastGraph* b = CagraIndex::built_before(D.nb, D.xb.data(), 0, metric);
+    if (b) {
+        R = b->degree;
     } else if (!bench::cagra_peer_build(peer.get(), D.nb, D.xb.data(), 0, &algo, &err) ||
-               !bench::cagra_peer_graph(peer.get(), &rows, &R, &err)) {
+               !bench::cagra_peer_graph(peer.get(), &built, &R, &err)) {
         throw std::runtime_error(err);
     }
+    const std::vector<uint32_t>& rows = b ? b->rows : built;
     const int64_t n = D.nb, d = D.d;
     const float* x = D.xb.data();
     auto far = [&](const float* a, const float* b) {  // larger is farther
