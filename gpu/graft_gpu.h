@@ -218,8 +218,9 @@ typedef struct graft_gpu_search_args {
     int bloom_log2;        /* Bloom bits per query = 2^bloom_log2, 10..24 */
     int l2;                /* 1 = squared L2, 0 = inner product (results: dot, descending) */
     const uint32_t* allowed; /* NULL or n-bit filter bitmap (bit i of word i/32) */
-    uint32_t* bloom;       /* Bloom filter only: graft_gpu_graph_search_scratch bytes, 16-byte
-                              aligned, cleared by the kernel */
+    uint32_t* bloom;       /* scratch (Bloom filters, one a walk; the multi mode's walk results):
+                              graft_gpu_graph_search_scratch bytes, 16-byte aligned; NULL when
+                              that is 0 */
     float* D;              /* nq x k */
     int64_t* I;            /* nq x k */
     int64_t* counters;     /* NULL or 2 int64 (zeroed by the caller): distances, iterations */
@@ -231,13 +232,28 @@ typedef struct graft_gpu_search_args {
     const float* sq_scale;  /* SQ8: d floats, vdiff / 255 */
     const float* sq_offset; /* SQ8: d floats, vmin + 0.5 vdiff / 255 (decoded = code scale + offset) */
     int rerank;
+    /* Walks a query (the mode; issue 47): 0 or 1, one walk a query, a block of four warps when
+     * every walk of the launch can hold a block resident at once, else a warp (the single mode);
+     * W in 2..64, W walks a query (the multi mode, for batches under a wave): walk 0 is the
+     * single walk from `entry`, walk w > 0 starts from up to 32 pseudo-random vertices of its
+     * own; each has its own visited set and worklist of L, and their k best are merged (repeats
+     * dropped): deterministic, and never worse than walk 0 alone. Needs W k <= 4096 and the
+     * scratch buffer (graft_gpu_graph_search_scratch). */
+    int walks;
 } graft_gpu_search_args;
 
 /* The ids of a query that holds NaN or Inf (the walk checks each query as it reads it). */
 #define GRAFT_GPU_BAD_QUERY (-2)
 
-/* Bytes of the `bloom` buffer for nq queries (0 for the hash visited set). */
-size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq);
+/* Bytes of the `bloom` scratch buffer for args->nq queries: the Bloom filters (visited = 1, or
+ * walks >= 2) and the multi mode's per-walk results; 0 for one walk a query with the hash. */
+size_t graft_gpu_graph_search_scratch(const graft_gpu_search_args* args);
+
+/* The multi mode's walks a query for args->nq queries on ctx's device (the auto rule): 1 when the
+ * batch fills half a wave of one-warp walks or more (graft_gpu_graph_search_resident), else
+ * enough walks to fill a wave, of blocks of four warps when they fit resident, at most 32 and
+ * at most 4096 / k. 1 when the device is unknown. */
+int graft_gpu_graph_search_walks(graft_gpu_ctx* ctx, const graft_gpu_search_args* args);
 
 /* Queries the device holds resident at once (a wave) in a search with these arguments: its
  * multiprocessors x the blocks each holds (the walk's register bound, or its shared memory at

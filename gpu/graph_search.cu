@@ -62,6 +62,20 @@ namespace graft {
 namespace {
 
 constexpr uint64_t kExpanded = 1ull << 31;
+// A multi-mode walk's results for a query holding NaN or Inf (no real key reaches it: its
+// distance word is a NaN's and its id over INT32_MAX).
+constexpr uint64_t kKeyBad = ~0ull - 1;
+constexpr int kMaxWalks = 64, kMaxWalkKeys = 4096;  // walks a query; walks x k (the merge's)
+// A multi-mode walk's start: up to kSeeds pseudo-random vertices (splitmix64 of the query,
+// the walk and the seed; a vertex by the high word times n), one distance pass.
+constexpr int kSeeds = 32;
+__device__ inline uint32_t seed_vertex(int64_t qi, int part, int j, int64_t n) {
+    uint64_t h = ((uint64_t)qi * kMaxWalks + (uint64_t)part) * kSeeds + (uint64_t)j + 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+    return (uint32_t)(((h >> 32) * (uint64_t)n) >> 32);
+}
 __device__ inline uint64_t plain(uint64_t k) { return k & ~kExpanded; }
 constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
@@ -88,9 +102,14 @@ struct Layout {
 struct Params {
     graft_gpu_search_args a;
     Layout lay;
-    int64_t bloom_words;  // per query
+    int64_t bloom_words;  // per walk
     int wpb;  // warps a block
-    int qw;   // warps a query: 1, or kWarpsPerBlock (the Shared kernels: small batches, search_on)
+    int qw;   // warps a walk: 1, or kWarpsPerBlock (the Shared kernels: small batches, search_on)
+    // Walks a query (the multi mode: graft_gpu_search_args::walks), walks in the launch (nq
+    // walks), and the multi mode's per-walk k best keys (nwalks x k, kKeyBad for a bad query).
+    int walks;
+    int64_t nwalks;
+    uint64_t* walk_keys;
     int dw, dw_fp32;  // 16-byte chunks of a row of the walk's storage / of a vector (0: d % W != 0)
     // Staged rows (sm_90's bulk copies, see stage_rows; 0 rows: the register path): each warp's
     // buffer of stage_bytes at stage_off + warp (stage_bytes + 128), its mbarrier in the last 128;
@@ -476,12 +495,16 @@ graph_search_kernel(Params P) {
     const graft_gpu_search_args& a = P.a;
     const Layout& lay = P.lay;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // A query's warps: the lead walks; Shared (a block a query, small batches) the others only
-    // share each iteration's distances, between two block barriers.
+    // A walk's warps: the lead walks; Shared (a block a walk, small batches) the others only
+    // share each iteration's distances, between two block barriers. Walk wi is walk `part` of
+    // query qi (the multi mode: P.walks of them; else wi = qi).
     const int qw = Shared ? kWarpsPerBlock : 1, slot = warp / qw;
     const bool lead = warp % qw == 0;
-    const int64_t qi = (int64_t)blockIdx.x * (P.wpb / qw) + slot;
-    if (qi >= a.nq) return;  // whole warps only (!Shared); Shared: a query a block, never past nq
+    const int64_t wi = (int64_t)blockIdx.x * (P.wpb / qw) + slot;
+    if (wi >= P.nwalks) return;  // whole warps only (!Shared); Shared: a walk a block, never past
+    const int64_t qi = wi / P.walks;
+    const int part = (int)(wi % P.walks);
+    const bool multi = P.walks > 1;
     unsigned char* base = smem + (size_t)slot * lay.stride;
     float* q = reinterpret_cast<float*>(base);
     float* sc = reinterpret_cast<float*>(base + lay.scale);  // SQ8 L2 only
@@ -550,6 +573,10 @@ graph_search_kernel(Params P) {
     }
     if (__any_sync(kFullMask, bad)) {
         for (int j = lane; j < k; j += 32) {
+            if (multi) {
+                P.walk_keys[wi * k + j] = kKeyBad;
+                continue;
+            }
             a.D[qi * a.k + j] = __int_as_float(0x7fc00000);
             a.I[qi * a.k + j] = GRAFT_GPU_BAD_QUERY;
         }
@@ -569,35 +596,72 @@ graph_search_kernel(Params P) {
     if (use_hash) {
         for (int j = lane; j < (1 << lay.hash_bits); j += 32) table[j] = -1;
     } else {
-        bf = a.bloom + qi * P.bloom_words;
+        bf = a.bloom + wi * P.bloom_words;  // the walk's own
         uint4* b4 = reinterpret_cast<uint4*>(bf);
         for (int64_t j = lane; j < P.bloom_words / 4; j += 32) b4[j] = make_uint4(0, 0, 0, 0);
     }
     __syncwarp();
 
-    // The entry vertex starts the worklist (and the results, when allowed).
-    const int32_t e = (int32_t)a.entry;
-    if (lane == 0) {
-        if (use_hash) hash_insert(table, lay.hash_bits, e);
-        else bloom_insert(bf, bloom_mask, e);
-        cand[0] = (uint32_t)e;
+    int size = 0, nres = 0;
+    uint64_t worst = kKeyNone, res_worst = kKeyNone;
+    int scan = 0;  // every worklist entry before `scan` is expanded
+    // Step 3 of an iteration (maintenance), 32 of the m candidates at a time: the allowed ones
+    // into the filtered results, those below the worst entry into the worklist.
+    auto maintain = [&](int m) {
+        for (int c0 = 0; c0 < m; c0 += 32) {
+            const int c = c0 + lane;
+            const uint64_t key = c < m ? cand[c] : kKeyNone;
+            if (a.allowed) {
+                const uint32_t u = (uint32_t)key;
+                const bool ok = c < m && key < res_worst && (a.allowed[u >> 5] >> (u & 31) & 1u);
+                merge_into(res, &nres, k, key, ok, res_repeats, sv, lane);
+                res_worst = nres == k ? res[k - 1] : kKeyNone;
+            }
+            const int low = merge_into(list, &size, L, key, key < worst, repeats, sv, lane);
+            if (low < scan) scan = low;
+            worst = size == L ? plain(list[L - 1]) : kKeyNone;
+        }
+    };
+    int m0 = 1;  // the start's distances
+    if (part == 0) {
+        // The entry vertex starts the worklist (and the results, when allowed).
+        const int32_t e = (int32_t)a.entry;
+        if (lane == 0) {
+            if (use_hash) hash_insert(table, lay.hash_bits, e);
+            else bloom_insert(bf, bloom_mask, e);
+            cand[0] = (uint32_t)e;
+        }
+        __syncwarp();
+        warp_distances<G, L2, S>(P, query, cand, 1, lane, st);
+        __syncwarp();
+        size = 1;
+        if (lane == 0) list[0] = cand[0];
+        if (a.allowed && (a.allowed[e >> 5] >> (e & 31) & 1u)) {
+            if (lane == 0) res[0] = cand[0];
+            nres = 1;
+        }
+        __syncwarp();
+        worst = size == L ? plain(list[L - 1]) : kKeyNone;
+        res_worst = nres == k ? res[k - 1] : kKeyNone;
+    } else {
+        // Another walk of the query (the multi mode): its own pseudo-random vertices (repeats
+        // dropped), sorted into its worklist.
+        const int ns = L < kSeeds ? L : kSeeds;
+        const uint32_t u = seed_vertex(qi, part, lane, a.n);
+        const bool fresh = lane < ns && (use_hash ? hash_insert(table, lay.hash_bits, (int32_t)u)
+                                                  : bloom_insert(bf, bloom_mask, (int32_t)u));
+        const unsigned bal = __ballot_sync(kFullMask, fresh);
+        if (fresh) cand[__popc(bal & lanemask_lt())] = u;
+        m0 = __popc(bal);
+        __syncwarp();
+        warp_distances<G, L2, S>(P, query, cand, m0, lane, st);
+        __syncwarp();
+        maintain(m0);
+        __syncwarp();
     }
-    __syncwarp();
-    warp_distances<G, L2, S>(P, query, cand, 1, lane, st);
-    __syncwarp();
-    int size = 1, nres = 0;
-    if (lane == 0) list[0] = cand[0];
-    if (a.allowed && (a.allowed[e >> 5] >> (e & 31) & 1u)) {
-        if (lane == 0) res[0] = cand[0];
-        nres = 1;
-    }
-    __syncwarp();
-    uint64_t worst = size == L ? plain(list[L - 1]) : kKeyNone;
-    uint64_t res_worst = nres == k ? res[k - 1] : kKeyNone;
 
-    int scan = 0;    // every worklist entry before `scan` is expanded
-    int hashed = 1;  // entries in the visited hash (the entry vertex)
-    int ndist = 1, niter = 0;  // a query's, for the counters
+    int hashed = m0;  // entries in the visited hash (the start)
+    int ndist = m0, niter = 0;  // a walk's, for the counters
     if (Shared) query_sync();  // the staged query, for the helpers
     for (;;) {
         // 1. candidate locating
@@ -663,21 +727,8 @@ graph_search_kernel(Params P) {
         }
         __syncwarp();
         ndist += m;
-        // 3. maintenance, 32 candidates at a time: the allowed ones into the filtered results,
-        // those below the worst entry into the worklist.
-        for (int c0 = 0; c0 < m; c0 += 32) {
-            const int c = c0 + lane;
-            const uint64_t key = c < m ? cand[c] : kKeyNone;
-            if (a.allowed) {
-                const uint32_t u = (uint32_t)key;
-                const bool ok = c < m && key < res_worst && (a.allowed[u >> 5] >> (u & 31) & 1u);
-                merge_into(res, &nres, k, key, ok, res_repeats, sv, lane);
-                res_worst = nres == k ? res[k - 1] : kKeyNone;
-            }
-            const int low = merge_into(list, &size, L, key, key < worst, repeats, sv, lane);
-            if (low < scan) scan = low;
-            worst = size == L ? plain(list[L - 1]) : kKeyNone;
-        }
+        // 3. maintenance
+        maintain(m);
         if (use_hash && hashed + lay.C > (3 << lay.hash_bits) / 4) {
             // Visited deletion, once the table is 3/4 full after the next iteration's worst
             // case: the set becomes the worklist again. (Entries that left the worklist may
@@ -711,6 +762,10 @@ graph_search_kernel(Params P) {
         __syncwarp();
     }
     for (int j = lane; j < k; j += 32) {
+        if (multi) {  // the walk's k best, for merge_walks
+            P.walk_keys[wi * k + j] = j < found ? plain(out[j]) : kKeyNone;
+            continue;
+        }
         float dist_j = L2 ? FLT_MAX : -FLT_MAX;
         int64_t id = -1;
         if (j < found) {
@@ -725,6 +780,65 @@ graph_search_kernel(Params P) {
     if (a.counters && lane == 0) {
         atomicAdd(reinterpret_cast<unsigned long long*>(a.counters), (unsigned long long)ndist);
         atomicAdd(reinterpret_cast<unsigned long long*>(a.counters + 1), (unsigned long long)niter);
+    }
+}
+
+// The multi mode's last step: each query's W walks' k best (sorted keys, kKeyNone padded) merged
+// into its k best, a warp a query: the W lists in shared memory, then k rounds of a warp minimum
+// over the lists' heads (two lists a lane), the lists holding the minimum advancing; an id
+// already taken is skipped (walks that took one vertex at once, racing on the Bloom filter).
+__global__ void __launch_bounds__(32) merge_walks_kernel(const uint64_t* __restrict__ keys, int W,
+                                                         int k, bool l2, float* D, int64_t* I) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint64_t* lists = reinterpret_cast<uint64_t*>(smem);
+    uint32_t* taken = reinterpret_cast<uint32_t*>(lists + W * k);
+    const int64_t qi = blockIdx.x;
+    const int lane = threadIdx.x;
+    for (int i = lane; i < W * k; i += 32) lists[i] = keys[qi * W * k + i];
+    __syncwarp();
+    float* d = D + qi * k;
+    int64_t* ids = I + qi * k;
+    if (lists[0] == kKeyBad) {
+        for (int j = lane; j < k; j += 32) {
+            d[j] = __int_as_float(0x7fc00000);
+            ids[j] = GRAFT_GPU_BAD_QUERY;
+        }
+        return;
+    }
+    int pos[2] = {0, 0}, n = 0;
+    while (n < k) {
+        uint64_t best = kKeyNone;
+        int bt = 0;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int c = lane + 32 * t;
+            const uint64_t key = c < W && pos[t] < k ? lists[c * k + pos[t]] : kKeyNone;
+            if (key < best) best = key, bt = t;
+        }
+        uint64_t low = best;
+        for (int o = 16; o > 0; o >>= 1) {
+            const uint64_t other = __shfl_xor_sync(kFullMask, low, o);
+            low = other < low ? other : low;
+        }
+        if (low == kKeyNone) break;
+        if (best == low) pos[bt]++;
+        const uint32_t id = (uint32_t)low;
+        bool seen = false;
+        for (int j = lane; j < n; j += 32) seen |= taken[j] == id;
+        if (!__any_sync(kFullMask, seen)) {
+            if (lane == 0) {
+                taken[n] = id;
+                const float v = ordered_to_float((uint32_t)(low >> 32));
+                d[n] = l2 ? v : -v;
+                ids[n] = (int64_t)id;
+            }
+            n++;
+        }
+        __syncwarp();
+    }
+    for (int j = n + lane; j < k; j += 32) {
+        d[j] = l2 ? FLT_MAX : -FLT_MAX;
+        ids[j] = -1;
     }
 }
 
@@ -822,9 +936,19 @@ Layout make_layout(const graft_gpu_search_args* a) {
 
 using namespace graft;
 
-extern "C" size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq) {
-    if (visited != 1 || bloom_log2 < 10 || bloom_log2 > 24 || nq < 1) return 0;
-    return (size_t)nq * ((size_t)1 << bloom_log2) / 8;
+namespace {
+int walks_of(const graft_gpu_search_args* a) { return a->walks > 1 ? a->walks : 1; }
+// The Bloom filters of nq queries' walks (one a walk), 16-byte aligned.
+size_t bloom_bytes(const graft_gpu_search_args* a) {
+    if (a->visited != 1 || a->bloom_log2 < 10 || a->bloom_log2 > 24) return 0;
+    return align_up((size_t)a->nq * walks_of(a) * ((size_t)1 << a->bloom_log2) / 8, 16);
+}
+}  // namespace
+
+extern "C" size_t graft_gpu_graph_search_scratch(const graft_gpu_search_args* a) {
+    if (!a || a->nq < 1) return 0;
+    const int W = walks_of(a);
+    return bloom_bytes(a) + (W > 1 ? (size_t)a->nq * W * (size_t)a->k * sizeof(uint64_t) : 0);
 }
 
 namespace {
@@ -897,7 +1021,8 @@ int plan_launch(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, Params* P, s
     // query, the lead warp walking and all four computing each iteration's distances, which
     // shortens a query's latency (batch 1); larger ones, a warp a query (throughput).
     P->qw = 1;
-    if (P->wpb == kWarpsPerBlock && a->nq <= (int64_t)ctx->sm_count * kBlocksPerSM) P->qw = P->wpb;
+    if (P->wpb == kWarpsPerBlock && a->nq * walks_of(a) <= (int64_t)ctx->sm_count * kBlocksPerSM)
+        P->qw = P->wpb;
     const int W = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;
     P->dw = a->d % W == 0 ? (int)(a->d / W) : 0;
     P->dw_fp32 = a->d % 4 == 0 ? (int)(a->d / 4) : 0;
@@ -921,11 +1046,24 @@ extern "C" int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* ctx, const gra
     size_t smem = 0;
     graft_gpu_search_args big = *a;  // a large batch: a warp a query
     big.nq = INT64_MAX;
+    big.walks = 1;
     if (plan_launch(ctx, &big, &P, &smem, &m) != GRAFT_OK) return 0;
     int64_t blocks = m.per_sm / ((int64_t)smem + m.reserved);
     if (blocks > kBlocksPerSM) blocks = kBlocksPerSM;
     if (blocks < 1) blocks = 1;
     return (int64_t)ctx->sm_count * blocks * P.wpb;
+}
+
+extern "C" int graft_gpu_graph_search_walks(graft_gpu_ctx* ctx, const graft_gpu_search_args* a) {
+    if (!a || a->nq < 1 || a->k < 1) return 1;
+    const int64_t wave = graft_gpu_graph_search_resident(ctx, a);  // one-warp walks
+    if (wave < 1 || 2 * a->nq >= wave) return 1;
+    // Blocks of four warps while two or more a query fit resident, else one-warp walks.
+    const int64_t blocks = wave / kWarpsPerBlock;
+    int64_t W = 2 * a->nq <= blocks ? blocks / a->nq : wave / a->nq;
+    if (W > 32) W = 32;
+    if (W * a->k > kMaxWalkKeys) W = kMaxWalkKeys / a->k;
+    return W < 2 ? 1 : (int)W;
 }
 
 namespace {
@@ -948,21 +1086,30 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
         (a->storage == kSQ8 && (!a->sq_scale || !a->sq_offset)) || a->rerank < 0)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: storage %d without its codes or "
                         "SQ8 parameters, or rerank %d < 0", a->storage, a->rerank);
+    const int W = walks_of(a);
+    if (a->walks < 0 || a->walks > kMaxWalks || (W > 1 && W * a->k > kMaxWalkKeys))
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: walks=%d must be in 0..%d, and "
+                        "walks x k = %lld at most %d", a->walks, kMaxWalks,
+                        (long long)W * a->k, kMaxWalkKeys);
     if (gpu_ms) *gpu_ms = 0;
     if (a->nq == 0) return GRAFT_OK;
     GRAFT_GPU_TRY(ctx_enter(ctx));
     Params P{};
     P.a = *a;
+    P.walks = W;
+    P.nwalks = a->nq * W;
     size_t smem = 0;
     Smem m{};
     GRAFT_GPU_TRY(plan_launch(ctx, a, &P, &smem, &m));
-    if (a->visited == 1) {
+    if (a->visited == 1 || W > 1) {
         if (!a->bloom || ((uintptr_t)a->bloom & 15))
-            return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: the Bloom filter needs a "
-                            "16-byte aligned scratch buffer");
+            return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: the Bloom filter%s needs a "
+                            "16-byte aligned scratch buffer (graft_gpu_graph_search_scratch)",
+                            W > 1 ? " or the multi mode" : "");
         P.bloom_words = ((int64_t)1 << a->bloom_log2) / 32;
     }
-    const int64_t blocks = ceil_div(a->nq, P.wpb / P.qw);
+    if (W > 1) P.walk_keys = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(a->bloom) + bloom_bytes(a));
+    const int64_t blocks = ceil_div(P.nwalks, P.wpb / P.qw);
     if (blocks > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: nq=%lld is too many for one launch",
                         (long long)a->nq);
@@ -972,10 +1119,17 @@ int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t s
         GRAFT_CUDA_TRY(cudaEventCreate(&t1));
         GRAFT_CUDA_TRY(cudaEventRecord(t0, st));
     }
-    const int W = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;
-    const int g = lanes_for(a->d, W, P.lay.C, P.rows > 0);
+    const int dims = a->storage == kSQ8 ? 16 : a->storage == kFP16 ? 8 : 4;  // a 16-byte load's
+    const int g = lanes_for(a->d, dims, P.lay.C, P.rows > 0);
     int rc = a->l2 ? launch_s<true>(g, P, (int)blocks, smem, st)
                    : launch_s<false>(g, P, (int)blocks, smem, st);
+    if (rc == GRAFT_OK && W > 1) {
+        merge_walks_kernel<<<(unsigned)a->nq, 32, (size_t)W * a->k * 12, st>>>(
+                P.walk_keys, W, (int)a->k, a->l2 != 0, a->D, a->I);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            rc = gpu_fail(GRAFT_ECUDA, "graft_gpu_graph_search: merge_walks_kernel: %s", cudaGetErrorString(e));
+    }
     if (rc == GRAFT_OK && gpu_ms) {
         cudaError_t e = cudaEventRecord(t1, st);
         if (e == cudaSuccess) e = cudaEventSynchronize(t1);

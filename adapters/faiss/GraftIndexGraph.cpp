@@ -73,6 +73,8 @@ void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances,
         if (gp->merge != -1) p.merge = gp->merge;
         if (gp->rerank != -1) p.rerank = gp->rerank;
         if (gp->max_expand != -1) p.max_expand = gp->max_expand;
+        if (gp->search_mode != -1) p.mode = gp->search_mode;
+        if (gp->walks != -1) p.walks = gp->walks;
     } else if (auto* qp = dynamic_cast<const SearchParametersGraftGraphPQ*>(params)) {
         if (qp->L != -1) p.L = qp->L;
         if (qp->rerank != -1) p.rerank = qp->rerank;
@@ -183,6 +185,8 @@ int* search_field(graft_search_params& s, const std::string& name, bool pq) {
     if (name == "probes") return &s.probes;
     if (name == "visited") return &s.visited;
     if (name == "merge") return &s.merge;
+    if (name == "search_mode") return &s.mode;
+    if (name == "walks") return &s.walks;
     return nullptr;
 }
 

@@ -59,7 +59,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //  search defaults: "L" (beam width, 1..1024), "bloom_log2" (10..24), "rerank" (compressed
     //                   storages: entries re-ranked exactly; 0 = all, else >= k);
     //                   FP32 / FP16 / SQ8: "probes" (1..8), "visited" (0 hash, 1 Bloom),
-    //                   "merge" (0 sort + merge path, 1 insertion);
+    //                   "merge" (0 sort + merge path, 1 insertion), "search_mode" (GPU walks:
+    //                   0 auto, 1 single, 2 multi), "walks" (multi's walks a query, 0 = auto);
     //                   PQ: "max_expand" (0 = 2 L + 64, else L..8192)
     //  filtered search: "filter_exact_below"
     //  PQ placement: "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes the index
@@ -108,6 +109,8 @@ struct SearchParametersGraftGraph : faiss::SearchParameters {
     int merge = -1;    // FP32 / FP16 / SQ8
     int rerank = -1;
     int max_expand = -1;  // PQ
+    int search_mode = -1;  // FP32 / FP16 / SQ8 on the GPU: 0 auto, 1 single, 2 multi
+    int walks = -1;        // the multi mode's walks a query (0 = auto)
 };
 
 // A single-level FAISS IndexHNSWFlat over the same vectors and graph (new object, owned by the

@@ -150,6 +150,8 @@ struct GraftSpec {
     int R = 0;        // graph: max degree, 0 = default
     int L = 0;        // graph: search beam, 0 = default
     int probes = 0;   // graph without PQ: vertices expanded a step, 0 = default
+    int search_mode = -1;  // graph without PQ: GRAFT_SEARCH_*, -1 = default (auto)
+    int walks = 0;    // graph without PQ: the multi mode's walks a query, 0 = default
     std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=, alpha=
     int init_exact = -1;  // graph: init=exact (1) / init=random (0), -1 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
@@ -231,6 +233,8 @@ struct GraftSpec {
         if (init_exact >= 0) p.build.init_exact = init_exact;
         if (L > 0) p.search.L = L;
         if (probes > 0) p.search.probes = probes;
+        if (walks > 0) p.search.walks = walks, p.search.mode = GRAFT_SEARCH_MULTI;  // walks=N: multi
+        if (search_mode >= 0) p.search.mode = search_mode;
         p.storage = storage;
         return new graft::GraftIndexGraph(d, metric, &p);
     }
@@ -300,6 +304,21 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                                   spec.probes >= 1 && spec.probes <= 8,
                           "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
                           "probes=N once, N the vertices the walk expands a step (1..8); %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+        } else if (spec.graph && !pq && starts_with(c, "search_mode=")) {
+            const std::string v = c.substr(12);
+            const int m = v == "auto" ? GRAFT_SEARCH_AUTO : v == "single" ? GRAFT_SEARCH_SINGLE
+                          : v == "multi" ? GRAFT_SEARCH_MULTI : -1;
+            GRAFT_REQUIRE(spec.search_mode < 0 && m >= 0,
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "search_mode=auto|single|multi once (one walk a query or several); %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+            spec.search_mode = m;
+        } else if (spec.graph && !pq && starts_with(c, "walks=")) {
+            GRAFT_REQUIRE(spec.walks == 0 && parse_small_int(c.substr(6), &spec.walks) &&
+                                  spec.walks >= 2 && spec.walks <= 64,
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "walks=N once, N the multi mode's walks a query (2..64); %s",
                           c.c_str(), desc.c_str(), kAccepted);
         } else if (spec.graph && is_build_option(c)) {
             const std::string name = c.substr(0, c.find('='));
@@ -387,7 +406,7 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
                       pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

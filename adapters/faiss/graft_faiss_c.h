@@ -155,7 +155,7 @@ int faiss_graft_consolidate(FaissIndex* index);
  * device state and re-uploads its vectors (waiting for searches in other threads); a CPU
  * index only records it. On a graph index (checked as graft_gindex_set_search_params /
  * set_build_params check them; safe while other threads search it):
- *   "L", "probes", "visited", "merge", "bloom_log2", "rerank"
+ *   "L", "probes", "visited", "merge", "bloom_log2", "rerank", "search_mode", "walks"
  *                                                      default search parameters (graft/graph.h;
  *                                                      rerank: FP16 / SQ8 only, 0 = the whole
  *                                                      worklist, else >= k)

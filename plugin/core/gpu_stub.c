@@ -58,9 +58,13 @@ int graft_gpu_grnnd_build(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d
     (void)c; (void)x; (void)n; (void)d; (void)p; (void)g; (void)ms;
     return GRAFT_ENODEVICE;
 }
-size_t graft_gpu_graph_search_scratch(int visited, int bloom_log2, int64_t nq) {
-    (void)visited; (void)bloom_log2; (void)nq;
+size_t graft_gpu_graph_search_scratch(const graft_gpu_search_args* a) {
+    (void)a;
     return 0;
+}
+int graft_gpu_graph_search_walks(graft_gpu_ctx* c, const graft_gpu_search_args* a) {
+    (void)c; (void)a;
+    return 1;
 }
 int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* c, const graft_gpu_search_args* a) {
     (void)c; (void)a;

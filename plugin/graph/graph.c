@@ -154,6 +154,12 @@ int graft_check_search_params(const graft_search_params* p, int64_t k, int gpu, 
                           "GRAFT_MERGE_INSERT)", fn, p->merge);
     if (gpu && (p->bloom_log2 < 10 || p->bloom_log2 > 24))
         return graft_fail(GRAFT_EINVAL, "%s: bloom_log2=%d must be in 10..24", fn, p->bloom_log2);
+    if (p->mode < GRAFT_SEARCH_AUTO || p->mode > GRAFT_SEARCH_MULTI)
+        return graft_fail(GRAFT_EINVAL, "%s: search_mode=%d must be 0 (auto), 1 (single) or 2 "
+                          "(multi)", fn, p->mode);
+    if (p->walks != 0 && (p->walks < 2 || p->walks > 64 || (int64_t)p->walks * k > 4096))
+        return graft_fail(GRAFT_EINVAL, "%s: walks=%d must be 0 (auto) or in 2..64 with walks x k "
+                          "<= 4096 (k=%lld)", fn, p->walks, (long long)k);
     if (!(p->filter_exact_below <= 1.0)) /* NaN included */
         return graft_fail(GRAFT_EINVAL, "%s: filter_exact_below=%g must be < 0 (cost model) or in "
                           "[0, 1]", fn, p->filter_exact_below);

@@ -180,20 +180,27 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev->allowed, p.allowed, ((size_t)dev->n + 7) / 8);
         if (rc != GRAFT_OK) return gpu_status(rc, fn);
     }
-    /* Per query: the query, its results and its Bloom filter (plus 16 bytes of counters). */
+    graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, NULL, nq, k,
+                               p.L, p.probes, p.visited, p.merge, p.bloom_log2,
+                               metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, NULL, NULL,
+                               NULL, NULL, dev->storage, dev->codes, dev->sq,
+                               dev->sq ? dev->sq + dev->d : NULL, p.rerank, 1};
+    /* The mode (graft/graph.h): walks a query for the whole call, from its size. */
+    if (p.mode != GRAFT_SEARCH_SINGLE) {
+        const int w = graft_gpu_graph_search_walks(ctx, &a);
+        a.walks = p.mode == GRAFT_SEARCH_MULTI ? (p.walks ? p.walks : w > 2 ? w : 2) : w;
+    }
+    /* Per query: the query, its results and its scratch (Bloom filter; the multi mode's walks'
+     * results); 16 bytes of counters besides. */
     const size_t budget = p.memory_budget ? p.memory_budget : GRAFT_SEARCH_DEFAULT_BUDGET;
     const size_t io_per_q = (size_t)dev->d * sizeof(float) + (size_t)k * (sizeof(float) + 8);
-    const size_t per_q = io_per_q + graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, 1);
+    a.nq = 1;
+    const size_t per_q = io_per_q + graft_gpu_graph_search_scratch(&a);
     if (per_q > budget)
         return graft_fail(GRAFT_EGPU_NOMEM, "%s: one query needs %zu bytes, over the budget of %zu",
                           fn, per_q, budget);
     int64_t batch = (int64_t)(budget / per_q);
     if (batch > nq) batch = nq;
-    graft_gpu_search_args a = {dev->x, dev->n, dev->d, dev->nbrs, dev->R, dev->entry, NULL, 0, k,
-                               p.L, p.probes, p.visited, p.merge, p.bloom_log2,
-                               metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, NULL, NULL,
-                               NULL, NULL, dev->storage, dev->codes, dev->sq,
-                               dev->sq ? dev->sq + dev->d : NULL, p.rerank};
     /* Every call is a pipeline of chunks over two io sets, each with its stream: the host copies
      * a chunk's queries into pinned memory while the other set's kernel runs, the
      * copies up and down are asynchronous, and the host moves a chunk's results out of pinned
@@ -230,7 +237,8 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
         first = (nq + 7) / 8 > pipe_min ? (nq + 7) / 8 : pipe_min;
         if (first > chunk) first = chunk;
     }
-    const size_t bbytes = graft_gpu_graph_search_scratch(p.visited, p.bloom_log2, chunk);
+    a.nq = chunk;
+    const size_t bbytes = graft_gpu_graph_search_scratch(&a);
     const io_set set = io_set_of(chunk, dev->d, k, bbytes);
     int rc = grow(ctx, &dev->io, &dev->io_bytes, sets * set.bytes + 16); /* + 2 counters */
     if (rc == GRAFT_OK)

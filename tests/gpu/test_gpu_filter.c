@@ -89,6 +89,7 @@ typedef int (*search_fn)(const void* index, const graft_test_sift* s, const uint
 
 static int gsearch(const void* index, const graft_test_sift* s, const uint8_t* allowed, double eb, out* o) {
     graft_search_params p = graft_gindex_get_params(index).search;
+    p.mode = GRAFT_SEARCH_SINGLE; /* the walks are compared with the CPU's: the single walk */
     p.allowed = allowed;
     p.filter_exact_below = eb;
     graft_search_report r;

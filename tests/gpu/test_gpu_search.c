@@ -2,7 +2,8 @@
  * On one graph per data set (the CPU RNN-Descent reference's, deterministic), every GPU
  * configuration must give recall@10 within 0.01 of graft_graph_search_cpu_ex with the same L and
  * probes, at every L of a sweep, and the same result ids for 99% of the slots; repeated searches of a batch must give identical results; the
- * filter must return only allowed ids; sizes and bad arguments as documented.
+ * filter must return only allowed ids; sizes and bad arguments as documented. The multi mode
+ * (several walks a query) is checked against the single walk's reference (multi_walks).
  * GRAFT_TEST_QUICK=1: small batches of each variant (for compute-sanitizer). */
 #include <float.h>
 #include <math.h>
@@ -20,6 +21,13 @@ typedef struct {
     graft_metric metric;
     graft_graph g;
 } dataset;
+
+/* The defaults with one walk a query: every check below but multi_walks' is of the single walk
+ * against its CPU reference (the auto mode may give a small batch several walks). */
+static void single_defaults(graft_search_params* p) {
+    graft_search_params_defaults(p);
+    p->mode = GRAFT_SEARCH_SINGLE;
+}
 
 static const char* variant(const graft_search_params* p) {
     static char buf[96];
@@ -87,7 +95,7 @@ static void repeat(const dataset* s, const graft_search_params* p) {
 static void large_call(const dataset* s, int times) {
     const int64_t nq = s->nq, k = 10, n = nq * times;
     graft_search_params p;
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     float *xq = malloc(sizeof(float) * n * s->d), *D1 = malloc(sizeof(float) * n * k),
           *D = malloc(sizeof(float) * n * k);
     int64_t *I1 = malloc(sizeof(int64_t) * n * k), *I = malloc(sizeof(int64_t) * n * k);
@@ -134,7 +142,7 @@ static void filtered(const dataset* s, graft_search_params p) {
 
 static void sweep(const dataset* s, const int* Ls, int nL) {
     graft_search_params p;
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     printf("%s: n=%lld d=%lld nq=%lld\n", s->name, (long long)s->nb, (long long)s->d, (long long)s->nq);
     for (int i = 0; i < nL; i++) {
         p.L = Ls[i];
@@ -148,13 +156,13 @@ static void sweep(const dataset* s, const int* Ls, int nL) {
                 p.visited = v, p.merge = m, p.probes = pr;
                 compare(s, &p, 1);
             }
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     repeat(s, &p);
     p.visited = GRAFT_VISITED_BLOOM, p.probes = 4;
     repeat(s, &p);
     p.merge = GRAFT_MERGE_INSERT;
     repeat(s, &p);
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     filtered(s, p);
     p.visited = GRAFT_VISITED_BLOOM, p.merge = GRAFT_MERGE_INSERT;
     filtered(s, p);
@@ -164,7 +172,7 @@ static void sweep(const dataset* s, const int* Ls, int nL) {
 static void batches(const dataset* s) {
     const int64_t nq = s->nq, k = 10;
     graft_search_params p;
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     p.visited = GRAFT_VISITED_BLOOM;
     float *D1 = malloc(sizeof(float) * nq * k), *D2 = malloc(sizeof(float) * nq * k);
     int64_t *I1 = malloc(sizeof(int64_t) * nq * k), *I2 = malloc(sizeof(int64_t) * nq * k);
@@ -185,7 +193,7 @@ static void batches(const dataset* s) {
 /* Sizes at the edges and bad arguments. */
 static void edges(const dataset* s) {
     graft_search_params p;
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     float D[64];
     int64_t I[64];
     /* k > vertices: found ones then -1 / FLT_MAX, as FAISS */
@@ -226,7 +234,7 @@ static void edges(const dataset* s) {
     free(same);
     graft_graph_free(&gs);
     /* nq = 0 */
-    graft_search_params_defaults(&p);
+    single_defaults(&p);
     CHECK_OK(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, s->xq, 0, 10, &p, D, I, NULL));
     /* bad arguments (a missing device too): EINVAL, outputs untouched */
     graft_search_params e = p;
@@ -254,6 +262,98 @@ static void edges(const dataset* s) {
     CHECK(I[0] == 4242, "a failed search wrote its output");
 }
 
+/* The multi mode (graft/graph.h): W walks a query, walk 0 the single walk, merged. Against the
+ * CPU reference (the single walk) at each L and W: each query's i-th distance is at most the
+ * reference's up to float rounding (walk 0's results are among those merged; slots where the
+ * single walk itself differs from the CPU, under 1% as compare() allows, may exceed it), so recall
+ * is at least the reference's; labels in range and never repeated in a row; each distance the
+ * exact one of its label; the same bits on a second run (the walks share nothing). A filtered
+ * search returns allowed ids only; batch 1 in auto mode (the most walks) keeps the same rules. */
+static double dist(const dataset* s, int64_t q, int64_t id) {
+    double acc = 0;
+    for (int64_t j = 0; j < s->d; j++) {
+        const double a = s->xq[q * s->d + j], b = s->xb[id * s->d + j];
+        acc += s->metric == GRAFT_METRIC_L2 ? (a - b) * (a - b) : a * b;
+    }
+    return acc;
+}
+
+static void multi_check(const dataset* s, const graft_search_params* p, int64_t nq, const char* what) {
+    const int64_t k = 10;
+    float *Dc = malloc(sizeof(float) * nq * k), *Dg = malloc(sizeof(float) * nq * k),
+          *D2 = malloc(sizeof(float) * nq * k);
+    int64_t *Ic = malloc(sizeof(int64_t) * nq * k), *Ig = malloc(sizeof(int64_t) * nq * k),
+            *I2 = malloc(sizeof(int64_t) * nq * k);
+    CHECK_OK(graft_graph_search_cpu_ex(&s->g, s->xb, s->d, s->metric, s->xq, nq, k, p, Dc, Ic));
+    CHECK_OK(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, s->xq, nq, k, p, Dg, Ig, NULL));
+    CHECK_OK(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, s->xq, nq, k, p, D2, I2, NULL));
+    const int l2 = s->metric == GRAFT_METRIC_L2;
+    int64_t worse = 0, bad_label = 0, repeated = 0, bad_dist = 0, better = 0;
+    for (int64_t q = 0; q < nq; q++)
+        for (int64_t i = 0; i < k; i++) {
+            const int64_t at = q * k + i, id = Ig[at];
+            const double tol = 1e-5 * (fabs((double)Dc[at]) + 1e-6);
+            if (l2 ? Dg[at] > Dc[at] + tol : Dg[at] < Dc[at] - tol) worse++;
+            if (l2 ? Dg[at] < Dc[at] - tol : Dg[at] > Dc[at] + tol) better++;
+            if (id < -1 || id >= s->nb) {
+                bad_label++;
+                continue;
+            }
+            for (int64_t j = 0; j < i && id >= 0; j++) repeated += Ig[q * k + j] == id;
+            if (id >= 0 && fabs(dist(s, q, id) - Dg[at]) > 1e-4 * (fabs(dist(s, q, id)) + 1e-3)) bad_dist++;
+        }
+    const double rc = graft_test_recall(Ic, k, s->gt, 10, nq, 10);
+    const double rg = graft_test_recall(Ig, k, s->gt, 10, nq, 10);
+    printf("  %-40s recall@10 cpu %.4f gpu %.4f; slots better %.4f, worse %.4f\n", what, rc, rg,
+           (double)better / (nq * k), (double)worse / (nq * k));
+    CHECK(worse <= 0.01 * nq * k, "%s %s: %lld slots worse than the single walk's", s->name, what, (long long)worse);
+    CHECK(rg >= rc - 0.005, "%s %s: recall %.4f under the single walk's %.4f", s->name, what, rg, rc);
+    CHECK(!bad_label && !repeated && !bad_dist, "%s %s: %lld labels out of range, %lld repeated, "
+          "%lld distances not their label's", s->name, what, (long long)bad_label,
+          (long long)repeated, (long long)bad_dist);
+    CHECK(!memcmp(Dg, D2, sizeof(float) * nq * k) && !memcmp(Ig, I2, sizeof(int64_t) * nq * k),
+          "%s %s: two runs of the same batch differ", s->name, what);
+    if (p->allowed)
+        for (int64_t i = 0; i < nq * k; i++)
+            if (Ig[i] >= 0 && !(p->allowed[Ig[i] >> 3] >> (Ig[i] & 7) & 1)) {
+                CHECK(0, "%s %s: filtered-out id %lld returned", s->name, what, (long long)Ig[i]);
+                break;
+            }
+    free(Dc), free(Dg), free(D2), free(Ic), free(Ig), free(I2);
+}
+
+static void multi_walks(const dataset* s, const int* Ls, int nL) {
+    graft_search_params p;
+    graft_search_params_defaults(&p);
+    p.mode = GRAFT_SEARCH_MULTI;
+    char what[96];
+    const int walks[] = {2, 8, 32};
+    for (int i = 0; i < nL; i++)
+        for (int w = 0; w < 3; w++) {
+            p.L = Ls[i], p.walks = walks[w];
+            p.visited = w == 1 ? GRAFT_VISITED_BLOOM : GRAFT_VISITED_HASH;
+            snprintf(what, sizeof what, "multi L=%d walks=%d %s", p.L, p.walks, w == 1 ? "bloom" : "hash");
+            multi_check(s, &p, s->nq, what);
+        }
+    uint8_t* allowed = calloc((size_t)(s->nb + 7) / 8, 1);
+    for (int64_t i = 0; i < s->nb; i += 2) allowed[i >> 3] |= (uint8_t)(1u << (i & 7));
+    p.L = 32, p.walks = 8, p.visited = GRAFT_VISITED_HASH, p.allowed = allowed;
+    multi_check(s, &p, s->nq, "multi L=32 walks=8 even ids only");
+    free(allowed);
+    graft_search_params_defaults(&p);  /* auto: batch 1 gets the most walks */
+    p.L = 32;
+    multi_check(s, &p, 1, "auto L=32 batch 1");
+    /* walks x k over 4096, walks outside 2..64: EINVAL */
+    float D[10];
+    int64_t I[10];
+    p.mode = GRAFT_SEARCH_MULTI, p.walks = 65;
+    CHECK_ERR(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, s->xq, 1, 10, &p, D, I, NULL), GRAFT_EINVAL);
+    p.walks = 1;
+    CHECK_ERR(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, s->xq, 1, 10, &p, D, I, NULL), GRAFT_EINVAL);
+    p.walks = 0, p.mode = 3;
+    CHECK_ERR(graft_graph_search_gpu(&s->g, s->xb, s->d, s->metric, s->xq, 1, 10, &p, D, I, NULL), GRAFT_EINVAL);
+}
+
 static void build(dataset* s) {
     graft_rnnd_params bp;
     graft_rnnd_params_defaults(&bp);
@@ -273,15 +373,17 @@ int main(void) {
     build(&s);
     if (quick) {
         graft_search_params p;
-        graft_search_params_defaults(&p);
+        single_defaults(&p);
         p.L = 32;
         for (int v = 0; v < 2; v++)
             for (int m = 0; m < 2; m++) {
                 p.visited = v, p.merge = m, p.probes = 1 + 2 * m;
                 compare(&s, &p, 0);
             }
-        graft_search_params_defaults(&p);
+        single_defaults(&p);
         filtered(&s, p);
+        const int Lq[] = {32};
+        multi_walks(&s, Lq, 1);
         edges(&s);
         graft_graph_free(&s.g);
         free(gt10);
@@ -290,6 +392,8 @@ int main(void) {
     }
     const int Ls[] = {10, 16, 24, 32, 48, 64, 96, 128, 256};
     sweep(&s, Ls, 9);
+    const int Lm[] = {10, 32, 128};
+    multi_walks(&s, Lm, 3);
     batches(&s);
     edges(&s);
     graft_graph_free(&s.g);
@@ -307,6 +411,7 @@ int main(void) {
     build(&c);
     const int Lc[] = {16, 32, 64};
     sweep(&c, Lc, 3);
+    multi_walks(&c, Lc, 2);
     graft_graph_free(&c.g);
     free(gtc), free(xb), free(xq);
 
@@ -319,6 +424,7 @@ int main(void) {
         build(&f);
         const int Lf[] = {10, 16, 32, 64};
         sweep(&f, Lf, 4);
+        multi_walks(&f, Lf, 2);
         large_call(&f, 8);
         graft_graph_free(&f.g);
         free(gtf), free(fb), free(fq);
