@@ -93,6 +93,11 @@ static int check_one(const char* dir, int i, const graft_test_sift* s) {
     fclose(f);
     FaissIndex* index = NULL;
     FAISS_TRY(faiss_graft_read_index_fname(path(dir, set_name, "grft"), 0, &index));
+    /* Written on the CPU, read onto the GPU where there is one: the single walk, the CPU's (the
+     * GPU's auto mode gives a small batch more walks, and better results; graft/graph.h). */
+    double storage = -1;
+    if (faiss_graft_get_param(index, "storage", &storage) == 0 && storage != 3)
+        FAISS_TRY(faiss_graft_set_param(index, "search_mode", 1));
     idx_t I[NQ * K];
     float D[NQ * K];
     FAISS_TRY(faiss_Index_search(index, NQ, s->xq, K, D, I));

@@ -79,6 +79,15 @@ static inline void add_sift(FaissIndex* index, const char* desc) {
     FAISS_OK(faiss_Index_add_with_ids(index, s.nb, s.xb, ids));
     free(ids);
 }
+/* One walk a query, the walk the CPU and GPU indexes share: the GPU's auto mode gives a batch
+ * under a wave several walks a query (graft/graph.h, `mode`), whose results can be better than
+ * the CPU reference's, so a test that compares results across devices (a CPU index read back
+ * onto the GPU) fixes the single walk. Flat indexes and the PQ storage have one walk and no mode. */
+static inline void single_walk(FaissIndex* index) {
+    double storage = -1;
+    if (faiss_graft_get_param(index, "storage", &storage) == 0 && storage != 3)
+        FAISS_OK(faiss_graft_set_param(index, "search_mode", 1));
+}
 static double param(FaissIndex* index, const char* name) {
     double v = NAN;
     FAISS_OK(faiss_graft_get_param(index, name, &v));

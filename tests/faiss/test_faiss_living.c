@@ -172,6 +172,7 @@ static void test_idmap(const char* desc) {
     FaissIndex* back = NULL;
     FAISS_OK(faiss_graft_read_index_fname(p1, 0, &back));
     if (back) {
+        single_walk(back); /* read onto the GPU when there is one */
         results a = search_with(index, NULL), b = search_with(back, NULL);
         CHECK(same_results(a, b) && faiss_Index_ntotal(back) == s.nb - nr, "%s: record round trip", desc);
         free_results(&a);

@@ -291,6 +291,7 @@ static void round_trip(const char* desc, int train, int exact) {
         FaissIndex* back = NULL;
         FAISS_OK(faiss_graft_read_index_placed_fname(p, 0, placements[i], &back));
         if (!back) continue;
+        single_walk(back); /* "as written" places it on the GPU when there is one */
         int n = 0;
         FAISS_OK(faiss_graft_shard_count(back, &n));
         CHECK(n == counts[i], "%s read with \"%s\": %d shards, want %d", desc,

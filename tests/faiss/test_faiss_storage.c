@@ -85,11 +85,13 @@ static void test_params_io(void) {
     idx_t I[K];
     FAISS_FAILS(faiss_Index_search(g, 1, s.xq, K, D, I), "rerank");
     FAISS_OK(faiss_graft_set_param(g, "rerank", 20));
+    single_walk(g);
     results a = search_with(g, NULL);
     FAISS_OK(faiss_graft_write_index_fname(g, path(buf, "sq8.graft")));
     FaissIndex* r = NULL;
     FAISS_OK(faiss_graft_read_index_fname(path(buf, "sq8.graft"), 0, &r));
     if (r) {
+        single_walk(r); /* read onto the GPU when there is one */
         results b = search_with(r, NULL);
         CHECK(same_results(a, b), "SQ8 record: same results read back");
         CHECK(param(r, "storage") == 2 && param(r, "rerank") == 20 && faiss_Index_is_trained(r),

@@ -165,9 +165,10 @@ static double recall_rows(const graft_gindex* g, const data* t, const int32_t* g
     float* D = malloc(sizeof(float) * t->nq * 10);
     int64_t* I = malloc(sizeof(int64_t) * t->nq * 10);
     graft_search_params sp = graft_gindex_get_params(g).search;
-    sp.filter_exact_below = 0;
+    sp.mode = GRAFT_SEARCH_SINGLE; /* the CPU index's walk (the GPU's auto mode may give more) */
+    if (path == PATH_WALK) sp.filter_exact_below = 0;
     graft_search_report rep;
-    CHECK_OK(graft_gindex_search(g, t->nq, t->xq, 10, path == PATH_WALK ? &sp : NULL, D, I, &rep));
+    CHECK_OK(graft_gindex_search(g, t->nq, t->xq, 10, &sp, D, I, &rep));
     CHECK(path != PATH_WALK || rep.filter.path != GRAFT_FILTER_EXACT,
           "%s: the walk was forced, the search took the exact path", t->name);
     *wrong = 0;
