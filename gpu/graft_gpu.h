@@ -245,6 +245,28 @@ typedef struct graft_gpu_search_args {
 /* The ids of a query that holds NaN or Inf (the walk checks each query as it reads it). */
 #define GRAFT_GPU_BAD_QUERY (-2)
 
+/* The multi mode's starts, one definition for the GPU walk and its CPU reference (graph.c):
+ * walk w > 0 of a query starts from graft_walk_seed(h, w, j, n), j < min(L, 32), h the query's
+ * hash: the sum over its dimensions j of graft_walk_mix(j << 32 | the float's bits), a sum so
+ * that any order of adding gives it. A query's starts follow from the query alone, whatever its
+ * place in a batch, so a query gets the same results in any batch of the same walks a query. */
+#ifdef __CUDACC__
+#define GRAFT_HOST_DEVICE __host__ __device__
+#else
+#define GRAFT_HOST_DEVICE
+#endif
+static inline GRAFT_HOST_DEVICE uint64_t graft_walk_mix(uint64_t h) { /* splitmix64's finalizer */
+    h += 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return h ^ (h >> 31);
+}
+#define GRAFT_WALK_SEEDS 32 /* starts of a walk > 0, at most */
+static inline GRAFT_HOST_DEVICE uint32_t graft_walk_seed(uint64_t query_hash, int walk, int j, int64_t n) {
+    const uint64_t h = graft_walk_mix(query_hash + (uint64_t)(walk * GRAFT_WALK_SEEDS + j));
+    return (uint32_t)(((h >> 32) * (uint64_t)n) >> 32); /* n <= INT32_MAX */
+}
+
 /* Bytes of the `bloom` scratch buffer for args->nq queries: the Bloom filters (visited = 1, or
  * walks >= 2) and the multi mode's per-walk results; 0 for one walk a query with the hash. */
 size_t graft_gpu_graph_search_scratch(const graft_gpu_search_args* args);

@@ -66,16 +66,8 @@ constexpr uint64_t kExpanded = 1ull << 31;
 // distance word is a NaN's and its id over INT32_MAX).
 constexpr uint64_t kKeyBad = ~0ull - 1;
 constexpr int kMaxWalks = 64, kMaxWalkKeys = 4096;  // walks a query; walks x k (the merge's)
-// A multi-mode walk's start: up to kSeeds pseudo-random vertices (splitmix64 of the query,
-// the walk and the seed; a vertex by the high word times n), one distance pass.
-constexpr int kSeeds = 32;
-__device__ inline uint32_t seed_vertex(int64_t qi, int part, int j, int64_t n) {
-    uint64_t h = ((uint64_t)qi * kMaxWalks + (uint64_t)part) * kSeeds + (uint64_t)j + 0x9E3779B97F4A7C15ull;
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    h ^= h >> 31;
-    return (uint32_t)(((h >> 32) * (uint64_t)n) >> 32);
-}
+// A multi-mode walk's start: up to GRAFT_WALK_SEEDS vertices from the query's hash (graft_gpu.h),
+// one distance pass.
 __device__ inline uint64_t plain(uint64_t k) { return k & ~kExpanded; }
 constexpr int kMaxProbes = 8;
 constexpr int kWarpsPerBlock = 4;
@@ -556,9 +548,11 @@ graph_search_kernel(Params P) {
     const int dpad = (int)((a.d + 3) & ~3ll);
     float qc = 0.f;  // SQ8 inner product: q . offset
     bool bad = false;  // the query holds NaN or Inf: checked where it is read, not on the host
+    uint64_t qhash = 0;  // the multi mode's (graft_walk_seed): this lane's part of the sum
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
         bad |= (~__float_as_uint(v) & 0x7f800000u) == 0;
+        if (multi && j < a.d) qhash += graft_walk_mix((uint64_t)j << 32 | __float_as_uint(v));
         const int at = staged_index<S>(j, a.d);
         if (S == kSQ8 && j < a.d) {
             if (L2) {
@@ -646,8 +640,9 @@ graph_search_kernel(Params P) {
     } else {
         // Another walk of the query (the multi mode): its own pseudo-random vertices (repeats
         // dropped), sorted into its worklist.
-        const int ns = L < kSeeds ? L : kSeeds;
-        const uint32_t u = seed_vertex(qi, part, lane, a.n);
+        for (int o = 16; o > 0; o >>= 1) qhash += __shfl_xor_sync(kFullMask, qhash, o);
+        const int ns = L < GRAFT_WALK_SEEDS ? L : GRAFT_WALK_SEEDS;
+        const uint32_t u = graft_walk_seed(qhash, part, lane, a.n);
         const bool fresh = lane < ns && (use_hash ? hash_insert(table, lay.hash_bits, (int32_t)u)
                                                   : bloom_insert(bf, bloom_mask, (int32_t)u));
         const unsigned bal = __ballot_sync(kFullMask, fresh);

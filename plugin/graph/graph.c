@@ -75,19 +75,24 @@ static inline float walk_dist(const walk_store* w, const float* q, int32_t u, in
     return graft_vec_dist(q, w->buf, d, l2);
 }
 
-/* One query. The worklist (the L best vertices seen, sorted by (distance, id)) doubles as the
- * beam: each iteration expands its best `probes` unexpanded entries, and the search ends when
- * all are expanded (NSG's and SONG's 3.1 search). With a filter, `res` keeps the k best allowed
- * vertices seen. Returns the worklist size; *nres gets the result list's. */
+/* One walk of a query from the nstart vertices of start (the entry vertex; the multi mode's
+ * other walks, their seeds). The worklist (the L best vertices seen, sorted by (distance, id))
+ * doubles as the beam: each iteration expands its best `probes` unexpanded entries, and the
+ * search ends when all are expanded (NSG's and SONG's 3.1 search). With a filter, `res` keeps
+ * the k best allowed vertices seen. Returns the worklist size; *nres gets the result list's. */
 static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int l2, const float* q,
-                      int L, int probes, const uint8_t* allowed, int k, cand* list, cand* res,
-                      int* nres, uint32_t* seen, uint32_t stamp) {
-    int size = 1;
+                      const int32_t* start, int nstart, int L, int probes, const uint8_t* allowed,
+                      int k, cand* list, cand* res, int* nres, uint32_t* seen, uint32_t stamp) {
+    int size = 0;
     *nres = 0;
-    const int32_t e = (int32_t)g->entry;
-    list[0] = (cand){walk_dist(w, q, e, d, l2), e, 0};
-    if (allowed && is_allowed(allowed, e)) list_insert(res, nres, k, list[0].d, e);
-    seen[e] = stamp;
+    for (int i = 0; i < nstart; i++) {
+        const int32_t u = start[i];
+        if (seen[u] == stamp) continue;
+        seen[u] = stamp;
+        const float du = walk_dist(w, q, u, d, l2);
+        if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
+        list_insert(list, &size, L, du, u);
+    }
     int32_t sel[8];
     for (;;) {
         int ns = 0;
@@ -116,6 +121,24 @@ static int cand_cmp(const void* a, const void* b) {
     const cand* x = a;
     const cand* y = b;
     return cand_less(x->d, x->id, *y) ? -1 : cand_less(y->d, y->id, *x) ? 1 : 0;
+}
+
+/* Walk `walk`'s starts for query q (graft_gpu.h's graft_walk_seed): the entry for walk 0, else
+ * min(L, GRAFT_WALK_SEEDS) vertices from the query's hash. Returns their count. */
+static int walk_starts(const graft_graph* g, const float* q, int64_t d, int walk, int L, int32_t* start) {
+    if (walk == 0) {
+        start[0] = (int32_t)g->entry;
+        return 1;
+    }
+    uint64_t h = 0;
+    for (int64_t j = 0; j < d; j++) {
+        uint32_t bits;
+        memcpy(&bits, q + j, 4);
+        h += graft_walk_mix((uint64_t)j << 32 | bits);
+    }
+    const int ns = L < GRAFT_WALK_SEEDS ? L : GRAFT_WALK_SEEDS;
+    for (int j = 0; j < ns; j++) start[j] = (int32_t)graft_walk_seed(h, walk, j, g->n);
+    return ns;
 }
 
 /* Exact re-ranking (BANG's last step): the first nr entries of a list sorted by code distance get
@@ -207,10 +230,14 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
     GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu"));
     if (st && st->kind == GRAFT_STORAGE_FP32) codes = NULL;
     const int l2 = metric == GRAFT_METRIC_L2, L = p.L;
+    /* The multi mode (graft/graph.h): W walks a query, each walk's k best merged. The CPU has no
+     * wave to fill: auto is one walk, and multi's walks = 0 is two. */
+    const int W = p.mode == GRAFT_SEARCH_MULTI ? (p.walks ? p.walks : 2) : 1;
     int failed = 0;
 #pragma omp parallel
     {
-        cand* list = malloc((size_t)(L + k) * sizeof(cand));
+        cand* list = malloc((size_t)(L + k + (W > 1 ? W * k : 0)) * sizeof(cand));
+        cand* merged = list + L + k; /* W > 1: the walks' k best */
         uint32_t* seen = calloc((size_t)g->n, sizeof(uint32_t));
         walk_store w = {x, st, codes, codes ? graft_storage_code_size(st->kind, d) : 0,
                         codes ? malloc((size_t)d * sizeof(float)) : NULL};
@@ -227,14 +254,36 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
                 memset(seen, 0, (size_t)g->n * sizeof(uint32_t));
                 stamp = 1;
             }
-            int nres = 0;
-            int size = search_one(g, &w, d, l2, xq + q * d, L, p.probes, p.allowed, (int)k, list,
-                                  list + L, &nres, seen, stamp);
-            cand* out = p.allowed ? list + L : list;
-            const int found = p.allowed ? nres : size;
-            if (codes) {
-                const int nr = p.allowed || p.rerank == 0 || p.rerank > found ? found : p.rerank;
-                rerank_list(out, nr, x, d, l2, xq + q * d);
+            const float* qv = xq + q * d;
+            cand* out = NULL;
+            int found = 0, nm = 0;
+            for (int walk = 0; walk < W; walk++) {
+                if (walk > 0 && ++stamp == 0) { /* each walk its own visited set */
+                    memset(seen, 0, (size_t)g->n * sizeof(uint32_t));
+                    stamp = 1;
+                }
+                int32_t start[GRAFT_WALK_SEEDS];
+                const int nstart = walk_starts(g, qv, d, walk, L, start);
+                int nres = 0;
+                const int size = search_one(g, &w, d, l2, qv, start, nstart, L, p.probes, p.allowed,
+                                            (int)k, list, list + L, &nres, seen, stamp);
+                out = p.allowed ? list + L : list;
+                found = p.allowed ? nres : size;
+                if (codes) {
+                    const int nr = p.allowed || p.rerank == 0 || p.rerank > found ? found : p.rerank;
+                    rerank_list(out, nr, x, d, l2, qv);
+                }
+                for (int j = 0; W > 1 && j < found && j < k; j++) merged[nm++] = out[j];
+            }
+            if (W > 1) { /* the walks' k best, best first, each vertex once */
+                qsort(merged, (size_t)nm, sizeof *merged, cand_cmp);
+                found = 0;
+                for (int i = 0; i < nm && found < k; i++) {
+                    int taken = 0;
+                    for (int j = 0; j < found && !taken; j++) taken = merged[j].id == merged[i].id;
+                    if (!taken) merged[found++] = merged[i];
+                }
+                out = merged;
             }
             for (int64_t j = 0; j < k; j++) {
                 D[q * k + j] = j < found ? (l2 ? out[j].d : -out[j].d) : (l2 ? FLT_MAX : -FLT_MAX);

@@ -55,8 +55,8 @@ static void compare(const dataset* s, int kind, graft_gindex* cpu, graft_gindex*
     const int64_t nq = s->nq, k = 10;
     float *Dc = malloc(sizeof(float) * nq * k), *Dg = malloc(sizeof(float) * nq * k);
     int64_t *Ic = malloc(sizeof(int64_t) * nq * k), *Ig = malloc(sizeof(int64_t) * nq * k);
-    graft_search_params one = *p;
-    one.mode = GRAFT_SEARCH_SINGLE; /* the CPU reference is the single walk (test_gpu_search: multi) */
+    graft_search_params one = *p; /* auto: one walk, the CPU's (the GPU may give a batch more) */
+    if (one.mode == GRAFT_SEARCH_AUTO) one.mode = GRAFT_SEARCH_SINGLE;
     CHECK_OK(graft_gindex_search(cpu, nq, s->xq, k, &one, Dc, Ic, NULL));
     CHECK_OK(graft_gindex_search(gpu, nq, s->xq, k, &one, Dg, Ig, NULL));
     const double rc = graft_test_recall(Ic, k, s->gt, 10, nq, 10);
@@ -124,6 +124,9 @@ static void run(dataset* s) {
         graft_search_params_defaults(&p);
         p.rerank = 10;
         compare(s, kinds[c], cpu, gpu, &p, "L=64 rerank=k");
+        graft_search_params_defaults(&p);
+        p.L = 32, p.mode = GRAFT_SEARCH_MULTI, p.walks = 4;
+        compare(s, kinds[c], cpu, gpu, &p, "L=32 multi walks=4");
         graft_search_params_defaults(&p);
         p.allowed = even;
         /* The storage's filtered walk on both sides: the filtered search's own choice between

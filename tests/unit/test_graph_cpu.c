@@ -459,8 +459,31 @@ static void test_search_params(void) {
         printf("L=32 probes=%d: recall@10 %.4f (probes=1: %.4f)\n", pr, r, r1);
         CHECK(r >= r1 - 0.005, "probes=%d recall %.4f below probes=1's %.4f", pr, r, r1);
     }
-    /* filter: ids divisible by 3 only; compared with the exact search over them */
+    /* the multi mode's reference (graft/graph.h): W walks a query, walk 0 the single walk, merged:
+     * every query's i-th distance at most the single walk's (walk 0's k best are merged in), so
+     * recall at least its own; the same results for a query at another place in the batch (the
+     * starts follow from the query); walks = 1 and auto are the single walk */
     p.probes = 1;
+    float* D0 = malloc(sizeof(float) * nq * k);
+    CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D0, I0));
+    for (int w = 2; w <= 16; w *= 4) {
+        graft_search_params pm = p;
+        pm.mode = GRAFT_SEARCH_MULTI, pm.walks = w;
+        CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &pm, D, I));
+        int64_t worse = 0;
+        for (int64_t i = 0; i < nq * k; i++) worse += D[i] > D0[i];
+        const double r = graft_test_recall(I, k, s.gt, s.gt_k, nq, 10);
+        printf("L=32 walks=%d: recall@10 %.4f (one walk: %.4f)\n", w, r, r1);
+        CHECK(worse == 0 && r >= r1, "walks=%d: %lld distances above the single walk's, recall %.4f "
+              "against %.4f", w, (long long)worse, r, r1);
+        CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq + 5 * s.d, nq - 5, k, &pm,
+                                           D0 + 5 * k, I0 + 5 * k)); /* rows 5.. again, shifted */
+        CHECK(!memcmp(I + 5 * k, I0 + 5 * k, sizeof(int64_t) * (nq - 5) * k),
+              "walks=%d: a query's results depend on its place in the batch", w);
+        CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D0, I0));
+    }
+    free(D0);
+    /* filter: ids divisible by 3 only; compared with the exact search over them */
     p.L = 64;
     uint8_t* allowed = calloc((size_t)(s.nb + 7) / 8, 1);
     int64_t na = 0;
@@ -489,6 +512,13 @@ static void test_search_params(void) {
     CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
     e.probes = 9;
     CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.probes = 1, e.mode = 3;
+    CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.mode = GRAFT_SEARCH_MULTI, e.walks = 1;
+    CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.walks = 410; /* walks x k over 4096 */
+    CHECK_ERR(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I), GRAFT_EINVAL);
+    e.mode = 0, e.walks = 0;
     e.probes = 1, e.visited = 7; /* GPU-only fields are not checked by the CPU reference */
     CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, 1, k, &e, D, I));
     if (!graft_gpu_available())
