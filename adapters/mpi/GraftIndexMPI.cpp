@@ -479,7 +479,8 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
                 }
                 // The first millisecond polls without a pause; then 50 us sleeps leave the
                 // core to a CPU search.
-                if (mpi::now_s() - t0 > 1e-3) std::this_thread::sleep_for(std::chrono::microseconds(50));
+                if (mpi::now_s() - t0 > 1e-3)
+                    std::this_thread::sleep_for(std::chrono::microseconds(50));
             }
             const std::string why = finish_worker.w->error(c);
             if (!why.empty()) mine = mpi::vote_of(why.c_str());
@@ -490,13 +491,15 @@ void GraftIndexMPI::search(idx_t n, const float* x, idx_t k, float* distances, i
         last_wait_s_ += mpi::now_s() - t0;
         bool all_ok = true;
         for (int r = 0; r < ranks; r++)
-            for (int i = 0; i < 5; i++) all_ok = all_ok && !votes[r].failed && votes[r].v[i] == votes[0].v[i];
+            for (int i = 0; i < 5; i++)
+                all_ok = all_ok && !votes[r].failed && votes[r].v[i] == votes[0].v[i];
         if (!all_ok) {
             // Every rank stops here: the merges every rank started complete first, so that no
             // rank is left in one and the index stays usable.
             while (unpacked < started) finish_oldest();
             mpi::require_all_ok(votes, fn);
-            mpi::require_same(votes, 5, fn, "the search (n, k, the queries' fingerprint, chunks, chunk)");
+            mpi::require_same(votes, 5, fn,
+                              "the search (n, k, the queries' fingerprint, chunks, chunk)");
         }
         if (n == 0) break;
         if (record == MPI_DATATYPE_NULL) {
