@@ -31,6 +31,8 @@
 
 namespace graft {
 
+class ChunkWorker;  // GraftIndexMPI.cpp
+
 struct GraftIndexMPI : faiss::Index, NamedParameters {
     // Collective: every rank of comm calls it with its own local index (taken over, deleted with
     // this index), of the same dimension and metric everywhere (checked). comm is duplicated, so
@@ -55,18 +57,24 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     // are merged across ranks (best distance first, ties to the smaller id: GraftIndexShards's
     // order, so the results equal one process's shards over the same parts) and returned on every
     // rank. params go to each local index (graft's SearchParameters or a plain one); their
-    // selector sees the index's global ids.
+    // selector sees the index's global ids. A large batch is pipelined: split into chunks
+    // (merge_chunks, chunks_for), chunk c + 1 is searched while chunk c's merge is in flight;
+    // the results are the same bytes as one chunk's (the merge is per query).
     void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                 const faiss::SearchParameters* params = nullptr) const override;
     void reset() override;
 
-    // "timeout" (seconds a collective may wait, > 0), "rank", "ranks", "local_ntotal" (read-only)
-    // and the last search's phases on this rank (read-only, seconds): "last_local_s" (its local
-    // search), "last_wait_s" (the agreement: the wait for the slowest rank, plus one small
-    // allgather), "last_merge_s" (the merge across ranks: network and merge operator) are this
-    // index's; any other name goes to the local index (faiss_graft_set_param on it). set_param
-    // of those is collective (every rank, the same name and value; one rank's refusal is every
-    // rank's, the others going back to their value); "timeout" and get_param are this rank's.
+    // "timeout" (seconds a collective may wait, > 0), "merge_chunks" (the search's chunks: 0 =
+    // chunks_for's rule, 1 = no pipelining, N = N chunks, at most one a query), "rank", "ranks",
+    // "local_ntotal" (read-only) and the last search on this rank (read-only; seconds summed over
+    // its chunks): "last_chunks" (the chunks it used), "last_local_s" (the local searches),
+    // "last_wait_s" (the agreements: the wait for the slowest rank, plus one small allgather a
+    // chunk), "last_merge_s" (the merges the call waited for: network and merge operator, less
+    // what the next chunk's local search hid), "last_total_s" (the whole call; with several
+    // chunks it is less than the three phases' sum, which overlap) are this index's; any other
+    // name goes to the local index (faiss_graft_set_param on it). set_param of those is
+    // collective (every rank, the same name and value; one rank's refusal is every rank's, the
+    // others going back to their value); "timeout" and get_param are this rank's.
     void set_param(const char* name, double value) override;
     double get_param(const char* name) const override;
 
@@ -80,11 +88,23 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     static GraftIndexMPI* read(const char* fname, MPI_Comm comm, const char* placement,
                                double timeout_s = kDefaultTimeout);
 
+    // The search's chunks by the automatic rule for a batch of n queries over `ranks` ranks:
+    // sqrt(n / m0) (at most kMaxAutoChunks), m0 the break-even chunk, at which a chunk's merge
+    // (hidden behind the next chunk's search) takes as long as the extra local call costs (its
+    // last wave's walk): 0.8 ms / (50 ns x log2 R steps), at least two waves of the GPU. 1 below
+    // 4 m0 (64k queries on 2 ranks). docs/mpi.md, "The pipelined merge", has the model.
+    static int chunks_for(idx_t n, int ranks);
+    static constexpr int kMaxAutoChunks = 8;
+    static constexpr int kMaxChunks = 4096;  // merge_chunks's largest
+
     faiss::Index* local = nullptr;  // this rank's part (owned)
     int rank = 0, ranks = 1;
     double timeout = kDefaultTimeout;
     // Long enough for the slowest rank's graph build, which the first search after adds waits for.
     static constexpr double kDefaultTimeout = 600;
+    // 0: chunks_for's rule; N >= 1: N chunks (1: no pipelining). Set it with set_param (collective):
+    // ranks with different values fail their next search (checked before any merge).
+    int merge_chunks = 0;
 
    private:
     void require_usable() const;
@@ -98,8 +118,11 @@ struct GraftIndexMPI : faiss::Index, NamedParameters {
     MPI_Op merge_op_ = MPI_OP_NULL;
     std::vector<IdRun> runs_;  // this rank's local ids -> global ids (one run per add)
     idx_t next_id_ = 0;
-    mutable double last_local_s_ = 0, last_wait_s_ = 0, last_merge_s_ = 0;
+    mutable double last_local_s_ = 0, last_wait_s_ = 0, last_merge_s_ = 0, last_total_s_ = 0;
+    mutable int last_chunks_ = 0;
     mutable std::string broken_;  // why the communicator is unusable ("" while it is fine)
+    // The thread that searches a pipelined call's chunks, kept from one search to the next.
+    mutable std::unique_ptr<ChunkWorker> worker_;
 };
 
 // This rank's GPU among the visible ones, by its place among the ranks of its host: local rank

@@ -34,34 +34,42 @@ std::vector<std::unique_ptr<Pending>>& orphans() {
 
 }  // namespace
 
+void abandon(std::unique_ptr<Pending>& p) {
+    if (!p) return;
+    std::lock_guard<std::mutex> lock(orphans_mu);
+    orphans().push_back(std::move(p));
+}
+
+bool test(std::unique_ptr<Pending>& p, double started_s, double timeout_s, const char* what,
+          std::string* broken) {
+    int done = 0;
+    const int rc = MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        *broken = std::string(what) + " failed in MPI";
+        abandon(p);
+        throw_mpi(rc, *broken);
+    }
+    if (done) return true;
+    if (now_s() - started_s > timeout_s) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "%s: no answer from every rank within the timeout of %g s (a rank died, "
+                 "stopped or is still busy; the index is unusable now: end the job)",
+                 what, timeout_s);
+        *broken = msg;
+        abandon(p);
+        FAISS_THROW_MSG(msg);
+    }
+    return false;
+}
+
 void wait(std::unique_ptr<Pending>& p, double timeout_s, const char* what, std::string* broken) {
     const double t0 = now_s();
-    for (long spins = 0;; spins++) {
-        int done = 0;
-        const int rc = MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            *broken = std::string(what) + " failed in MPI";
-            std::lock_guard<std::mutex> lock(orphans_mu);
-            orphans().push_back(std::move(p));
-            throw_mpi(rc, *broken);
-        }
-        if (done) return;
-        const double waited = now_s() - t0;
-        if (waited > timeout_s) {
-            char msg[256];
-            snprintf(msg, sizeof msg,
-                     "%s: no answer from every rank within the timeout of %g s (a rank died, "
-                     "stopped or is still busy; the index is unusable now: end the job)",
-                     what, timeout_s);
-            *broken = msg;
-            std::lock_guard<std::mutex> lock(orphans_mu);
-            orphans().push_back(std::move(p));
-            FAISS_THROW_MSG(msg);
-        }
+    while (!test(p, t0, timeout_s, what, broken)) {
         // MPI_Test also drives the collective's progress, so the first millisecond polls
         // without a pause (a small collective on a quiet network takes microseconds); after
         // that 50 us sleeps keep a long wait (a slower rank's build) off the core.
-        if (waited > 1e-3) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (now_s() - t0 > 1e-3) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
 }
 

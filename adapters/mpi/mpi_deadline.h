@@ -35,6 +35,16 @@ struct Pending {
 // and *broken says why, so that the caller's later calls fail at once.
 void wait(std::unique_ptr<Pending>& p, double timeout_s, const char* what, std::string* broken);
 
+// One look at p's collective (MPI_Test, which also moves it along): true when it completed on
+// this rank. Throws as wait() does when MPI fails or `timeout_s` has passed since `started_s`
+// (now_s()'s clock) without it completing. For a caller with other work between the looks.
+bool test(std::unique_ptr<Pending>& p, double started_s, double timeout_s, const char* what,
+          std::string* broken);
+
+// Hands p, a collective in flight that nobody will wait for (its caller is throwing), to the
+// list kept alive forever: MPI may still write into its buffers.
+void abandon(std::unique_ptr<Pending>& p);
+
 // One rank's word in an agreement: whether its part of an operation can go on (or went well),
 // the numbers its input has (n, k, a fingerprint of the data, ...) and, on failure, why.
 struct Vote {

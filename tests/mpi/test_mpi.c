@@ -2,8 +2,11 @@
  * and 4 ranks on the CPU references: "MPI,X" against one process's "X,shards=R" over the same
  * parts (the same D and I, bit for bit, over two adds with a search between), on every rank;
  * a selector over the global ids; add_local against add; k > ntotal; ties across ranks; bad input on one rank failing on every rank and leaving the
- * index usable; write on every rank and read back (and refused on another rank count); the
- * parameters. test_mpi_fault.c has the dead and stalled ranks. */
+ * index usable; the pipelined merge (merge_chunks forced to several chunks, and the automatic
+ * rule on a batch large enough for it) giving the unpipelined merge's bytes, with a selector,
+ * k > ntotal, and a local search failing on one rank in the middle of the pipeline; write on
+ * every rank and read back (and refused on another rank count); the parameters.
+ * test_mpi_fault.c has the dead and stalled ranks. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -219,6 +222,172 @@ static void bad_input_on_one_rank(void) {
     if (rank == 0) printf("  bad input on rank %d: the same error on every rank, index unchanged\n", last);
 }
 
+static void set_chunks(FaissIndex* index, int chunks) {
+    FAISS_OK(faiss_graft_set_param(index, "merge_chunks", chunks));
+}
+static double param(FaissIndex* index, const char* name) {
+    double v = -1;
+    FAISS_OK(faiss_graft_get_param(index, name, &v));
+    return v;
+}
+
+/* The pipelined merge: every forced chunk count gives the bytes of one chunk (and of one
+ * process's shards), with and without a selector; the chunks used are reported. */
+static void pipelined(const char* desc) {
+    char mpi_desc[128], shards_desc[128];
+    snprintf(mpi_desc, sizeof mpi_desc, "MPI,timeout=60,%s", desc);
+    snprintf(shards_desc, sizeof shards_desc, "%s,shards=%d", desc, ranks);
+    const int64_t m = s.nq * K;
+    FaissIndex* mpi = make(mpi_desc);
+    FAISS_OK(faiss_Index_add(mpi, 3000, s.xb));
+    FAISS_OK(faiss_Index_add(mpi, s.nb - 3000, s.xb + 3000 * s.d));
+    set_chunks(mpi, 1);
+    results one = search(mpi, s.nq, K);
+    CHECK(param(mpi, "last_chunks") == 1, "%s: %g chunks at merge_chunks = 1", mpi_desc, param(mpi, "last_chunks"));
+    FaissIDSelectorRange* range = NULL;
+    FAISS_OK(faiss_IDSelectorRange_new(&range, 1000, 3000));
+    FaissIDSelector* sel = (FaissIDSelector*)range;
+    results one_sel = {malloc(sizeof(float) * m), malloc(sizeof(idx_t) * m)};
+    FAISS_OK(faiss_graft_search_with_selector(mpi, s.nq, s.xq, K, sel, one_sel.D, one_sel.I));
+    const int forced[] = {2, 3, 4, 7, 64};
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+        set_chunks(mpi, forced[i]);
+        results r = search(mpi, s.nq, K);
+        CHECK(param(mpi, "last_chunks") == forced[i], "%s: %g chunks used, %d forced", mpi_desc,
+              param(mpi, "last_chunks"), forced[i]);
+        CHECK(same(r, one, m), "%s: %d chunks differ from one chunk", mpi_desc, forced[i]);
+        CHECK(param(mpi, "last_total_s") > 0 && param(mpi, "last_local_s") > 0,
+              "%s: no timings after %d chunks", mpi_desc, forced[i]);
+        check_same_everywhere(r, m, mpi_desc);
+        free_results(&r);
+        results rs = {malloc(sizeof(float) * m), malloc(sizeof(idx_t) * m)};
+        FAISS_OK(faiss_graft_search_with_selector(mpi, s.nq, s.xq, K, sel, rs.D, rs.I));
+        CHECK(same(rs, one_sel, m), "%s with a selector: %d chunks differ from one", mpi_desc, forced[i]);
+        free_results(&rs);
+    }
+    /* Small batches under the automatic rule: one chunk. */
+    set_chunks(mpi, 0);
+    results r = search(mpi, s.nq, K);
+    CHECK(param(mpi, "last_chunks") == 1, "%s: %g chunks for %lld queries (auto)", mpi_desc,
+          param(mpi, "last_chunks"), (long long)s.nq);
+    CHECK(same(r, one, m), "%s: auto differs from one chunk", mpi_desc);
+    free_results(&r);
+    if (rank == 0) {
+        FaissIndex* shards = make(shards_desc);
+        FAISS_OK(faiss_Index_add(shards, 3000, s.xb));
+        FAISS_OK(faiss_Index_add(shards, s.nb - 3000, s.xb + 3000 * s.d));
+        results o = search(shards, s.nq, K);
+        CHECK(same(one, o, m), "%s: differs from %s", mpi_desc, shards_desc);
+        FAISS_OK(faiss_graft_search_with_selector(shards, s.nq, s.xq, K, sel, o.D, o.I));
+        CHECK(same(one_sel, o, m), "%s with a selector: differs from %s", mpi_desc, shards_desc);
+        free_results(&o);
+        faiss_Index_free(shards);
+        printf("  %-34s pipelined in 2, 3, 4, 7, 64 chunks = 1 chunk = %s, selector too\n", mpi_desc,
+               shards_desc);
+    }
+    free_results(&one), free_results(&one_sel);
+    faiss_IDSelector_free(sel);
+    faiss_Index_free(mpi);
+}
+
+/* The automatic rule on a batch large enough for it (64k queries against 200 vectors, so that
+ * it stays fast on the CPU): several chunks, the bytes of one chunk; k > ntotal in chunks
+ * (3 vectors, 4 queries in 3 chunks). */
+static void pipelined_auto_and_few(void) {
+    const int64_t nq = 65536, nb = 200, m = nq * K;
+    float* xq = malloc(sizeof(float) * nq * s.d);
+    for (int64_t q = 0; q < nq; q++) memcpy(xq + q * s.d, s.xq + (q % s.nq) * s.d, sizeof(float) * s.d);
+    FaissIndex* mpi = make("MPI,timeout=60,GraftFlat,cpu");
+    FAISS_OK(faiss_Index_add(mpi, nb, s.xb));
+    results a = {malloc(sizeof(float) * m), malloc(sizeof(idx_t) * m)};
+    results b = {malloc(sizeof(float) * m), malloc(sizeof(idx_t) * m)};
+    FAISS_OK(faiss_Index_search(mpi, nq, xq, K, a.D, a.I));
+    const double chunks = param(mpi, "last_chunks");
+    CHECK(chunks >= 2, "auto: %g chunk(s) for %lld queries on %d ranks", chunks, (long long)nq, ranks);
+    set_chunks(mpi, 1);
+    FAISS_OK(faiss_Index_search(mpi, nq, xq, K, b.D, b.I));
+    CHECK(same(a, b, m), "auto (%g chunks) differs from one chunk", chunks);
+    if (rank == 0) {
+        char desc[64];
+        snprintf(desc, sizeof desc, "GraftFlat,cpu,shards=%d", ranks);
+        FaissIndex* one = make(desc);
+        FAISS_OK(faiss_Index_add(one, nb, s.xb));
+        FAISS_OK(faiss_Index_search(one, nq, xq, K, b.D, b.I));
+        CHECK(same(a, b, m), "auto (%g chunks) differs from %s", chunks, desc);
+        faiss_Index_free(one);
+        printf("  auto: %lld queries on %d ranks in %g chunks = 1 chunk = %s\n", (long long)nq, ranks,
+               chunks, desc);
+    }
+    free_results(&a), free_results(&b);
+    free(xq);
+    faiss_Index_free(mpi);
+
+    FaissIndex* few = make("MPI,GraftFlat,cpu");
+    FAISS_OK(faiss_Index_add(few, 3, s.xb));
+    set_chunks(few, 1);
+    results r1 = search(few, 4, K);
+    set_chunks(few, 3);
+    results r3 = search(few, 4, K);
+    CHECK(param(few, "last_chunks") == 3, "k > ntotal: %g chunks", param(few, "last_chunks"));
+    CHECK(same(r1, r3, 4 * K), "k > ntotal: 3 chunks differ from one");
+    /* More chunks than queries: one a query. */
+    set_chunks(few, 64);
+    results r4 = search(few, 4, K);
+    CHECK(param(few, "last_chunks") == 4, "4 queries, 64 chunks asked: %g used", param(few, "last_chunks"));
+    CHECK(same(r1, r4, 4 * K), "k > ntotal: one chunk a query differs from one chunk");
+    free_results(&r1), free_results(&r3), free_results(&r4);
+    faiss_Index_free(few);
+}
+
+/* Whether the fingerprint of n rows (mpi_deadline.cpp: 64 rows spread over them) reads row. */
+static int fingerprint_reads(int64_t n, int64_t row) {
+    const int64_t rows = n < 64 ? n : 64;
+    for (int64_t j = 0; j < rows; j++)
+        if ((rows == 1 ? 0 : j * (n - 1) / (rows - 1)) == row) return 1;
+    return 0;
+}
+
+/* A local search failing on the last rank only, in the first, a middle or the last of 4 chunks
+ * (a NaN in a query row that the queries' fingerprint does not read, so that every rank agrees
+ * on the call and starts the earlier chunks' merges): the same error on every rank, within the
+ * call, and the index usable after it with the same results. */
+static void pipelined_error_on_one_rank(void) {
+    const int last = ranks - 1;
+    char needle[32];
+    snprintf(needle, sizeof needle, "rank %d", last);
+    FaissIndex* mpi = make("MPI,timeout=60,GraftFlat,cpu");
+    FAISS_OK(faiss_Index_add(mpi, s.nb, s.xb));
+    set_chunks(mpi, 4);
+    results good = search(mpi, s.nq, K);
+    float* xq = malloc(sizeof(float) * s.nq * s.d);
+    results r = {malloc(sizeof(float) * s.nq * K), malloc(sizeof(idx_t) * s.nq * K)};
+    const int bad_chunks[] = {0, 2, 3};
+    for (int i = 0; i < 3; i++) {
+        int64_t row = bad_chunks[i] * s.nq / 4 + 3;
+        while (fingerprint_reads(s.nq, row)) row++;
+        memcpy(xq, s.xq, sizeof(float) * s.nq * s.d);
+        if (rank == last) xq[row * s.d + 7] = NAN;
+        FAISS_FAILS(faiss_Index_search(mpi, s.nq, xq, K, r.D, r.I), needle);
+        FAISS_FAILS(faiss_Index_search(mpi, s.nq, xq, K, r.D, r.I), "NaN");
+        CHECK(param(mpi, "last_chunks") == 4, "failed search: %g chunks", param(mpi, "last_chunks"));
+        results again = search(mpi, s.nq, K);
+        CHECK(same(good, again, s.nq * K), "after a failure in chunk %d: results changed", bad_chunks[i]);
+        free_results(&again);
+    }
+    /* merge_chunks is collective: a value one rank refuses is refused on every rank. */
+    set_chunks(mpi, 2);
+    FAISS_FAILS(faiss_graft_set_param(mpi, "merge_chunks", rank == last ? 3 : 2), "rank");
+    CHECK(param(mpi, "merge_chunks") == 2, "merge_chunks %g after a refused set", param(mpi, "merge_chunks"));
+    FAISS_FAILS(faiss_graft_set_param(mpi, "merge_chunks", rank == last ? -1 : 2), "merge_chunks");
+    FAISS_FAILS(faiss_graft_set_param(mpi, "last_chunks", 2), "read-only");
+    free_results(&good), free_results(&r);
+    free(xq);
+    faiss_Index_free(mpi);
+    if (rank == 0)
+        printf("  a local search failing on rank %d in chunk 0, 2 or 3 of 4: the same error on every "
+               "rank, index unchanged\n", last);
+}
+
 static void write_read(void) {
     char dir[256] = {0}, name[300];
     if (rank == 0) graft_test_temp_dir(dir, sizeof dir, "mpi");
@@ -303,6 +472,10 @@ int main(int argc, char** argv) {
     ties();
     add_local();
     bad_input_on_one_rank();
+    pipelined("GraftFlat,cpu");
+    pipelined("GraftGraph,cpu");
+    pipelined_auto_and_few();
+    pipelined_error_on_one_rank();
     write_read();
     params();
     if (rank == 0) printf("  %d ranks: %.1f s\n", ranks, MPI_Wtime() - t0);

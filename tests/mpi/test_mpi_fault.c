@@ -1,6 +1,9 @@
 /* A rank that stops answering or dies (issue 49), run by tests/mpi/fault.sh under mpirun:
  *   stall: rank 1 sleeps through a search (a stopped process, a hung GPU): the other ranks must
  *          get a FAISS error within the index's timeout (2 s here), and every later call at once;
+ *   stall4: the same with the search pipelined in 4 chunks (merge_chunks): the other ranks'
+ *          chunk searches run on ahead on their worker while the agreement waits, and must end
+ *          with the same error, not a hang;
  *   die:   rank 1 is killed (SIGKILL) before a search: the others get an error within the
  *          timeout, or the MPI runtime ends the job; either way nothing hangs (fault.sh times it).
  * Each rank prints "EVENT <name> <unix time> ..." lines that fault.sh reads. */
@@ -34,6 +37,10 @@ int main(int argc, char** argv) {
     FaissIndex* index = NULL;
     if (faiss_graft_index_factory(&index, d, "MPI,timeout=2,GraftFlat,cpu", METRIC_L2)) {
         fprintf(stderr, "rank %d: factory: %s\n", rank, faiss_get_last_error());
+        return 2;
+    }
+    if (!strcmp(mode, "stall4") && faiss_graft_set_param(index, "merge_chunks", 4)) {
+        fprintf(stderr, "rank %d: merge_chunks: %s\n", rank, faiss_get_last_error());
         return 2;
     }
     float D[nq * k];

@@ -1,8 +1,9 @@
 """One graft index across MPI ranks from Python (label mpi), run by mpirun with mpi4py:
 graft.index_factory("MPI,GraftGraph,cpu") on MPI_COMM_WORLD equals one process's
 "GraftGraph,cpu,shards=R" over the same parts on every rank; bad input on one rank raises on
-every rank; mpi_add_local; mpi_write_index / mpi_read_index. Not a pytest file: every rank runs it
-whole (tests/python/CMakeLists.txt). Exits 1 on any failure."""
+every rank; the merge pipelined in 3 chunks; mpi_add_local; mpi_write_index / mpi_read_index.
+Not a pytest file: every rank runs it whole (tests/python/CMakeLists.txt). Exits 1 on any
+failure."""
 import os
 import sys
 import tempfile
@@ -44,6 +45,12 @@ except RuntimeError as e:
     assert "disagree" in str(e), str(e)
 D2, I2 = index.search(s.xq, k)
 assert np.array_equal(I, I2)
+# The merge pipelined in 3 chunks: the same bytes.
+graft.set_param(index, "merge_chunks", 3)
+D3, I3 = index.search(s.xq, k)
+assert graft.get_param(index, "last_chunks") == 3
+assert np.array_equal(D3, D) and np.array_equal(I3, I), "3 chunks: results differ from one chunk's"
+graft.set_param(index, "merge_chunks", 0)
 graft.set_param(index, "L", 96)
 assert graft.get_param(index, "L") == 96 and graft.get_param(index, "ranks") == ranks
 

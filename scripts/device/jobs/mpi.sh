@@ -4,8 +4,10 @@
 # ("GraftGraph,gpus=0-1") on one 2-GPU host, at batch 10,000 and each L of GRAFT_MPI_L, by
 # bench/mpi_bench under mpirun -np 2: QPS (median of 5 calls over the 10k queries), recall@10
 # against the exact k-NN, and on rank 0 the search's phases (local search, wait for the slowest
-# rank, merge). Open MPI: the machine's, else Debian's unpacked from .deps/mpi (lib.sh mpi_env,
-# before the build). Run the mpi tests too with `tests` and GRAFT_TESTS=mpi.
+# rank, merge), each L with the merge unpipelined and pipelined (merge_chunks of GRAFT_MPI_CHUNKS:
+# 1 = one chunk, 0 = the automatic rule, N = N chunks forced). Open MPI: the machine's, else
+# Debian's unpacked from .deps/mpi (lib.sh mpi_env, before the build). Run the mpi tests too
+# with `tests` and GRAFT_TESTS=mpi.
 # Writes to $OUT: mpi-bench.log, mpi-bench.jsonl (bench "mpi").
 # On one GPU (the kind lent when 2-GPU kinds are not), both ranks on it against "gpus=0,0".
 # Time: not measured (a 2-GPU kind; nvidia-h200-x2).
@@ -33,5 +35,5 @@ timeout "$(seconds_left)" mpirun -np 2 --allow-run-as-root --oversubscribe --bin
   -x OMP_NUM_THREADS=$(( $(nproc) / 2 )) -x OMP_WAIT_POLICY=passive \
   build-device/bench/mpi_bench $dense/base.u8bin $dense/query.u8bin \
   --index "MPI,GraftGraph,gpu=local" --compare "$compare" --batch 10000 \
-  --L "${GRAFT_MPI_L:-32,48,64,96,128,192}" --records "$OUT/mpi-bench.jsonl" 2>&1 | tee "$OUT/mpi-bench.log"
+  --L "${GRAFT_MPI_L:-32,48,64,96,128,192}" --chunks "${GRAFT_MPI_CHUNKS:-1,0,2,4}" --records "$OUT/mpi-bench.jsonl" 2>&1 | tee "$OUT/mpi-bench.log"
 exit "${PIPESTATUS[0]}"
