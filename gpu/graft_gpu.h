@@ -235,10 +235,11 @@ typedef struct graft_gpu_search_args {
     /* Walks a query (the mode; issue 47): 0 or 1, one walk a query, a block of four warps when
      * every walk of the launch can hold a block resident at once, else a warp (the single mode);
      * W in 2..64, W walks a query (the multi mode, for batches under a wave): walk 0 is the
-     * single walk from `entry`, walk w > 0 starts from up to 32 pseudo-random vertices of its
-     * own; each has its own visited set and worklist of L, and their k best are merged (repeats
-     * dropped): deterministic, and never worse than walk 0 alone. Needs W k <= 4096 and the
-     * scratch buffer (graft_gpu_graph_search_scratch). */
+     * single walk from `entry`, walk w > 0 starts from up to 32 vertices of the query's hash
+     * (graft_walk_seed); each has its own visited set and worklist of L, and their k best are
+     * merged (repeats dropped): deterministic, never worse than walk 0 alone, equal to the CPU
+     * reference's multi mode (plugin/graph/graph.c). Needs W k <= 4096 and the scratch buffer
+     * (graft_gpu_graph_search_scratch). */
     int walks;
 } graft_gpu_search_args;
 

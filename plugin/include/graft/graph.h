@@ -280,19 +280,21 @@ typedef struct graft_search_params {
                         k best are returned; 0 (default) = the whole worklist (BANG's choice),
                         else >= k. With a filter, the k allowed results are re-ranked. The PQ
                         storage: the best `rerank` expanded vertices by PQ distance (graft/bang.h) */
-    int mode;        /* GPU walks (issue 47): GRAFT_SEARCH_AUTO (default) picks per call from the
+    int mode;        /* walks a query (issue 47): GRAFT_SEARCH_AUTO (default) picks per call from the
                         batch, L and the device: one walk a query once the batch fills half a
                         wave of the GPU, else several (graft_gpu_graph_search_walks);
                         GRAFT_SEARCH_SINGLE forces one walk a query (a block of four warps when
                         the batch fits resident, else a warp: waves 1-3's walk);
                         GRAFT_SEARCH_MULTI forces several: `walks` walks a query, walk 0 the
-                        single walk from the entry and the others from pseudo-random vertices,
-                        each with its own visited set and worklist of L, their k best merged
-                        (deterministic; never worse than the single walk). So in auto a small
-                        batch's results can be better than the same queries' in a large batch.
-                        The CPU walk ignores it */
+                        single walk from the entry and the others from vertices drawn from the
+                        query's hash (graft_walk_seed), each with its own visited set and
+                        worklist of L, their k best merged: deterministic, the same for a query
+                        wherever it sits in a batch, never worse than the single walk. So in
+                        auto a small batch's results can be better than the same queries' in a
+                        large batch. The CPU walks the same way in multi (its reference); auto
+                        is one walk there (no wave to fill) */
     int walks;       /* GRAFT_SEARCH_MULTI's walks a query, 2..64 with walks x k <= 4096; 0 (default)
-                        = the auto rule's, at least 2 */
+                        = the auto rule's, at least 2 (on the CPU: 2) */
     /* --- the PQ storage's search (BANG, graft/bang.h) only; the other walks ignore them --- */
     int max_expand;  /* expansions per query at most (bounds the re-rank store), L..8192;
                         0 = 2 L + 64 (sift5k and Fashion-MNIST 10k expand 1.0-1.25 L on
