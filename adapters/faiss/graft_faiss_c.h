@@ -206,9 +206,9 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
 /* Sharded and replicated indexes (factory ",gpus=LIST" / ",shards=N" / ",replicas", a GRFTSHRD
  * record, or FAISS's IndexShards / IndexReplicas; looked up through IndexIDMap/IDMap2 and
  * IndexPreTransform). faiss_graft_set_param sets every shard and faiss_graft_get_param reads
- * shard 0, except "gpu_bytes" and "host_bytes" (the sums over the shards) and "build_seconds" (the longest: the
- * shards build at once); these read one shard, e.g. its "device", or the PQ index's "gpu_bytes" (the device
- * memory each shard holds). faiss_graft_shard_count gives 1 for an index that is neither. */
+ * shard 0, except "gpu_bytes" and "host_bytes" (the sums over the shards) and "build_seconds"
+ * (the longest: the shards build at once); these read one shard, e.g. its "device", or the PQ
+ * index's "gpu_bytes" (the device memory each shard holds). faiss_graft_shard_count gives 1 for an index that is neither. */
 int faiss_graft_shard_count(const FaissIndex* index, int* count);
 int faiss_graft_get_shard_param(const FaissIndex* index, int shard, const char* name, double* value);
 
