@@ -139,7 +139,7 @@ void GraftIndexFlat::set_param(const char* name, double value) {
     } else {
         FAISS_THROW_FMT(
                 "GraftIndexFlat: unknown parameter '%s' (settable: allow_tf32, exact_path, "
-                "device_budget_mb; readable: device, fp32_fallbacks, last_path)",
+                "device_budget_mb; readable: device, fp32_fallbacks, last_path, host_bytes)",
                 name);
     }
     std::lock_guard<std::mutex> hold(swap_lock);
@@ -167,6 +167,7 @@ double GraftIndexFlat::get_param(const char* name) const {
     if (n == "allow_tf32") return flat_params.allow_tf32;
     if (n == "device_budget_mb") return (double)flat_params.memory_budget / 1048576.0;
     if (n == "device") return graft_flat_device(flat);
+    if (n == "host_bytes") return (double)graft_flat_host_bytes(flat);
     int64_t fallbacks = 0;
     int path = graft_flat_exact_path(flat, &fallbacks);
     if (n == "exact_path") return path;  // the path in use, auto resolved
@@ -174,7 +175,7 @@ double GraftIndexFlat::get_param(const char* name) const {
     if (n == "last_path") return graft_flat_last_path(flat);
     FAISS_THROW_FMT(
             "GraftIndexFlat: unknown parameter '%s' (known: allow_tf32, exact_path, "
-            "device_budget_mb, device, fp32_fallbacks, last_path)",
+            "device_budget_mb, device, fp32_fallbacks, last_path, host_bytes)",
             name);
 }
 

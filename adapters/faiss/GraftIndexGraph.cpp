@@ -129,7 +129,8 @@ const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
         "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
-        "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
+        "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
+        "host_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
         "and the adds' and removals' inserted, insert_batches, since_build, builds, "
         "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
@@ -138,7 +139,8 @@ const char* const kKnownPQ =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
         "build): R, S, T1, T2, rho, delta, alpha, init_exact; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
-        "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, the last search's "
+        "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
+        "host_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
         "and the adds' and removals' inserted, insert_batches, since_build, builds, "
         "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
@@ -255,7 +257,7 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
     if (pq)
         GRAFT_REQUIRE(n != "M" && n != "device" && n != "active_mode" && n != "build_seconds" &&
                               n != "build_pieces" && n != "build_pending" && n != "gpu_bytes" &&
-                              n != "storage",
+                              n != "host_bytes" && n != "storage",
                       "GraftIndexGraphPQ: '%s' is read-only (M and the device are fixed at "
                       "creation: faiss_GraftIndexGraphPQ_new, or factory strings "
                       "\"GraftGraph,PQ16,cpu\" / \"GraftGraph,PQ16,gpu=N\"; the memory mode is "
@@ -263,7 +265,8 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
                       name_);
     else
         GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces" &&
-                              n != "build_pending" && n != "storage" && n != "gpu_bytes",
+                              n != "build_pending" && n != "storage" && n != "gpu_bytes" &&
+                              n != "host_bytes",
                       "GraftIndexGraph: '%s' is read-only (the device and the storage are fixed at "
                       "creation: faiss_GraftIndexGraph_new, or factory strings \"GraftGraph,cpu\" / "
                       "\"GraftGraph,gpu=N\" / \"GraftGraph,SQ8\")",
@@ -308,6 +311,7 @@ double GraftIndexGraph::get_param(const char* name_) const {
     if (n == "build_pending") return graft_gindex_build_pending(gindex);
     if (n == "storage") return p.storage;
     if (n == "gpu_bytes") return (double)graft_gindex_gpu_bytes(gindex);
+    if (n == "host_bytes") return (double)graft_gindex_host_bytes(gindex);
     if (pq && n == "mode") return p.mode;
     if (pq && n == "gpu_budget") return (double)p.gpu_budget;
     if (pq && n == "M") return p.pq.M;

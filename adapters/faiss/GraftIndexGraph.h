@@ -83,7 +83,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //             -1 a graph given: set_data, a file, a replica's copy), "build_pending" (1 while
     //             adds wait for the graph build the next search or write runs, else 0),
     //             "storage" (0 FP32, 1 FP16, 2 SQ8, 3 PQ), "gpu_bytes" (device bytes held
-    //             resident; 0 on the CPU), the last search's filter_* report;
+    //             resident; 0 on the CPU), "host_bytes" (host bytes of vectors, codes, graph,
+    //             tombstones, codec; docs/memory.md), the last search's filter_* report;
     //             PQ: "M" (code bytes per vector), "active_mode" (the placement searches use
     //             now: 1 in-memory, 2 out-of-core; 0 on the CPU)
     // Values are checked as graft_gindex_set_search_params / set_build_params / set_mode check

@@ -611,14 +611,14 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value) {
         FAISS_THROW_IF_NOT_MSG(value, "faiss_graft_get_param: value is NULL");
         std::vector<graft::NamedParameters*> found = graft_indexes(index, "faiss_graft_get_param");
         *value = found[0]->get_param(name);
-        // Sharded: the device bytes of all shards, and the longest build (they ran at once); the
-        // vectors inserted, removed and not consolidated, summed over the shards (a replicated
-        // index holds each vector in every replica: shard 0's).
+        // Sharded: the device and host bytes of all shards, and the longest build (they ran at
+        // once); the vectors inserted, removed and not consolidated, summed over the shards (a
+        // replicated index holds each vector in every replica: shard 0's).
         if (name && find_threaded(reinterpret_cast<faiss::Index*>(index))) {
             const std::string n = name;
             const bool sharded = dynamic_cast<faiss::IndexShards*>(find_threaded(reinterpret_cast<faiss::Index*>(index)));
             const bool counted = sharded && (n == "inserted" || n == "removed" || n == "tombstones");
-            if (n == "gpu_bytes" || n == "build_seconds" || counted)
+            if (n == "gpu_bytes" || n == "host_bytes" || n == "build_seconds" || counted)
                 for (size_t i = 1; i < found.size(); i++) {
                     const double v = found[i]->get_param(name);
                     *value = n == "build_seconds" ? std::max(*value, v) : *value + v;

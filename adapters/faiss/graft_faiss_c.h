@@ -151,6 +151,7 @@ int faiss_graft_consolidate(FaissIndex* index);
  *   "last_path"         read-only: the path the last search took (1 to 5; 1 on the CPU)
  *   "device_budget_mb"  GPU scratch budget in MiB, 0 = auto (a quarter of the device, <= 8 GiB)
  *   "device"            read-only: the CUDA device, -1 for the CPU (fixed at creation)
+ *   "host_bytes"        read-only: host bytes of the stored vectors (capacity x d x 4)
  * on a flat index: a new value takes effect on the next add/search: a GPU index re-creates its
  * device state and re-uploads its vectors (waiting for searches in other threads); a CPU
  * index only records it. On a graph index (checked as graft_gindex_set_search_params /
@@ -171,14 +172,15 @@ int faiss_graft_consolidate(FaissIndex* index);
  *   "filter_redone"                                    read-only: what the last search did (path
  *                                                      0 none, 1 exact, 2 walk; the threshold
  *                                                      applied; the walk's beam; queries redone)
- *   "storage", "gpu_bytes"                             read-only (0 FP32, 1 FP16, 2 SQ8; device
- *                                                      bytes of graph, codes, FP32 vectors, codec)
+ *   "storage", "gpu_bytes", "host_bytes"               read-only (0 FP32, 1 FP16, 2 SQ8; device
+ *                                                      bytes of graph, codes, FP32 vectors, codec;
+ *                                                      host bytes of the same: docs/memory.md)
  * On a graph index with the PQ storage (one table: names of the other storages are unknown to it):
  *   "L", "rerank", "max_expand", "bloom_log2"          default search parameters (graft/bang.h)
  *   "mode" (0 auto, 1 in-memory, 2 out-of-core), "gpu_budget" (bytes; 0 = half the device)
  *                                                      memory placement, applied at once
  *   "R", "S", "T1", "T2", "rho"                       graph construction, used by the next build
- *   "M", "device", "active_mode", "build_seconds", "build_pieces", "gpu_bytes"
+ *   "M", "device", "active_mode", "build_seconds", "build_pieces", "gpu_bytes", "host_bytes"
  *                                                      read-only (active_mode: the mode searches
  *                                                      use now, 1 or 2; 0 on the CPU)
  *   "filter_exact_below" and the "filter_*" read-outs  as on a graph index
@@ -204,9 +206,9 @@ int faiss_graft_get_param(FaissIndex* index, const char* name, double* value);
 /* Sharded and replicated indexes (factory ",gpus=LIST" / ",shards=N" / ",replicas", a GRFTSHRD
  * record, or FAISS's IndexShards / IndexReplicas; looked up through IndexIDMap/IDMap2 and
  * IndexPreTransform). faiss_graft_set_param sets every shard and faiss_graft_get_param reads
- * shard 0, except "gpu_bytes" (the sum over the shards) and "build_seconds" (the longest: the
- * shards build at once); these read one shard, e.g. its "device", or the PQ index's "gpu_bytes" (the device
- * memory each shard holds). faiss_graft_shard_count gives 1 for an index that is neither. */
+ * shard 0, except "gpu_bytes" and "host_bytes" (the sums over the shards) and "build_seconds"
+ * (the longest: the shards build at once); these read one shard, e.g. its "device", or the PQ
+ * index's "gpu_bytes" (the device memory each shard holds). faiss_graft_shard_count gives 1 for an index that is neither. */
 int faiss_graft_shard_count(const FaissIndex* index, int* count);
 int faiss_graft_get_shard_param(const FaissIndex* index, int shard, const char* name, double* value);
 

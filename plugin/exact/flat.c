@@ -346,6 +346,15 @@ void graft_flat_get_exact_counts(const graft_flat* f, graft_flat_exact_counts* o
         memset(out, 0, sizeof *out);
     }
 }
+size_t graft_flat_host_bytes(const graft_flat* cf) {
+    graft_flat* f = (graft_flat*)cf;
+    if (!f) return 0;
+    pthread_mutex_lock(&f->lock); /* an add may be growing xb */
+    const size_t b = (size_t)f->capacity * (size_t)f->d * sizeof(float);
+    pthread_mutex_unlock(&f->lock);
+    return b;
+}
+
 size_t graft_flat_gpu_scratch_peak(const graft_flat* f) {
     return f && f->ctx ? graft_gpu_ctx_scratch_peak(f->ctx) : 0;
 }

@@ -625,6 +625,24 @@ size_t graft_gindex_gpu_bytes(const graft_gindex* g) {
     return b;
 }
 
+static size_t gbuf_bytes(const gbuf* b) { return b ? b->bytes : 0; }
+
+/* The buffers s holds on the host, as allocated (capacity included), and its codec. */
+static size_t snap_host_bytes(const graft_gindex* g, const gsnap* s) {
+    size_t b = gbuf_bytes(s->xb) + gbuf_bytes(s->codes) + gbuf_bytes(s->nbrs) + gbuf_bytes(s->dead) +
+               gbuf_bytes(s->live) + gbuf_bytes(s->rank);
+    const gcodec* c = s->codec;
+    if (g->storage == GRAFT_STORAGE_SQ8 && c->st.vmin) b += (size_t)g->d * 2 * sizeof(float);
+    if (gindex_is_pq(g) && c->pq.centroids) b += (size_t)g->d * GRAFT_PQ_KSUB * sizeof(float);
+    return b;
+}
+
+size_t graft_gindex_host_bytes(const graft_gindex* g) {
+    size_t b = 0;
+    if (g) WITH_SNAP((graft_gindex*)g, s, b = snap_host_bytes(g, s));
+    return b;
+}
+
 int graft_gindex_last_filter(const graft_gindex* cg, graft_filter_report* out) {
     graft_gindex* g = (graft_gindex*)cg;
     if (!g || !out) return graft_fail(GRAFT_EINVAL, "graft_gindex_last_filter: NULL argument");

@@ -1,8 +1,8 @@
 /* The graph index's storages through the real faiss_c, like a user: factory strings
  * ("GraftGraph,FP16", "GraftGraph,SQ8", "GraftGraph32,SQ8,cpu,L=64", wrappers), training
  * (faiss_Index_is_trained, add before train fails, train through IDMap), "rerank" and the
- * read-only "storage", recall@10 on sift5k against FAISS IndexFlatL2, I/O round trips, a
- * selector, and bad strings. CPU references (",cpu"); where a GPU is visible the same strings on
+ * read-only "storage" and "host_bytes" (against the memory model), recall@10 on sift5k against
+ * FAISS IndexFlatL2, I/O round trips, a selector, and bad strings. CPU references (",cpu"); where a GPU is visible the same strings on
  * GPU 0 are searched too. */
 #include <float.h>
 #include <math.h>
@@ -15,6 +15,7 @@
 #include <faiss/c_api/impl/AuxIndexStructures_c.h>
 
 #include "faiss_sift_fixture.h"
+#include "graft/graph_index.h"
 
 static FaissIndex* built(const char* desc) {
     FaissIndex* index = make(desc);
@@ -54,6 +55,13 @@ static void test_factory(int gpu) {
         CHECK(param(index, "storage") == cases[c].storage && param(index, "L") == cases[c].L,
               "%s: storage %g L %g", desc, param(index, "storage"), param(index, "L"));
         CHECK((param(index, "gpu_bytes") > 0) == gpu, "%s: gpu_bytes %g", desc, param(index, "gpu_bytes"));
+        /* One add, then the search's build: the host holds what the memory model says. */
+        graft_memory_model m = {0, 0};
+        CHECK_OK(graft_gindex_memory_model(GRAFT_MEMORY_HOST, cases[c].storage, GRAFT_BANG_AUTO, s.d,
+                                           (int)param(index, "R"), 0, &m));
+        CHECK(param(index, "host_bytes") == (double)graft_memory_model_bytes(&m, s.nb),
+              "%s: host_bytes %.0f, model %zu", desc, param(index, "host_bytes"),
+              graft_memory_model_bytes(&m, s.nb));
         faiss_Index_free(index);
     }
 }
@@ -79,6 +87,7 @@ static void test_params_io(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "rerank", -3), "rerank");
     FAISS_FAILS(faiss_graft_set_param(g, "storage", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "gpu_bytes", 1), "read-only");
+    FAISS_FAILS(faiss_graft_set_param(g, "host_bytes", 1), "read-only");
     /* A search with k above rerank (rerank must cover the k results). */
     FAISS_OK(faiss_graft_set_param(g, "rerank", 5));
     float D[K];

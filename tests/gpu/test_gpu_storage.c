@@ -7,7 +7,8 @@
  * Data: sift5k, sift5k normalized (L2 and inner product: real values, SQ8 lossy) and a 20k
  * Fashion-MNIST subset. Variants: hash / Bloom visited sets, sort-merge / insertion, probes 2,
  * rerank = k, a filter (PQ: L = 32, rerank = k, max_expand = L, a filter). Also the device
- * bytes of each storage and placement. The PQ walk's only other difference: the GPU's Bloom
+ * bytes of each storage and placement against the memory model (graft_gindex_memory_model,
+ * docs/memory.md). The PQ walk's only other difference: the GPU's Bloom
  * filter's rare false positives (graft/bang.h). */
 #include <float.h>
 #include <math.h>
@@ -101,9 +102,10 @@ static void run(dataset* s) {
         }
         const size_t bytes = graft_gindex_gpu_bytes(gpu);
         const size_t code = graft_storage_code_size(kinds[c], s->d);
-        const size_t expect = (size_t)s->nb * (4 * s->d + 4 * s->g.R) +
-                              (kinds[c] == GRAFT_STORAGE_FP32 ? 0 : (size_t)s->nb * code) +
-                              (kinds[c] == GRAFT_STORAGE_SQ8 ? 8 * (size_t)s->d : 0);
+        graft_memory_model model = {0, 0};
+        CHECK_OK(graft_gindex_memory_model(GRAFT_MEMORY_GPU, kinds[c], GRAFT_BANG_IN_MEMORY, s->d,
+                                           s->g.R, 0, &model));
+        const size_t expect = graft_memory_model_bytes(&model, s->nb);
         printf("  %-5s device bytes %zu (%.1f a vector: graph %d, walk %zu, FP32 re-rank copy %s)\n",
                graft_storage_name(kinds[c]), bytes, (double)bytes / s->nb, 4 * s->g.R,
                kinds[c] == GRAFT_STORAGE_FP32 ? 4 * (size_t)s->d : code,
@@ -142,8 +144,10 @@ static void run(dataset* s) {
         if (!gpu) continue;
         const int M = graft_gindex_pq(gpu)->M;
         const size_t bytes = graft_gindex_gpu_bytes(gpu);
-        const size_t expect = 256 * 4 * (size_t)s->d + (size_t)s->nb * M +
-                              (m == GRAFT_BANG_IN_MEMORY ? (size_t)s->nb * (4 * s->d + 4 * s->g.R) : 0);
+        graft_memory_model model = {0, 0};
+        CHECK_OK(graft_gindex_memory_model(GRAFT_MEMORY_GPU, GRAFT_STORAGE_PQ, (graft_bang_mode)m,
+                                           s->d, s->g.R, M, &model));
+        const size_t expect = graft_memory_model_bytes(&model, s->nb);
         const char* place = m == GRAFT_BANG_IN_MEMORY ? "in-memory" : "out-of-core";
         printf("  PQ%-3d %s: device bytes %zu\n", M, place, bytes);
         CHECK(graft_gindex_mode(gpu) == m && bytes == expect, "%s PQ %s: mode %d, gpu_bytes %zu, "

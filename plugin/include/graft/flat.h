@@ -153,6 +153,10 @@ int graft_flat_knn_graph(const graft_flat* index, int64_t k, float* D, int64_t* 
 /* Copies stored vector `key` to out (d floats). */
 int graft_flat_reconstruct(const graft_flat* index, int64_t key, float* out);
 
+/* Host bytes of the stored vectors' buffer: capacity x d x 4, the capacity growing by doubling
+ * (up to twice ntotal; exactly ntotal after one add). The device's copy and codes:
+ * docs/memory.md. */
+size_t graft_flat_host_bytes(const graft_flat* index);
 /* Peak GPU scratch used by searches so far, bytes (0 on the CPU). */
 size_t graft_flat_gpu_scratch_peak(const graft_flat* index);
 

@@ -142,6 +142,36 @@ const uint8_t* graft_gindex_codes(const graft_gindex* index);
 /* Device bytes the index holds resident for its contents (graph, codes, FP32 vectors for the walk
  * or the re-rank, codec parameters); 0 on the CPU, when empty or while a build is pending. */
 size_t graft_gindex_gpu_bytes(const graft_gindex* index);
+/* Host bytes the index holds for its contents: the buffers of the FP32 vectors and the codes
+ * (their capacity: up to twice the vectors held after adds, which grow it by doubling), the graph's
+ * rows, the tombstone bitmaps and the codec (SQ8 ranges, PQ codebooks); not the search and build
+ * buffers (docs/memory.md, "Transient memory") nor older snapshots that searches in flight still
+ * read. 0 for NULL. */
+size_t graft_gindex_host_bytes(const graft_gindex* index);
+
+/* The memory model (docs/memory.md): what an index of n vectors holds, per_vector n + fixed bytes,
+ * on the host (what graft_gindex_host_bytes reads once the graph is built, with the capacity equal
+ * to n and no tombstones: one add, set_data or a file) or on the GPU (what graft_gindex_gpu_bytes
+ * reads). */
+typedef enum graft_memory_side { GRAFT_MEMORY_HOST = 0, GRAFT_MEMORY_GPU = 1 } graft_memory_side;
+typedef struct graft_memory_model {
+    size_t per_vector; /* FP32 vector, code, graph row, as the side keeps them */
+    size_t fixed;      /* the codec: SQ8's ranges, PQ's codebooks */
+} graft_memory_model;
+/* The model of a graph index of dimension d and degree R with this storage (PQ: M code bytes) and
+ * placement (GPU side; PQ: GRAFT_BANG_IN_MEMORY or OUT_OF_CORE, AUTO depends on the budget and is
+ * refused; the other storages are in-memory: AUTO or IN_MEMORY). Host:
+ *   FP32 4 d + 4 R, FP16 6 d + 4 R, SQ8 5 d + 4 R (+ 8 d fixed), PQ 4 d + M + 4 R (+ 1024 d fixed)
+ * (every storage keeps the FP32 vectors on the host: the build, re-rank and I/O read them); GPU:
+ *   the same for FP32, FP16, SQ8 and in-memory PQ; out-of-core PQ M (+ 1024 d fixed).
+ * Errors: GRAFT_EINVAL (NULL out, d < 1, R < 1, unknown side, storage or placement, PQ without
+ * M in [1, d]); GRAFT_EUNSUPPORTED (OUT_OF_CORE for a storage other than PQ). */
+int graft_gindex_memory_model(graft_memory_side side, int storage, graft_bang_mode placement,
+                              int64_t d, int R, int M, graft_memory_model* out);
+/* per_vector n + fixed. */
+static inline size_t graft_memory_model_bytes(const graft_memory_model* m, int64_t n) {
+    return m->per_vector * (size_t)n + m->fixed;
+}
 
 /* Adds n vectors (copied) as ids ntotal .. ntotal + n - 1 and encodes them. Before the first
  * graph the graph over all vectors is built by the next search, graft_gindex_build or write;
