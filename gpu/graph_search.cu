@@ -37,6 +37,13 @@
 // cleared when the query starts and never during it; two lanes inserting the same id at once
 // may both see it as new, so the merge drops equal survivors.
 //
+// Modes (issue 47; graft_gpu_search_args::walks): one walk a query (a warp, or a block of four
+// warps for batches whose blocks all fit resident), or W walks a query for batches under a wave
+// (the multi mode): walk 0 is the single walk, walk w > 0 starts from up to 32 vertices drawn
+// from the query's hash (graft_walk_seed, graft_gpu.h), each walk with its own visited set and
+// worklist; merge_walks_kernel merges their k best. Walks share nothing, so the results are
+// deterministic and equal the CPU reference's multi mode (graph.c) as the single walk's do.
+//
 // Worklist keys are the ordered keys of common.cuh (distance bits | id) with bit 31 of the id
 // word marking "expanded"; comparisons mask that bit, so the order is (distance, id) as on the
 // CPU.
@@ -638,8 +645,8 @@ graph_search_kernel(Params P) {
         worst = size == L ? plain(list[L - 1]) : kKeyNone;
         res_worst = nres == k ? res[k - 1] : kKeyNone;
     } else {
-        // Another walk of the query (the multi mode): its own pseudo-random vertices (repeats
-        // dropped), sorted into its worklist.
+        // Another walk of the query (the multi mode): its starts from the query's hash
+        // (graft_walk_seed; repeats dropped), sorted into its worklist.
         for (int o = 16; o > 0; o >>= 1) qhash += __shfl_xor_sync(kFullMask, qhash, o);
         const int ns = L < GRAFT_WALK_SEEDS ? L : GRAFT_WALK_SEEDS;
         const uint32_t u = graft_walk_seed(qhash, part, lane, a.n);
@@ -781,7 +788,7 @@ graph_search_kernel(Params P) {
 // The multi mode's last step: each query's W walks' k best (sorted keys, kKeyNone padded) merged
 // into its k best, a warp a query: the W lists in shared memory, then k rounds of a warp minimum
 // over the lists' heads (two lists a lane), the lists holding the minimum advancing; an id
-// already taken is skipped (walks that took one vertex at once, racing on the Bloom filter).
+// already taken is skipped (the walks do not share visited sets: several may find a vertex).
 __global__ void __launch_bounds__(32) merge_walks_kernel(const uint64_t* __restrict__ keys, int W,
                                                          int k, bool l2, float* D, int64_t* I) {
     extern __shared__ __align__(16) unsigned char smem[];
