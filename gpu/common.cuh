@@ -142,10 +142,7 @@ __device__ inline unsigned lanemask_lt() {
 // two). Test-and-set: true when u was not in the filter (one of its bits was clear), and u is
 // in it afterwards. Two threads inserting the same id at once may both see it as new.
 __device__ inline bool bloom_insert(uint32_t* bf, uint32_t mask, int32_t u) {
-    uint64_t h = (uint64_t)(uint32_t)u + 0x9E3779B97F4A7C15ull;
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    h ^= h >> 31;
+    const uint64_t h = graft_mix64((uint32_t)u);
     const uint32_t b1 = (uint32_t)h & mask, b2 = (uint32_t)(h >> 32) & mask;
     const uint32_t o1 = atomicOr(&bf[b1 >> 5], 1u << (b1 & 31));
     const uint32_t o2 = atomicOr(&bf[b2 >> 5], 1u << (b2 & 31));

@@ -248,7 +248,7 @@ typedef struct graft_gpu_search_args {
 
 /* The multi mode's starts, one definition for the GPU walk and its CPU reference (graph.c):
  * walk w > 0 of a query starts from graft_walk_seed(h, w, j, n), j < min(L, 32), h the query's
- * hash: the sum over its dimensions j of graft_walk_mix(j << 32 | the float's bits), a sum so
+ * hash: the sum over its dimensions j of graft_mix64(j << 32 | the float's bits), a sum so
  * that any order of adding gives it. A query's starts follow from the query alone, whatever its
  * place in a batch, so a query gets the same results in any batch of the same walks a query. */
 #ifdef __CUDACC__
@@ -256,7 +256,8 @@ typedef struct graft_gpu_search_args {
 #else
 #define GRAFT_HOST_DEVICE
 #endif
-static inline GRAFT_HOST_DEVICE uint64_t graft_walk_mix(uint64_t h) { /* splitmix64's finalizer */
+/* splitmix64's finalizer of h + the golden ratio (also the Bloom filter's hash, common.cuh) */
+static inline GRAFT_HOST_DEVICE uint64_t graft_mix64(uint64_t h) {
     h += 0x9E3779B97F4A7C15ull;
     h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
     h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
@@ -264,7 +265,7 @@ static inline GRAFT_HOST_DEVICE uint64_t graft_walk_mix(uint64_t h) { /* splitmi
 }
 #define GRAFT_WALK_SEEDS 32 /* starts of a walk > 0, at most */
 static inline GRAFT_HOST_DEVICE uint32_t graft_walk_seed(uint64_t query_hash, int walk, int j, int64_t n) {
-    const uint64_t h = graft_walk_mix(query_hash + (uint64_t)(walk * GRAFT_WALK_SEEDS + j));
+    const uint64_t h = graft_mix64(query_hash + (uint64_t)(walk * GRAFT_WALK_SEEDS + j));
     return (uint32_t)(((h >> 32) * (uint64_t)n) >> 32); /* n <= INT32_MAX */
 }
 
@@ -272,11 +273,11 @@ static inline GRAFT_HOST_DEVICE uint32_t graft_walk_seed(uint64_t query_hash, in
  * walks >= 2) and the multi mode's per-walk results; 0 for one walk a query with the hash. */
 size_t graft_gpu_graph_search_scratch(const graft_gpu_search_args* args);
 
-/* The multi mode's walks a query for args->nq queries on ctx's device (the auto rule): 1 when the
- * batch fills half a wave of one-warp walks or more (graft_gpu_graph_search_resident), else
- * enough walks to fill a wave, of blocks of four warps when they fit resident, at most 32 and
- * at most 4096 / k. 1 when the device is unknown. */
-int graft_gpu_graph_search_walks(graft_gpu_ctx* ctx, const graft_gpu_search_args* args);
+/* The multi mode's walks a query for nq queries of k results (the auto rule), given the wave
+ * (graft_gpu_graph_search_resident: one-warp walks resident at once): 1 when the batch fills
+ * half a wave or more, else enough walks to fill a wave, of blocks of four warps while two or
+ * more a query fit resident, at most 32 and at most 4096 / k. 1 when the wave is unknown (0). */
+int graft_gpu_graph_search_walks(int64_t wave, int64_t nq, int64_t k);
 
 /* Queries the device holds resident at once (a wave) in a search with these arguments: its
  * multiprocessors x the blocks each holds (the walk's register bound, or its shared memory at

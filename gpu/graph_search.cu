@@ -559,7 +559,7 @@ graph_search_kernel(Params P) {
     for (int j = lane; j < dpad; j += 32) {
         float v = j < a.d ? gq[j] : 0.f;
         bad |= (~__float_as_uint(v) & 0x7f800000u) == 0;
-        if (multi && j < a.d) qhash += graft_walk_mix((uint64_t)j << 32 | __float_as_uint(v));
+        if (multi && j < a.d) qhash += graft_mix64((uint64_t)j << 32 | __float_as_uint(v));
         const int at = staged_index<S>(j, a.d);
         if (S == kSQ8 && j < a.d) {
             if (L2) {
@@ -1056,15 +1056,13 @@ extern "C" int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* ctx, const gra
     return (int64_t)ctx->sm_count * blocks * P.wpb;
 }
 
-extern "C" int graft_gpu_graph_search_walks(graft_gpu_ctx* ctx, const graft_gpu_search_args* a) {
-    if (!a || a->nq < 1 || a->k < 1) return 1;
-    const int64_t wave = graft_gpu_graph_search_resident(ctx, a);  // one-warp walks
-    if (wave < 1 || 2 * a->nq >= wave) return 1;
+extern "C" int graft_gpu_graph_search_walks(int64_t wave, int64_t nq, int64_t k) {
+    if (nq < 1 || k < 1 || wave < 1 || 2 * nq >= wave) return 1;
     // Blocks of four warps while two or more a query fit resident, else one-warp walks.
     const int64_t blocks = wave / kWarpsPerBlock;
-    int64_t W = 2 * a->nq <= blocks ? blocks / a->nq : wave / a->nq;
+    int64_t W = 2 * nq <= blocks ? blocks / nq : wave / nq;
     if (W > 32) W = 32;
-    if (W * a->k > kMaxWalkKeys) W = kMaxWalkKeys / a->k;
+    if (W * k > kMaxWalkKeys) W = kMaxWalkKeys / k;
     return W < 2 ? 1 : (int)W;
 }
 

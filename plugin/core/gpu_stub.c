@@ -62,8 +62,8 @@ size_t graft_gpu_graph_search_scratch(const graft_gpu_search_args* a) {
     (void)a;
     return 0;
 }
-int graft_gpu_graph_search_walks(graft_gpu_ctx* c, const graft_gpu_search_args* a) {
-    (void)c; (void)a;
+int graft_gpu_graph_search_walks(int64_t wave, int64_t nq, int64_t k) {
+    (void)wave; (void)nq; (void)k;
     return 1;
 }
 int64_t graft_gpu_graph_search_resident(graft_gpu_ctx* c, const graft_gpu_search_args* a) {

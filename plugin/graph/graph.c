@@ -123,18 +123,23 @@ static int cand_cmp(const void* a, const void* b) {
     return cand_less(x->d, x->id, *y) ? -1 : cand_less(y->d, y->id, *x) ? 1 : 0;
 }
 
-/* Walk `walk`'s starts for query q (graft_gpu.h's graft_walk_seed): the entry for walk 0, else
- * min(L, GRAFT_WALK_SEEDS) vertices from the query's hash. Returns their count. */
-static int walk_starts(const graft_graph* g, const float* q, int64_t d, int walk, int L, int32_t* start) {
-    if (walk == 0) {
-        start[0] = (int32_t)g->entry;
-        return 1;
-    }
+/* The query's hash the multi mode's starts come from (graft_gpu.h's graft_walk_seed). */
+static uint64_t query_hash(const float* q, int64_t d) {
     uint64_t h = 0;
     for (int64_t j = 0; j < d; j++) {
         uint32_t bits;
         memcpy(&bits, q + j, 4);
-        h += graft_walk_mix((uint64_t)j << 32 | bits);
+        h += graft_mix64((uint64_t)j << 32 | bits);
+    }
+    return h;
+}
+
+/* Walk `walk`'s starts: the entry for walk 0, else min(L, GRAFT_WALK_SEEDS) vertices from the
+ * query's hash h. Returns their count. */
+static int walk_starts(const graft_graph* g, uint64_t h, int walk, int L, int32_t* start) {
+    if (walk == 0) {
+        start[0] = (int32_t)g->entry;
+        return 1;
     }
     const int ns = L < GRAFT_WALK_SEEDS ? L : GRAFT_WALK_SEEDS;
     for (int j = 0; j < ns; j++) start[j] = (int32_t)graft_walk_seed(h, walk, j, g->n);
@@ -257,13 +262,14 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
             const float* qv = xq + q * d;
             cand* out = NULL;
             int found = 0, nm = 0;
+            const uint64_t h = W > 1 ? query_hash(qv, d) : 0;
             for (int walk = 0; walk < W; walk++) {
                 if (walk > 0 && ++stamp == 0) { /* each walk its own visited set */
                     memset(seen, 0, (size_t)g->n * sizeof(uint32_t));
                     stamp = 1;
                 }
                 int32_t start[GRAFT_WALK_SEEDS];
-                const int nstart = walk_starts(g, qv, d, walk, L, start);
+                const int nstart = walk_starts(g, h, walk, L, start);
                 int nres = 0;
                 const int size = search_one(g, &w, d, l2, qv, start, nstart, L, p.probes, p.allowed,
                                             (int)k, list, list + L, &nres, seen, stamp);

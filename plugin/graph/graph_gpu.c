@@ -185,9 +185,11 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
                                metric == GRAFT_METRIC_L2, p.allowed ? dev->allowed : NULL, NULL, NULL,
                                NULL, NULL, dev->storage, dev->codes, dev->sq,
                                dev->sq ? dev->sq + dev->d : NULL, p.rerank, 1};
+    /* The wave: queries the device holds resident at once (the pipeline's chunks below). */
+    const int64_t wave = graft_gpu_graph_search_resident(ctx, &a);
     /* The mode (graft/graph.h): walks a query for the whole call, from its size. */
     if (p.mode != GRAFT_SEARCH_SINGLE) {
-        const int w = graft_gpu_graph_search_walks(ctx, &a);
+        const int w = graft_gpu_graph_search_walks(wave, nq, k);
         a.walks = p.mode == GRAFT_SEARCH_MULTI ? (p.walks ? p.walks : w > 2 ? w : 2) : w;
     }
     /* Per query: the query, its results and its scratch (Bloom filter; the multi mode's walks'
@@ -222,7 +224,7 @@ int graft_graph_dev_search(graft_graph_dev* dev, graft_metric metric, const floa
      * chunks run one after the other. GRAFT_SEARCH_PIPE_MIN=N (benchmarks only) sets the
      * smallest chunk instead of the wave, to compare rules (bench/RESULTS.md, "The pipeline's
      * chunks"). */
-    int64_t pipe_min = graft_gpu_graph_search_resident(ctx, &a);
+    int64_t pipe_min = wave;
     /* GRAFT_SEARCH_COPY_THREADS=N (benchmarks only): the query copy's threads at most (1: the
      * calling thread alone, as before 4-thread copies were measured). */
     const char* ct = getenv("GRAFT_SEARCH_COPY_THREADS");
