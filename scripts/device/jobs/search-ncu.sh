@@ -2,7 +2,9 @@
 # search-ncu: Nsight Compute (--clock-control none: the clocks as they run) on one walk kernel
 # per index, the fifth launch: a pass of 10k queries is a pipeline of three or four chunks and the
 # beam is swept twice, so that there are five. Indexes GraftGraph, GraftGraph,FP16,
-# GraftGraph,SQ8 (GRAFT_NCU_INDEXES), each set at its recall-0.95 beam (15a7b3e's walk):
+# GraftGraph,SQ8 (GRAFT_NCU_INDEXES), each set at its recall-0.95 beam (15a7b3e's walk), at batch
+# 10,000 (GRAFT_NCU_BATCH: under a wave the walk's multi mode runs, so "GraftGraph" against
+# "GraftGraph,search_mode=single" at batch 100 is the modes' before and after):
 # dense-SIFT at L = 40, Fashion-MNIST at L = 16 and, with .deps/data/kde-images carried,
 # KDE-patches at L = 160. Throughput, occupancy, stall reasons, instruction mix
 # (GRAFT_NCU_SECTIONS replaces the sections, e.g. "WarpStateStats SourceCounters": stall reasons
@@ -36,7 +38,7 @@ for set in "${sets[@]}"; do
     stamp "ncu: $name $index L=$L"
     OMP_NUM_THREADS=16 timeout $(( $(seconds_left) - 10 )) "$ncu" --clock-control none \
       -k regex:graph_search_kernel --launch-skip 4 --launch-count 1 "${sections[@]}" --print-details all \
-      ./build-device/bench/graft-bench --name "$name" --k 10 --batch 10000 \
+      ./build-device/bench/graft-bench --name "$name" --k 10 --batch "${GRAFT_NCU_BATCH:-10000}" \
       --latency-queries 0 --out /tmp/graft-ncu --gt-cache /tmp/graft-bench-gt --min-time 0 \
       --sweep "L=$L,$L" --refine 0 --index "$index" "${args[@]}" >>"$OUT/search-ncu.log" 2>&1
   done
