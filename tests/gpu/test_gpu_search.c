@@ -312,9 +312,14 @@ static void multi_check(const dataset* s, const graft_search_params* p, int64_t 
     const double r1 = graft_test_recall(I1, k, s->gt, 10, nq, 10);
     const double rm = cpu_multi ? graft_test_recall(Im, k, s->gt, 10, nq, 10) : 0;
     const double rg = graft_test_recall(Ig, k, s->gt, 10, nq, 10);
-    printf("  %-40s recall@10 cpu single %.4f, cpu multi %.4f, gpu %.4f; equal ids %.4f; slots "
-           "worse than single %.4f\n", what, r1, rm, rg, cpu_multi ? (double)same / m : 0.0,
-           (double)worse / m);
+    /* The auto case has no CPU counterpart (the CPU's auto is one walk): its columns say "-". */
+    char multi[32] = "-", equal[32] = "-";
+    if (cpu_multi) {
+        snprintf(multi, sizeof multi, "%.4f", rm);
+        snprintf(equal, sizeof equal, "%.4f", (double)same / m);
+    }
+    printf("  %-40s recall@10 cpu single %.4f, cpu multi %s, gpu %.4f; equal ids %s; slots worse "
+           "than single %.4f\n", what, r1, multi, rg, equal, (double)worse / m);
     if (cpu_multi) {
         CHECK(rg >= rm - 0.01, "%s %s: GPU recall %.4f vs CPU %.4f", s->name, what, rg, rm);
         CHECK(same >= 0.99 * m, "%s %s: only %.4f of the ids equal the CPU's", s->name, what, (double)same / m);
