@@ -14,6 +14,7 @@
 #include "graph/build.h"
 #include "graph/gindex_internal.h"
 #include "graph/insert_gpu.h"
+#include "storage/decode.h"
 
 /* ---- the cost model ---------------------------------------------------------------------------- */
 
@@ -66,16 +67,11 @@ static int dev_buffer(graft_gpu_ctx* ctx, size_t bytes, const void* src, size_t 
     return rc;
 }
 
-/* The walk's SQ8 decode as one FMA a dimension: decoded = vmin + (c + 0.5) / 255 vdiff = c s + o
- * (the same as graft_graph_dev_upload_store's; the rounding differs from FAISS's formula, the CPU
- * reference's, by an ulp or so). */
+/* The walk's SQ8 decode as one FMA a dimension (storage/decode.h). */
 static int upload_sq8(graft_gpu_ctx* ctx, const graft_storage* st, int64_t d, gbuf** out) {
     float* so = malloc((size_t)d * 2 * sizeof(float));
     if (!so) return GRAFT_ENOMEM;
-    for (int64_t j = 0; j < d; j++) {
-        so[j] = st->vdiff[j] / 255.0f;
-        so[d + j] = st->vmin[j] + 0.5f * so[j];
-    }
+    graft_sq8_affine(st, so);
     const int rc = dev_buffer(ctx, (size_t)d * 2 * sizeof(float), so, (size_t)d * 2 * sizeof(float), out);
     free(so);
     return rc;
