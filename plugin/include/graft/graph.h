@@ -106,7 +106,7 @@ typedef struct graft_grnnd_report {
     double download_seconds; /* wall time from the end of the kernels to the graph on the host */
     double host_seconds;   /* wall time of the host-side checks, of faulting in the graph's host
                               memory and of the entry point */
-    size_t gpu_peak_bytes; /* device memory the build held: vectors + pools */
+    size_t gpu_peak_bytes; /* device memory the build held: vectors (or codes) + pools */
     int rounds;            /* inner rounds run, over every outer iteration (at most T1 x T2) */
 } graft_grnnd_report;
 
@@ -156,8 +156,8 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
                           graft_graph* out, graft_grnnd_report* report);
 
 /* The most vectors of dimension d one GRNND build holds: its two pools (16 R bytes a vector,
- * capped by params->memory_budget when set) and the vectors (4 d bytes) in 80% of the device's
- * memory. 0 without a device. */
+ * capped by params->memory_budget when set) and the vectors (4 d bytes; an index building from its
+ * codes counts the codes' bytes instead) in 80% of the device's memory. 0 without a device. */
 int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* params);
 
 /* A graph built in pieces, for data whose GRNND pools do not fit the GPU (plugin/graph/pieces.c, the
