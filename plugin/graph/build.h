@@ -73,15 +73,17 @@ int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float
 /* graft_grnnd_max_vectors for vectors of row_bytes bytes on the device. */
 int64_t graft_grnnd_max_vectors_of(size_t row_bytes, const graft_grnnd_params* params);
 
-/* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu; when GRNND's device
+/* The graph of an index's n vectors v: GRNND on the GPU (b->device) when gpu; when GRNND's device
  * pools do not fit (GRAFT_EGPU_NOMEM: the device or b->memory_budget), GRNND in pieces that fit
  * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,
  * RNN-Descent on the CPU. *seconds gets the build's wall time, *rep how it was built (pieces 0: on
  * the CPU, 1: GRNND on the whole, P: GRNND in P pieces, with graft_graph_build_pieces's times).
- * dx (nullable): the same n vectors on b->device already (an index's device copy, checked finite
- * when added), which a whole GRNND build reads instead of uploading x again. Errors as the
- * builders'. */
-int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
+ * v->dx (nullable): the same n vectors on b->device already (an index's device copy), which a
+ * whole GRNND build reads instead of uploading x again. b->build_from = GRAFT_BUILD_FROM_CODES
+ * (or no x) builds from v's FP16 / SQ8 codes: GRNND on the whole reads them on the GPU; the exact
+ * start, the pieces and the CPU reference read FP32 rows, so they take the codes decoded whole
+ * (n x 4 d host bytes for the build's time). Errors as the builders'. */
+int graft_index_build_graph(int gpu, const graft_build_vectors* v, int64_t n, int64_t d,
                             const graft_grnnd_params* b, graft_graph* out, double* seconds,
                             graft_pieces_report* rep);
 
@@ -90,7 +92,6 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
 int graft_grnnd_build_gpu_on(const float* x, const float* dx, int64_t n, int64_t d,
                              const graft_grnnd_params* params, graft_graph* out,
                              graft_grnnd_report* report);
-
 /* The same over what v holds: its codes when graft_build_reads_codes (v->dcodes on the device, or
  * v->codes uploaded; the entry point from the decoded codes), else its FP32 vectors as above. The
  * device holds the codes, SQ8's 2 d floats and the pools (report->gpu_peak_bytes). */

@@ -90,9 +90,16 @@ typedef struct graft_grnnd_params {
     int init_exact; /* index builds: 1 = each vertex starts from its exact R nearest (graft_flat's
                        k-NN graph: n^2 d work, for small sets and as the oracle graph that
                        GRNND's graph is measured against); 0 (default) = S random */
+    int build_from; /* index builds: what the graph is built from. GRAFT_BUILD_FROM_FP32 (default):
+                       the FP32 vectors; GRAFT_BUILD_FROM_CODES: an FP16 or SQ8 index's codes,
+                       which GRNND reads on the GPU (2 d or d bytes a vector instead of 4 d: the
+                       graph of the decoded vectors); FP32 storage builds from its vectors
+                       either way; a PQ index refuses it (GRAFT_EINVAL). graft_grnnd_build_gpu
+                       ignores it */
 } graft_grnnd_params;
 
 enum { GRAFT_GRNND_SORTED = 0, GRAFT_GRNND_RANDOM = 1 };
+enum { GRAFT_BUILD_FROM_FP32 = 0, GRAFT_BUILD_FROM_CODES = 1 };
 
 /* Defaults: the CPU reference's (graft_rnnd_params_defaults), order sorted, pairs = 128,
  * staged = -1 (automatic), device 0, no budget. See bench/RESULTS.md for the measurements behind them. */
