@@ -1,7 +1,9 @@
-// Shared helpers of graft's CUDA layer: error checks, the context, warp helpers, ordered keys.
+// Shared helpers of graft's CUDA layer: error checks, the context, warp helpers, ordered keys,
+// the storages' decodes.
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -147,6 +149,58 @@ __device__ inline bool bloom_insert(uint32_t* bf, uint32_t mask, int32_t u) {
     const uint32_t o1 = atomicOr(&bf[b1 >> 5], 1u << (b1 & 31));
     const uint32_t o2 = atomicOr(&bf[b2 >> 5], 1u << (b2 & 31));
     return !((o1 >> (b1 & 31)) & 1u) || !((o2 >> (b2 & 31)) & 1u);
+}
+
+// ---- storages (graft/storage.h) ------------------------------------------------------------
+// How the kernels that read a storage's rows (the walk: graph_search.cu; GRNND: grnnd_build.cu)
+// decode them. SQ8's affine step (code * scale + offset) is the caller's: the walk folds it into
+// the staged query, GRNND applies it to both rows.
+enum { kFP32 = 0, kFP16 = 1, kSQ8 = 2 };  // graft_storage_kind
+
+// One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
+// load count per byte for every storage, so a compressed row takes 2-4x fewer loads.
+template <int S>
+struct Width {
+    static constexpr int W = S == kFP32 ? 4 : S == kFP16 ? 8 : 16;
+    static constexpr int bytes = 16 / W;  // per dimension
+};
+
+__device__ inline uint32_t uint4_word(const uint4& r, int i) {
+    return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w;
+}
+
+// Dimensions 4t .. 4t + 3 of a 16-byte chunk as floats: the vector (FP32), the halves (FP16) or
+// the raw codes 0..255 (SQ8; PRMT into 2^23 + c, minus 2^23: exact, no I2F). t is a
+// compile-time constant after unrolling.
+template <int S>
+__device__ inline float4 decode4(const uint4& r, int t) {
+    if (S == kFP32) {
+        return make_float4(__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z),
+                           __uint_as_float(r.w));
+    } else if (S == kFP16) {
+        const uint32_t a = uint4_word(r, 2 * t), b = uint4_word(r, 2 * t + 1);
+        return make_float4(__half2float(__ushort_as_half((unsigned short)(a & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(a >> 16))),
+                           __half2float(__ushort_as_half((unsigned short)(b & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(b >> 16))));
+    } else {
+        const uint32_t c = uint4_word(r, t);
+        constexpr float k23 = 8388608.f;
+        return make_float4(__uint_as_float(__byte_perm(c, 0x4b000000u, 0x7540)) - k23,
+                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7541)) - k23,
+                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7542)) - k23,
+                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7543)) - k23);
+    }
+}
+
+// Dimension j of row u read alone: the vector's value, the half as a float, or the raw code.
+template <int S>
+__device__ inline float load1(const void* __restrict__ base, uint32_t u, int64_t d, int j) {
+    if (S == kFP32) return __ldg(static_cast<const float*>(base) + (int64_t)u * d + j);
+    if (S == kFP16)
+        return __half2float(__ushort_as_half(
+                __ldg(static_cast<const unsigned short*>(base) + (int64_t)u * d + j)));
+    return (float)__ldg(static_cast<const uint8_t*>(base) + (int64_t)u * d + j);
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

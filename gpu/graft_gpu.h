@@ -192,11 +192,21 @@ typedef struct graft_gpu_grnnd_params {
     float alpha2; /* sorted order: the pruning's slack squared (graft_rnnd_params.alpha); 1 = RNG */
 } graft_gpu_grnnd_params;
 
-/* Builds the graph of the n vectors x (device, n x d) and copies it to graph (n x R int32, rows
- * sorted by distance, -1 padded; host or device memory). Device scratch: two pools of n x R
- * 64-bit keys from the context's arena, nothing else. gpu_ms (nullable) gets the device time of
- * the build itself (events around the kernels, copy of the graph excluded). */
-int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d,
+/* The vectors a GRNND build reads, as a storage keeps them (graft/storage.h's kinds; device
+ * pointers): the graph is the one of the decoded vectors, decoded as the walk decodes them. */
+typedef struct graft_gpu_vectors {
+    int storage;            /* 0 FP32 (n x d floats), 1 FP16 (n x d halves), 2 SQ8 (n x d codes) */
+    const void* rows;
+    const float* sq_scale;  /* SQ8: d floats, vdiff / 255 (16-byte aligned when d % 16 == 0) */
+    const float* sq_offset; /* SQ8: d floats, vmin + 0.5 vdiff / 255 (decoded = code scale +
+                               offset; 16-byte aligned when d % 16 == 0) */
+} graft_gpu_vectors;
+
+/* Builds the graph of the n vectors x and copies it to graph (n x R int32, rows sorted by
+ * distance, -1 padded; host or device memory). Device scratch: two pools of n x R 64-bit keys
+ * from the context's arena, nothing else. gpu_ms (nullable) gets the device time of the build
+ * itself (events around the kernels, copy of the graph excluded). */
+int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const graft_gpu_vectors* x, int64_t n, int64_t d,
                           const graft_gpu_grnnd_params* params, int32_t* graph, float* gpu_ms);
 
 /* Graph search (SONG-style, gpu/graph_search.cu): one warp per query, the query and its worklist

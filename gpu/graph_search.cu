@@ -89,7 +89,6 @@ constexpr int kBlocksPerSM = GRAFT_WALK_MIN_BLOCKS;
 // Candidates a lane's team has in flight in one distance pass: one memory round trip serves
 // up to 4 candidates (the walk waits on memory latency, not bandwidth: bench/RESULTS.md).
 constexpr int kInFlight = 4;
-enum { kFP32 = 0, kFP16 = 1, kSQ8 = 2 };  // graft_storage_kind
 
 // Per-warp shared-memory layout, in bytes from the warp's base (16-byte aligned).
 struct Layout {
@@ -115,51 +114,6 @@ struct Params {
     // rows of the walk's storage / of the vectors it holds, and their stride in it.
     int stage_off, stage_bytes, rows, ss, rows_fp32, ss_fp32;
 };
-
-// One 16-byte load holds W dimensions of a row: 4 (FP32), 8 (FP16) or 16 (SQ8) — the same
-// load count per byte for every storage, so a compressed row takes 2-4x fewer loads.
-template <int S>
-struct Width {
-    static constexpr int W = S == kFP32 ? 4 : S == kFP16 ? 8 : 16;
-    static constexpr int bytes = 16 / W;  // per dimension
-};
-
-__device__ inline uint32_t word(const uint4& r, int i) {
-    return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w;
-}
-
-// Dimensions 4t .. 4t + 3 of a 16-byte chunk as floats: the vector (FP32), the halves (FP16) or
-// the raw codes 0..255 (SQ8; PRMT into 2^23 + c, minus 2^23: exact, no I2F). t is a
-// compile-time constant after unrolling.
-template <int S>
-__device__ inline float4 decode4(const uint4& r, int t) {
-    if (S == kFP32) {
-        return make_float4(__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z),
-                           __uint_as_float(r.w));
-    } else if (S == kFP16) {
-        const uint32_t a = word(r, 2 * t), b = word(r, 2 * t + 1);
-        return make_float4(__half2float(__ushort_as_half((unsigned short)(a & 0xffffu))),
-                           __half2float(__ushort_as_half((unsigned short)(a >> 16))),
-                           __half2float(__ushort_as_half((unsigned short)(b & 0xffffu))),
-                           __half2float(__ushort_as_half((unsigned short)(b >> 16))));
-    } else {
-        const uint32_t c = word(r, t);
-        constexpr float k23 = 8388608.f;
-        return make_float4(__uint_as_float(__byte_perm(c, 0x4b000000u, 0x7540)) - k23,
-                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7541)) - k23,
-                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7542)) - k23,
-                           __uint_as_float(__byte_perm(c, 0x4b000000u, 0x7543)) - k23);
-    }
-}
-
-template <int S>
-__device__ inline float load1(const void* __restrict__ base, uint32_t u, int64_t d, int j) {
-    if (S == kFP32) return __ldg(static_cast<const float*>(base) + (int64_t)u * d + j);
-    if (S == kFP16)
-        return __half2float(__ushort_as_half(
-                __ldg(static_cast<const unsigned short*>(base) + (int64_t)u * d + j)));
-    return (float)__ldg(static_cast<const uint8_t*>(base) + (int64_t)u * d + j);
-}
 
 // acc plus one dimension's contribution: q is the staged query (SQ8: folded, see the file
 // comment), v the loaded value, s the SQ8 scale. One subtraction and one FMA (L2), one FMA

@@ -36,6 +36,12 @@
 //    vertex's full pool refuses stays in v's list instead of being lost. Without it an outlier
 //    can lose its last in-edge and become unreachable.
 //
+// Storages (issue 48): the kernels read the rows the index's storage keeps (graft_gpu_vectors),
+// FP32, FP16 or SQ8 codes, decoded in registers as the walk decodes them, so a build of n vectors
+// holds n x (4 d, 2 d or d) bytes of vectors beside its pools. The distances, and so the graph,
+// are those of the decoded vectors (tests/gpu/test_gpu_grnnd.c holds them against the CPU
+// reference run on the decoded vectors).
+//
 // Deterministic: the random draws (a hash of seed, round, vertex, pair). Not deterministic: the
 // order in which concurrent warps insert into one pool, so two runs can differ in a few edges.
 #include <cstdlib>
@@ -86,23 +92,64 @@ __device__ inline float acc_term(float a, float b, float s) {
     return fmaf(-a, b, s);
 }
 
-// WARP_DISTANCE (Alg. 5): lanes stride over the dimensions, shuffle reduction; every lane gets
-// the result.
-template <bool L2>
-__device__ float warp_dist(const float* __restrict__ a, const float* __restrict__ b, int d,
-                           int lane) {
+// The vectors a build reads (graft_gpu_vectors): rows of storage ST (kFP32, kFP16, kSQ8; the
+// template parameter of every kernel that reads vectors, S being the paper's initial neighbours),
+// decoded as the walk decodes them (common.cuh), SQ8 with its per-dimension code * scale + offset.
+// One kernel family for every storage: the distances are those of the decoded vectors.
+struct Source {
+    const void* rows;
+    const float* scale;   // SQ8: d floats (16-byte aligned when d % 16 == 0: decoded4's loads)
+    const float* offset;  // SQ8: d floats, the same
+};
+
+// Row u as 16-byte chunks of W dimensions (d % W == 0: every row starts 16-byte aligned).
+template <int ST>
+__device__ inline const uint4* chunks(const Source& x, uint32_t u, int d) {
+    return reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x.rows) +
+                                          (size_t)u * d * Width<ST>::bytes);
+}
+
+// Dimensions j .. j + 3 of a row from decode4's e: SQ8's affine step, nothing for the others.
+template <int ST>
+__device__ inline float4 decoded4(const Source& x, float4 e, int j) {
+    if (ST != kSQ8) return e;
+    const float4 s = __ldg(reinterpret_cast<const float4*>(x.scale + j));
+    const float4 o = __ldg(reinterpret_cast<const float4*>(x.offset + j));
+    return make_float4(fmaf(e.x, s.x, o.x), fmaf(e.y, s.y, o.y), fmaf(e.z, s.z, o.z),
+                       fmaf(e.w, s.w, o.w));
+}
+
+// Dimension j of row u, decoded.
+template <int ST>
+__device__ inline float decoded1(const Source& x, uint32_t u, int d, int j) {
+    const float v = load1<ST>(x.rows, u, d, j);
+    return ST == kSQ8 ? fmaf(v, __ldg(x.scale + j), __ldg(x.offset + j)) : v;
+}
+
+// WARP_DISTANCE (Alg. 5) between rows a and b: lanes stride over the 16-byte chunks (over the
+// dimensions when d % W != 0), shuffle reduction; every lane gets the result.
+template <bool L2, int ST>
+__device__ float warp_dist(const Source& x, uint32_t a, uint32_t b, int d, int lane) {
+    constexpr int W = Width<ST>::W;
     float s = 0.f;
-    if ((d & 3) == 0) {  // rows are 16-byte aligned when d % 4 == 0 (cudaMalloc'd base)
-        for (int j = lane * 4; j < d; j += 128) {
-            const float4 x = __ldg(reinterpret_cast<const float4*>(a + j));
-            const float4 y = __ldg(reinterpret_cast<const float4*>(b + j));
-            s = acc_term<L2>(x.x, y.x, s);
-            s = acc_term<L2>(x.y, y.y, s);
-            s = acc_term<L2>(x.z, y.z, s);
-            s = acc_term<L2>(x.w, y.w, s);
+    if (d % W == 0) {
+        const uint4* ra = chunks<ST>(x, a, d);
+        const uint4* rb = chunks<ST>(x, b, d);
+        for (int j = lane; j < d / W; j += 32) {
+            const uint4 p = __ldg(ra + j), q = __ldg(rb + j);
+#pragma unroll
+            for (int t = 0; t < W / 4; t++) {
+                const float4 u = decoded4<ST>(x, decode4<ST>(p, t), j * W + 4 * t);
+                const float4 v = decoded4<ST>(x, decode4<ST>(q, t), j * W + 4 * t);
+                s = acc_term<L2>(u.x, v.x, s);
+                s = acc_term<L2>(u.y, v.y, s);
+                s = acc_term<L2>(u.z, v.z, s);
+                s = acc_term<L2>(u.w, v.w, s);
+            }
         }
     } else {
-        for (int j = lane; j < d; j += 32) s = acc_term<L2>(__ldg(a + j), __ldg(b + j), s);
+        for (int j = lane; j < d; j += 32)
+            s = acc_term<L2>(decoded1<ST>(x, a, d, j), decoded1<ST>(x, b, d, j), s);
     }
     for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
     return s;
@@ -221,9 +268,9 @@ __device__ inline void keep_survivors(const uint64_t* list, int c, uint64_t drop
 // INITIAL NEIGHBORS (Alg. 3, line 4): S random vertices other than v (every other vertex when
 // n - 1 <= S). Draws may repeat; the pool de-duplicates. With `given` (n x K ids) the vertex
 // starts from its row there instead (the oracle graph: the exact K nearest).
-template <bool L2>
+template <bool L2, int ST>
 __global__ void __launch_bounds__(kWarps * 32)
-grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t seed,
+grnnd_init(Source x, int64_t n, int d, int R, int S, uint64_t seed,
            const int32_t* __restrict__ given, int K, uint64_t* __restrict__ pool) {
     const int lane = threadIdx.x & 31;
     const int64_t v = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
@@ -245,42 +292,52 @@ grnnd_init(const float* __restrict__ x, int64_t n, int d, int R, int S, uint64_t
                           (uint64_t)(n - 1));
             if (u >= v) u++;  // never v itself
         }
-        const float dist = warp_dist<L2>(x + v * d, x + u * d, d, lane);
+        const float dist = warp_dist<L2, ST>(x, (uint32_t)v, (uint32_t)u, d, lane);
         warp_insert(p, R, (uint32_t)v, make_key(dist, (uint32_t)u), lane);
     }
 }
 
-// Stages dimensions [j0, j0 + dj) of the c rows list[0..c) into tile (rows [c, rows) zeroed).
-// With d % 4 == 0 each lane loads 16 bytes (8 lanes per row slice, 4 rows per instruction) and
-// every row of the chunk is in flight at once: the loads are latency-bound at the occupancy the
-// tiles allow, so the count of dependent round trips is what matters.
-__device__ inline void stage_chunk(const float* __restrict__ x, int d, int j0, int dj,
-                                   const uint64_t* list, int c, int rows,
-                                   float (*tile)[kChunk + 1], int lane) {
-    if ((d & 3) == 0) {
-        const int sub = lane >> 3, c0 = (lane & 7) * 4;
-        // Two batches of 8 loads in flight per lane (32 rows each): half the registers of one
-        // batch of 16, which would cost the staged random-order kernel half its occupancy.
-        for (int b0 = 0; b0 < rows; b0 += 32) {
-            float4 v[8];
+// Stages dimensions [j0, j0 + dj) of the c rows list[0..c), decoded, into tile (rows [c, rows)
+// zeroed). With d % W == 0 each lane loads 16 bytes (W dimensions: 32 / W lanes per row slice,
+// W rows per instruction) and every row of the chunk is in flight at once: the loads are
+// latency-bound at the occupancy the tiles allow, so the count of dependent round trips is what
+// matters.
+template <int ST>
+__device__ inline void stage_chunk(const Source& x, int d, int j0, int dj, const uint64_t* list,
+                                   int c, int rows, float (*tile)[kChunk + 1], int lane) {
+    constexpr int W = Width<ST>::W, kLanesPerRow = kChunk / W, kRowsPerLoad = 32 / kLanesPerRow;
+    // Batches of 8 loads in flight per lane (32 FP32 rows; FP16's whole list in 8, SQ8's in 4):
+    // half the registers of a batch of 16, which would cost the staged random-order kernel half
+    // its occupancy.
+    constexpr int kLoads = 8 * kRowsPerLoad <= kMaxR ? 8 : kMaxR / kRowsPerLoad;
+    if (d % W == 0) {
+        const int sub = lane / kLanesPerRow, c0 = (lane % kLanesPerRow) * W;
+        for (int b0 = 0; b0 < rows; b0 += kLoads * kRowsPerLoad) {
+            uint4 v[kLoads];
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const int r = b0 + 4 * k + sub;
+            for (int k = 0; k < kLoads; k++) {
+                const int r = b0 + kRowsPerLoad * k + sub;
                 if (r < c && c0 < dj)
-                    v[k] = __ldg(reinterpret_cast<const float4*>(x + (int64_t)key_id(list[r]) * d + j0 + c0));
+                    v[k] = __ldg(chunks<ST>(x, key_id(list[r]), d) + (j0 + c0) / W);
             }
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const int r = b0 + 4 * k + sub;
+            for (int k = 0; k < kLoads; k++) {
+                const int r = b0 + kRowsPerLoad * k + sub;
                 if (r < rows && c0 < dj) {
-                    const float4 w = r < c ? v[k] : make_float4(0.f, 0.f, 0.f, 0.f);
-                    tile[r][c0] = w.x, tile[r][c0 + 1] = w.y, tile[r][c0 + 2] = w.z, tile[r][c0 + 3] = w.w;
+#pragma unroll
+                    for (int t = 0; t < W / 4; t++) {
+                        const float4 w = r < c
+                                ? decoded4<ST>(x, decode4<ST>(v[k], t), j0 + c0 + 4 * t)
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+                        float* o = &tile[r][c0 + 4 * t];
+                        o[0] = w.x, o[1] = w.y, o[2] = w.z, o[3] = w.w;
+                    }
                 }
             }
         }
     } else if (lane < dj) {
 #pragma unroll 8
-        for (int r = 0; r < c; r++) tile[r][lane] = __ldg(x + (int64_t)key_id(list[r]) * d + j0 + lane);
+        for (int r = 0; r < c; r++) tile[r][lane] = decoded1<ST>(x, key_id(list[r]), d, j0 + lane);
         for (int r = c; r < rows; r++) tile[r][lane] = 0.f;
     }
 }
@@ -335,9 +392,9 @@ __device__ void pair_sums_4x4(const float (*tile)[kChunk + 1], int c, int dj, ui
 // accept/redirect pass runs in order. Accepted entries go to v's write pool as old; a
 // redirection that the target's full pool refuses goes back to v as old (the reference's
 // give-back, done by grnnd_redirect).
-template <bool L2>
+template <bool L2, int ST>
 __global__ void __launch_bounds__(kWarpsSorted * 32)
-grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R, float alpha2,
+grnnd_round_sorted(Source x, int64_t n, int d, int R, float alpha2,
                    uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write,
                    unsigned long long* __restrict__ counters) {
     __shared__ float tiles[kWarpsSorted][kMaxR][kChunk + 1];
@@ -366,7 +423,7 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R, float a
     for (int j0 = 0; j0 < d && P > 0; j0 += kChunk) {
         const int dj = min(kChunk, d - j0);
         __syncwarp();
-        stage_chunk(x, d, j0, dj, list, c, rows, tile, lane);
+        stage_chunk<ST>(x, d, j0, dj, list, c, rows, tile, lane);
         __syncwarp();
         pair_sums_4x4<L2>(tile, c, dj, old, pd, lane);
     }
@@ -421,9 +478,11 @@ grnnd_round_sorted(const float* __restrict__ x, int64_t n, int d, int R, float a
 // as the CPU reference does. Measured on the H100 (GRAFT_GRNND_PROFILE) the all-pairs kernel
 // computes 150-650 pair distances per vertex and round on 1M dense SIFT where Algorithm 2 needs
 // a few tens. Little shared memory, so many warps per SM hide the loads.
-template <bool L2>
-__global__ void __launch_bounds__(kWarps * 32)
-grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R, float alpha2,
+// At least 8 blocks (32 warps) a multiprocessor: the kernel waits on its loads, and uncapped
+// ptxas takes 72 registers (28 warps) where 64 fit without spills (sm_90, every storage).
+template <bool L2, int ST>
+__global__ void __launch_bounds__(kWarps * 32, 8)
+grnnd_round_lazy(Source x, int64_t n, int d, int R, float alpha2,
                  uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write,
                  unsigned long long* __restrict__ counters) {
     __shared__ uint64_t lists[kWarps][kMaxR];
@@ -443,12 +502,11 @@ grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R, float alp
         const uint64_t ki = list[i];
         const float di = key_dist(ki);
         const bool oi = key_old(ki);
-        const float* xi = x + (int64_t)key_id(ki) * d;
         int by = -1;
         for (int a = 0; a < na && by < 0; a++) {
             const int j = acc_pos[w][a];
             if (oi && key_old(list[j])) continue;  // compared in an earlier round
-            const float dij = warp_dist<L2>(xi, x + (int64_t)key_id(list[j]) * d, d, lane);
+            const float dij = warp_dist<L2, ST>(x, key_id(ki), key_id(list[j]), d, lane);
             pairs++;
             if (alpha2 * dij < di) by = j;  // strict: identical vectors never prune each other
         }
@@ -488,9 +546,9 @@ grnnd_round_lazy(const float* __restrict__ x, int64_t n, int d, int R, float alp
 // memory, so many warps per SM hide the latency of the atomic inserts.
 // `inserted` (nullable) counts the redirections that entered their target pool: the round's new
 // entries, which the convergence rule reads.
-template <bool L2>
+template <bool L2, int ST>
 __global__ void __launch_bounds__(kWarps * 32)
-grnnd_redirect(const float* __restrict__ x, int64_t n, int d, int R,
+grnnd_redirect(Source x, int64_t n, int d, int R,
                const uint64_t* __restrict__ records, uint64_t* __restrict__ pool_write,
                unsigned long long* __restrict__ inserted) {
     const int lane = threadIdx.x & 31;
@@ -505,12 +563,11 @@ grnnd_redirect(const float* __restrict__ x, int64_t n, int d, int R,
             m &= m - 1;
             const uint64_t r = __shfl_sync(kFullMask, e, l);
             const uint32_t u = (uint32_t)(r >> 32) & 0x7fffffffu, cand = (uint32_t)r;
-            const float* xc = x + (int64_t)cand * d;
-            const float duw = warp_dist<L2>(x + (int64_t)u * d, xc, d, lane);
+            const float duw = warp_dist<L2, ST>(x, u, cand, d, lane);
             const int res = warp_insert(pool_write + (int64_t)u * R, R, u, make_key(duw, cand), lane);
             added += res == kInserted;
             if (res == kRefused) {
-                const float dvw = warp_dist<L2>(x + v * d, xc, d, lane);
+                const float dvw = warp_dist<L2, ST>(x, (uint32_t)v, cand, d, lane);
                 warp_insert(pool_write + v * R, R, (uint32_t)v, make_key(dvw, cand) | kOld, lane);
             }
         }
@@ -519,9 +576,9 @@ grnnd_redirect(const float* __restrict__ x, int64_t n, int d, int R,
 }
 
 // UPDATE_NEIGHBORS_PARALLEL (Alg. 4), staged variant: pair distances from shared-memory tiles.
-template <bool L2>
+template <bool L2, int ST>
 __global__ void __launch_bounds__(kWarps * 32)
-grnnd_round_staged(const float* __restrict__ x, int64_t n, int d, int R, int P, uint64_t seed,
+grnnd_round_staged(Source x, int64_t n, int d, int R, int P, uint64_t seed,
                    const uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
     __shared__ float tiles[kWarps][kMaxR][kChunk + 1];  // +1: rows fall in different banks
     __shared__ uint64_t lists[kWarps][kMaxR];
@@ -541,7 +598,7 @@ grnnd_round_staged(const float* __restrict__ x, int64_t n, int d, int R, int P, 
         for (int j0 = 0; j0 < d; j0 += kChunk) {
             const int dj = min(kChunk, d - j0);
             __syncwarp();  // the previous chunk is consumed (and the pairs are visible)
-            stage_chunk(x, d, j0, dj, list, c, c, tile, lane);
+            stage_chunk<ST>(x, d, j0, dj, list, c, c, tile, lane);
             __syncwarp();
 #pragma unroll
             for (int t = 0; t < kMaxPairs / 32; t++) {
@@ -586,9 +643,9 @@ grnnd_round_staged(const float* __restrict__ x, int64_t n, int d, int R, int P, 
 
 // UPDATE_NEIGHBORS_PARALLEL (Alg. 4) as published: one warp distance (Alg. 5) per pair, pairs
 // whose member already left are skipped before their distance is computed.
-template <bool L2>
+template <bool L2, int ST>
 __global__ void __launch_bounds__(kWarps * 32)
-grnnd_round_warp(const float* __restrict__ x, int64_t n, int d, int R, int P, uint64_t seed,
+grnnd_round_warp(Source x, int64_t n, int d, int R, int P, uint64_t seed,
                  const uint64_t* __restrict__ pool_read, uint64_t* __restrict__ pool_write) {
     __shared__ uint64_t lists[kWarps][kMaxR];
     const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
@@ -602,8 +659,7 @@ grnnd_round_warp(const float* __restrict__ x, int64_t n, int d, int R, int P, ui
             const uint32_t pr = draw_pair(seed, v, p, c);
             const int i = pr & 255, j = pr >> 8;
             if (((dropped >> i) & 1) || ((dropped >> j) & 1)) continue;
-            const float dij = warp_dist<L2>(x + (int64_t)key_id(list[i]) * d,
-                                            x + (int64_t)key_id(list[j]) * d, d, lane);
+            const float dij = warp_dist<L2, ST>(x, key_id(list[i]), key_id(list[j]), d, lane);
             resolve_pair(list, i, j, dij, pool_write, R, dropped, lane);
         }
     keep_survivors(list, c, dropped, pool_write, v, R, lane);
@@ -722,15 +778,16 @@ struct Profile {
 // outer iteration. The outer iterations end after one that ended in its first round, or whose
 // first round (the reverse edges' effect) added at least p->churn_floor times what the previous
 // outer iteration's first round added: the reverse edges then only churn.
-template <bool L2>
-int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_gpu_grnnd_params* p,
+template <bool L2, int ST>
+int run_build(graft_gpu_ctx* ctx, Source x, int64_t n, int d, const graft_gpu_grnnd_params* p,
               uint64_t* pool[2], unsigned long long* inserted, int32_t** graph_dev) {
     const int R = p->R;
     const unsigned blocks = (unsigned)ceil_div(n, kWarps), threads = kWarps * 32;
     const size_t pool_bytes = (size_t)n * R * sizeof(uint64_t);
     cudaStream_t st = ctx->stream;
     Profile prof(st, n);
-    grnnd_init<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, p->init, p->init_k, pool[0]);
+    grnnd_init<L2, ST><<<blocks, threads, 0, st>>>(x, n, d, R, p->S, p->seed, p->init, p->init_k,
+                                                   pool[0]);
     GRAFT_CUDA_LAUNCH_CHECK();
     prof.mark(0);
     int cur = 0;
@@ -744,18 +801,18 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             if (p->sorted) {
                 // Fills every write slot itself, leaves redirect records in the read pool.
                 if (p->staged)
-                    grnnd_round_sorted<L2><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
-                                             0, st>>>(x, n, d, R, p->alpha2, pool[cur], pool[cur ^ 1],
-                                                      prof.counters);
+                    grnnd_round_sorted<L2, ST><<<(unsigned)ceil_div(n, kWarpsSorted), kWarpsSorted * 32,
+                                                 0, st>>>(x, n, d, R, p->alpha2, pool[cur], pool[cur ^ 1],
+                                                          prof.counters);
                 else
-                    grnnd_round_lazy<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->alpha2, pool[cur],
-                                                                     pool[cur ^ 1], prof.counters);
+                    grnnd_round_lazy<L2, ST><<<blocks, threads, 0, st>>>(x, n, d, R, p->alpha2, pool[cur],
+                                                                         pool[cur ^ 1], prof.counters);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(1);
                 prof.round_counts((int)round);
                 if (converge) GRAFT_CUDA_TRY(cudaMemsetAsync(inserted, 0, sizeof *inserted, st));
-                grnnd_redirect<L2><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
-                                                               converge ? inserted : nullptr);
+                grnnd_redirect<L2, ST><<<blocks, threads, 0, st>>>(x, n, d, R, pool[cur], pool[cur ^ 1],
+                                                                   converge ? inserted : nullptr);
                 GRAFT_CUDA_LAUNCH_CHECK();
                 prof.mark(2);
                 cur ^= 1;
@@ -780,11 +837,11 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
             // Clear the write pool, run the round, swap (Alg. 4, lines 17-18).
             GRAFT_CUDA_TRY(cudaMemsetAsync(pool[cur ^ 1], 0xff, pool_bytes, st));
             if (p->staged)
-                grnnd_round_staged<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
-                                                                   pool[cur], pool[cur ^ 1]);
+                grnnd_round_staged<L2, ST><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
+                                                                       pool[cur], pool[cur ^ 1]);
             else
-                grnnd_round_warp<L2><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
-                                                                 pool[cur], pool[cur ^ 1]);
+                grnnd_round_warp<L2, ST><<<blocks, threads, 0, st>>>(x, n, d, R, p->pairs, seed,
+                                                                     pool[cur], pool[cur ^ 1]);
             GRAFT_CUDA_LAUNCH_CHECK();
             prof.mark(1);
             cur ^= 1;
@@ -808,15 +865,28 @@ int run_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int d, const graft_
     return GRAFT_OK;
 }
 
+// run_build for the metric and the storage.
+template <bool L2>
+int run_build_of(graft_gpu_ctx* ctx, int storage, Source x, int64_t n, int d,
+                 const graft_gpu_grnnd_params* p, uint64_t* pool[2], unsigned long long* inserted,
+                 int32_t** g) {
+    switch (storage) {
+    case kFP16: return run_build<L2, kFP16>(ctx, x, n, d, p, pool, inserted, g);
+    case kSQ8: return run_build<L2, kSQ8>(ctx, x, n, d, p, pool, inserted, g);
+    default: return run_build<L2, kFP32>(ctx, x, n, d, p, pool, inserted, g);
+    }
+}
+
 // The build between two events, then the graph to `graph` (host or device memory).
-int build_timed(graft_gpu_ctx* ctx, const float* x, int64_t n, int d,
+int build_timed(graft_gpu_ctx* ctx, const graft_gpu_vectors* v, int64_t n, int d,
                 const graft_gpu_grnnd_params* p, uint64_t* pool[2], unsigned long long* inserted,
                 int32_t* graph, cudaEvent_t ev[2], float* gpu_ms) {
     cudaStream_t st = ctx->stream;
     int32_t* g = nullptr;
+    const Source x{v->rows, v->sq_scale, v->sq_offset};
     GRAFT_CUDA_TRY(cudaEventRecord(ev[0], st));
-    GRAFT_GPU_TRY(p->l2 ? run_build<true>(ctx, x, n, d, p, pool, inserted, &g)
-                        : run_build<false>(ctx, x, n, d, p, pool, inserted, &g));
+    GRAFT_GPU_TRY(p->l2 ? run_build_of<true>(ctx, v->storage, x, n, d, p, pool, inserted, &g)
+                        : run_build_of<false>(ctx, v->storage, x, n, d, p, pool, inserted, &g));
     GRAFT_CUDA_TRY(cudaEventRecord(ev[1], st));
     GRAFT_CUDA_TRY(cudaMemcpyAsync(graph, g, (size_t)n * p->R * sizeof(int32_t), cudaMemcpyDefault, st));
     GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
@@ -829,11 +899,20 @@ int build_timed(graft_gpu_ctx* ctx, const float* x, int64_t n, int d,
 
 using namespace graft;
 
-extern "C" int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const float* x, int64_t n, int64_t d,
-                                     const graft_gpu_grnnd_params* p, int32_t* graph,
+extern "C" int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const graft_gpu_vectors* x, int64_t n,
+                                     int64_t d, const graft_gpu_grnnd_params* p, int32_t* graph,
                                      float* gpu_ms) {
-    if (!ctx || !x || !p || !graph || n < 1 || d < 1 || d > INT32_MAX)
+    if (!ctx || !x || !x->rows || !p || !graph || n < 1 || d < 1 || d > INT32_MAX)
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_grnnd_build: bad arguments");
+    // SQ8's 16-byte loads of the scales and offsets (d % 16 == 0) need them aligned.
+    auto usable = [d](const float* q) {
+        return q && (d % 16 || reinterpret_cast<uintptr_t>(q) % 16 == 0);
+    };
+    if (x->storage < kFP32 || x->storage > kSQ8 ||
+        (x->storage == kSQ8 && (!usable(x->sq_scale) || !usable(x->sq_offset))))
+        return gpu_fail(GRAFT_EINVAL, "graft_gpu_grnnd_build: storage %d (0 FP32, 1 FP16, 2 SQ8; "
+                        "SQ8 needs its scales and offsets, 16-byte aligned when d %% 16 == 0)",
+                        x->storage);
     if (p->R < 1 || p->R > kMaxR || p->S < 0 || p->T1 < 0 || p->T2 < 0 || p->pairs < 0 ||
         p->pairs > kMaxPairs || !(p->rho >= 0.f && p->rho <= 1.f))
         return gpu_fail(GRAFT_EINVAL,

@@ -127,7 +127,7 @@ namespace {
 
 const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
-        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact; adds and removals: add_policy, "
+        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
         "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
         "host_bytes, the last search's "
@@ -137,7 +137,7 @@ const char* const kKnownWalk =
         "consolidate_seconds, last_add, rebuild_share_applied, gpu_inserts";
 const char* const kKnownPQ =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
-        "build): R, S, T1, T2, rho, delta, alpha, init_exact; filtered search: filter_exact_below; adds and removals: "
+        "build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
         "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
         "host_bytes, the last search's "
@@ -229,7 +229,9 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
         GRAFT_REQUIRE(!living_report_param(r, n, &unused),
                       "%s: '%s' is read-only (what the adds and removals did)", cls, name_);
     }
-    int* f = n == "init_exact" ? &p.build.init_exact : build_field(p.build.base, n);
+    int* f = n == "init_exact" ? &p.build.init_exact
+             : n == "build_from" ? &p.build.build_from  // 0 fp32, 1 codes
+                                 : build_field(p.build.base, n);
     float* r = build_real_field(p.build.base, n);
     if (f || r) {
         if (f)
@@ -283,6 +285,7 @@ double GraftIndexGraph::get_param(const char* name_) const {
     if (int* f = search_field(p.search, n, pq)) return *f;
     if (int* f = build_field(p.build.base, n)) return *f;
     if (n == "init_exact") return p.build.init_exact;
+    if (n == "build_from") return p.build.build_from;
     if (float* f = build_real_field(p.build.base, n)) return *f;
     if (n == "filter_exact_below") return p.search.filter_exact_below;
     if (is_filter_report_param(n)) {

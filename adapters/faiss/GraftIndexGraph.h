@@ -68,7 +68,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //  build (used by the next build): "R" (max degree; <= 64 on the GPU), "S", "T1", "T2", "rho",
     //                   "delta" (convergence: graft/graph.h), "alpha" (the pruning's slack),
     //                   "init_exact" (1: start from the
-    //                   exact R nearest, the oracle graph)
+    //                   exact R nearest, the oracle graph), "build_from" (0: the FP32 vectors,
+    //                   1: an FP16 / SQ8 index's codes; a PQ index refuses 1)
     //  adds and removals (graft_living_params): "add_policy" (0 auto, 1 insert, 2 rebuild),
     //                   "insert_L" (0 = default), "rebuild_share" (< 0: the cost model),
     //                   "consolidate_share", "background" (0 / 1)

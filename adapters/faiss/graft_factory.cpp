@@ -37,7 +37,8 @@ const char* const kAccepted =
         "trained before adding), on GPU 0 when one is visible, else the CPU "
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,T1=6,T2=15\" the graph "
-        "build (S=N, T1=N, T2=N, rho=X, delta=X, alpha=X), \"GraftGraph,PQ16,ooc\" / \",inmem\" "
+        "build (S=N, T1=N, T2=N, rho=X, delta=X, alpha=X; \"GraftGraph,SQ8,build_from=codes\" "
+        "builds from the FP16 / SQ8 codes), \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
         "budget; \",gpus=all\", \",gpus=0-3\" or \",gpus=0,1\" spread the index over those GPUs "
         "(one shard per listed GPU; a GPU may repeat), \",shards=N\" makes N shards on the "
@@ -154,6 +155,7 @@ struct GraftSpec {
     int walks = 0;    // graph without PQ: the multi mode's walks a query, 0 = default
     std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=, alpha=
     int init_exact = -1;  // graph: init=exact (1) / init=random (0), -1 = default
+    int build_from = -1;  // graph: build_from=codes (1) / build_from=fp32 (0), -1 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
@@ -214,6 +216,7 @@ struct GraftSpec {
             if (R > 0) p.build.base.R = R;
             apply_build(&p.build.base);
             if (init_exact >= 0) p.build.init_exact = init_exact;
+            if (build_from >= 0) p.build.build_from = build_from;  // codes: the core refuses PQ
             if (L > 0) p.search.L = L;
             if (mode >= 0) p.mode = (graft_bang_mode)mode;
             if (budget_mib >= 0) p.gpu_budget = (size_t)budget_mib << 20;
@@ -231,6 +234,7 @@ struct GraftSpec {
         if (R > 0) p.build.base.R = R;
         apply_build(&p.build.base);
         if (init_exact >= 0) p.build.init_exact = init_exact;
+        if (build_from >= 0) p.build.build_from = build_from;
         if (L > 0) p.search.L = L;
         if (probes > 0) p.search.probes = probes;
         if (walks > 0) p.search.walks = walks, p.search.mode = GRAFT_SEARCH_MULTI;  // walks=N: multi
@@ -343,6 +347,14 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "graph, n^2 d work) or init=random (the default), once; %s",
                           c.c_str(), desc.c_str(), kAccepted);
             spec.init_exact = c == "init=exact";
+        } else if (spec.graph && starts_with(c, "build_from=")) {
+            GRAFT_REQUIRE(spec.build_from < 0 && (c == "build_from=codes" || c == "build_from=fp32"),
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "build_from=codes (an FP16 or SQ8 index builds its graph from its codes, "
+                          "\"GraftGraph,SQ8,build_from=codes\") or build_from=fp32 (the default), "
+                          "once; %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+            spec.build_from = c == "build_from=codes";
         } else if (c == "ooc" || c == "inmem" || starts_with(c, "budget=")) {
             GRAFT_REQUIRE(pq,
                           "faiss_graft_index_factory: \"%s\": option '%s' belongs to the graph + "
@@ -405,8 +417,8 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, gpus=LIST, shards=N, replicas"
+                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=fp32, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=codes, gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

@@ -53,7 +53,7 @@ int graft_gpu_select_k(graft_gpu_ctx* c, const float* v, int64_t r, int64_t cols
     (void)c; (void)v; (void)r; (void)cols; (void)ld; (void)k; (void)ov; (void)oi;
     return GRAFT_ENODEVICE;
 }
-int graft_gpu_grnnd_build(graft_gpu_ctx* c, const float* x, int64_t n, int64_t d,
+int graft_gpu_grnnd_build(graft_gpu_ctx* c, const graft_gpu_vectors* x, int64_t n, int64_t d,
                           const graft_gpu_grnnd_params* p, int32_t* g, float* ms) {
     (void)c; (void)x; (void)n; (void)d; (void)p; (void)g; (void)ms;
     return GRAFT_ENODEVICE;

@@ -18,6 +18,10 @@ int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* f
                           "nearest); base.init is for direct builder calls, not an index's "
                           "parameters",
                           fn, b->init_exact);
+    if (b->build_from != GRAFT_BUILD_FROM_FP32 && b->build_from != GRAFT_BUILD_FROM_CODES)
+        return graft_fail(GRAFT_EINVAL,
+                          "%s: build_from = %d (0: the FP32 vectors, 1: an FP16 or SQ8 storage's "
+                          "codes)", fn, b->build_from);
     GRAFT_TRY(graft_check_graph_build(&one_vector, 1, 1, &b->base, &unused, fn));
     if (gpu && (b->base.R > GRAFT_GPU_BUILD_MAX_R || b->pairs < 0 || b->pairs > 256 || b->staged < -1 ||
                 b->staged > 1 || (b->order != GRAFT_GRNND_SORTED && b->order != GRAFT_GRNND_RANDOM)))

@@ -5,6 +5,7 @@
 #define GRAFT_GRAPH_BUILD_H
 
 #include "graft/graph.h"
+#include "graft/storage.h"
 
 #define GRAFT_GPU_BUILD_MAX_R 64   /* GRNND's pools (graft_grnnd_build_gpu) */
 #define GRAFT_GPU_SEARCH_MAX_R 256 /* the GPU search kernels' rows */
@@ -42,15 +43,47 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
 int graft_graph_exact_init(const float* x, int64_t n, int64_t d, const graft_grnnd_params* b, int gpu,
                            int32_t** ids, int* k);
 
-/* The graph of an index's n vectors x: GRNND on the GPU (b->device) when gpu; when GRNND's device
+/* The vectors a build reads (issue 48: GRNND builds from what the storage keeps). A graph built
+ * from codes is the graph of the decoded vectors (graft_storage_decode's values, the GPU's by an
+ * ulp or so). */
+typedef struct graft_build_vectors {
+    const float* x;          /* n x d FP32 on the host; NULL when only the codes are kept */
+    const float* dx;         /* the same on the build's device already (checked finite when the
+                                index took them), or NULL */
+    const graft_storage* st; /* the codes' storage, trained (NULL: no codes) */
+    const uint8_t* codes;    /* n codes of graft_storage_code_size(st->kind, d) bytes (host) */
+    const void* dcodes;      /* the same codes on the build's device already, or NULL */
+} graft_build_vectors;
+
+/* 1 when a build of v reads the codes: an FP16 or SQ8 storage with its codes. */
+int graft_build_reads_codes(const graft_build_vectors* v);
+/* Bytes a vector of what a build of v reads on the device: 4 d, or the code size. */
+size_t graft_build_row_bytes(const graft_build_vectors* v, int64_t d);
+/* The checks of graft_check_graph_build (x finite unless dx is given) or, reading codes, of the
+ * codes: a trained FP16 / SQ8 storage of dimension d, FP16 codes finite (a value past 65504 codes
+ * to Inf). */
+int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d,
+                              const graft_rnnd_params* p, const graft_graph* out, const char* fn);
+/* graft_graph_entry_point of the decoded codes, decoding a row at a time (no n x d copy); equal to
+ * graft_graph_entry_point over graft_storage_decode's rows. */
+int64_t graft_graph_entry_point_codes(const graft_storage* st, const uint8_t* codes, int64_t n);
+/* The n codes decoded into a new n x d array (*x, malloc'd, the caller frees). GRAFT_ENOMEM. */
+int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float** x);
+
+/* graft_grnnd_max_vectors for vectors of row_bytes bytes on the device. */
+int64_t graft_grnnd_max_vectors_of(size_t row_bytes, const graft_grnnd_params* params);
+
+/* The graph of an index's n vectors v: GRNND on the GPU (b->device) when gpu; when GRNND's device
  * pools do not fit (GRAFT_EGPU_NOMEM: the device or b->memory_budget), GRNND in pieces that fit
  * (graft_graph_build_pieces); without a GPU, or when even pieces of GRAFT_PIECE_MIN do not fit,
  * RNN-Descent on the CPU. *seconds gets the build's wall time, *rep how it was built (pieces 0: on
  * the CPU, 1: GRNND on the whole, P: GRNND in P pieces, with graft_graph_build_pieces's times).
- * dx (nullable): the same n vectors on b->device already (an index's device copy, checked finite
- * when added), which a whole GRNND build reads instead of uploading x again. Errors as the
- * builders'. */
-int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n, int64_t d,
+ * v->dx (nullable): the same n vectors on b->device already (an index's device copy), which a
+ * whole GRNND build reads instead of uploading x again. b->build_from = GRAFT_BUILD_FROM_CODES
+ * (or no x) builds from v's FP16 / SQ8 codes: GRNND on the whole reads them on the GPU; the exact
+ * start, the pieces and the CPU reference read FP32 rows, so they take the codes decoded whole
+ * (n x 4 d host bytes for the build's time). Errors as the builders'. */
+int graft_index_build_graph(int gpu, const graft_build_vectors* v, int64_t n, int64_t d,
                             const graft_grnnd_params* b, graft_graph* out, double* seconds,
                             graft_pieces_report* rep);
 
@@ -59,5 +92,11 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
 int graft_grnnd_build_gpu_on(const float* x, const float* dx, int64_t n, int64_t d,
                              const graft_grnnd_params* params, graft_graph* out,
                              graft_grnnd_report* report);
+/* The same over what v holds: its codes when graft_build_reads_codes (v->dcodes on the device, or
+ * v->codes uploaded; the entry point from the decoded codes), else its FP32 vectors as above. The
+ * device holds the codes, SQ8's 2 d floats and the pools (report->gpu_peak_bytes). */
+int graft_grnnd_build_gpu_from(const graft_build_vectors* v, int64_t n, int64_t d,
+                               const graft_grnnd_params* params, graft_graph* out,
+                               graft_grnnd_report* report);
 
 #endif

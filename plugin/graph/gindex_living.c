@@ -14,6 +14,7 @@
 #include "graph/build.h"
 #include "graph/gindex_internal.h"
 #include "graph/insert_gpu.h"
+#include "storage/decode.h"
 
 /* ---- the cost model ---------------------------------------------------------------------------- */
 
@@ -66,16 +67,11 @@ static int dev_buffer(graft_gpu_ctx* ctx, size_t bytes, const void* src, size_t 
     return rc;
 }
 
-/* The walk's SQ8 decode as one FMA a dimension: decoded = vmin + (c + 0.5) / 255 vdiff = c s + o
- * (the same as graft_graph_dev_upload_store's; the rounding differs from FAISS's formula, the CPU
- * reference's, by an ulp or so). */
+/* The walk's SQ8 decode as one FMA a dimension (storage/decode.h). */
 static int upload_sq8(graft_gpu_ctx* ctx, const graft_storage* st, int64_t d, gbuf** out) {
     float* so = malloc((size_t)d * 2 * sizeof(float));
     if (!so) return GRAFT_ENOMEM;
-    for (int64_t j = 0; j < d; j++) {
-        so[j] = st->vdiff[j] / 255.0f;
-        so[d + j] = st->vmin[j] + 0.5f * so[j];
-    }
+    graft_sq8_affine(st, so);
     const int rc = dev_buffer(ctx, (size_t)d * 2 * sizeof(float), so, (size_t)d * 2 * sizeof(float), out);
     free(so);
     return rc;
@@ -286,25 +282,38 @@ static int copy_graph(gsnap* t, int64_t rows, const char* fn) {
     return GRAFT_OK;
 }
 
+/* What a build of s's n slots reads: the FP32 vectors and, for FP16 and SQ8, the codes, which
+ * the build reads instead with build_from = codes (graft_index_build_graph chooses). */
+static graft_build_vectors build_vectors(const graft_gindex* g, const gsnap* s) {
+    const int coded = g->storage == GRAFT_STORAGE_FP16 || g->storage == GRAFT_STORAGE_SQ8;
+    return (graft_build_vectors){.x = s->xb->p, .st = coded ? &s->codec->st : NULL,
+                                 .codes = coded ? s->codes->p : NULL};
+}
+
 /* Builds the graph of t's slots (its tombstones compacted first). A GPU index whose placement
  * keeps the FP32 vectors on the device (every storage but PQ) uploads them once, before a whole
  * GRNND build, which reads that copy; *dx_out gets it for the placement (upload_taking), NULL
  * otherwise. At 10M x 128 on the H100 the second upload cost 0.94 s of a 7.5 s build, and four
- * shards' builds at once paid it too. */
+ * shards' builds at once paid it too. A build from codes uploads only the codes: the FP32 copy
+ * would double its device memory (the placement uploads it after the build). */
 static int build(graft_gindex* g, gsnap* t, gbuf** dx_out, const char* fn) {
     *dx_out = NULL;
     GRAFT_TRY(compact_storage(g, t, fn));
     if (t->n == 0) return GRAFT_OK;
     const size_t xbytes = (size_t)t->n * (size_t)g->d * sizeof(float);
     gbuf* dx = NULL;
-    if (g->wctx && !gindex_is_pq(g) && t->n <= graft_grnnd_max_vectors(g->d, &t->p.build) &&
+    graft_build_vectors v = build_vectors(g, t);
+    const int from_codes = v.st && t->p.build.build_from == GRAFT_BUILD_FROM_CODES;
+    if (g->wctx && !gindex_is_pq(g) && !from_codes &&
+        t->n <= graft_grnnd_max_vectors(g->d, &t->p.build) &&
         dev_buffer(g->wctx, xbytes, t->xb->p, xbytes, &dx) != GRAFT_OK)
         dx = NULL; /* the build uploads its own, or builds in pieces */
+    v.dx = dx ? dx->p : NULL;
     graft_graph gr = {0};
     double seconds;
     graft_pieces_report rep;
-    const int rc = graft_index_build_graph(g->ctx != NULL, t->xb->p, dx ? (const float*)dx->p : NULL,
-                                           t->n, g->d, &t->p.build, &gr, &seconds, &rep);
+    const int rc = graft_index_build_graph(g->ctx != NULL, &v, t->n, g->d, &t->p.build, &gr, &seconds,
+                                           &rep);
     if (rc != GRAFT_OK) {
         gbuf_unref(dx);
         return graft_relabel(rc, fn);
@@ -734,8 +743,9 @@ static void* background_main(void* arg) {
     double seconds = 0;
     graft_pieces_report brep;
     /* No lock while it builds: searches and writers go on; base keeps its buffers alive. */
-    const int rc = graft_index_build_graph(g->ctx != NULL, s->xb->p, NULL, s->n, g->d, &s->p.build, &gr,
-                                           &seconds, &brep);
+    const graft_build_vectors v = build_vectors(g, s);
+    const int rc = graft_index_build_graph(g->ctx != NULL, &v, s->n, g->d, &s->p.build, &gr, &seconds,
+                                           &brep);
     pthread_mutex_lock(&g->wlock);
     if (rc == GRAFT_OK && !g->bg_cancel && g->epoch == g->bg_epoch)
         install_rebuilt(g, s, &gr, seconds, &brep);

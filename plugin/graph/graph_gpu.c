@@ -7,6 +7,7 @@
 #include "graph/graph_gpu.h"
 #include "core/threads.h"
 #include "core/validate.h"
+#include "storage/decode.h"
 
 #define GRAFT_SEARCH_DEFAULT_BUDGET ((size_t)1 << 30)
 
@@ -68,14 +69,9 @@ int graft_graph_dev_upload_store(graft_gpu_ctx* ctx, const graft_graph* g, const
         dev.bytes += cbytes;
     }
     if (rc == GRAFT_OK && kind == GRAFT_STORAGE_SQ8) {
-        /* decoded = vmin + (c + 0.5) / 255 vdiff = c s + o: one FMA a dimension on the GPU; the
-         * rounding differs from FAISS's formula (the CPU reference's) by an ulp or so. */
         float* so = malloc((size_t)d * 2 * sizeof(float));
         if (!so) rc = GRAFT_ENOMEM;
-        for (int64_t j = 0; so && j < d; j++) {
-            so[j] = st->vdiff[j] / 255.0f;
-            so[d + j] = st->vmin[j] + 0.5f * so[j];
-        }
+        if (so) graft_sq8_affine(st, so); /* the walk's decode: one FMA a dimension */
         if (rc == GRAFT_OK) rc = graft_gpu_malloc(ctx, (void**)&dev.sq, (size_t)d * 2 * sizeof(float));
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev.sq, so, (size_t)d * 2 * sizeof(float));
         free(so);

@@ -83,6 +83,17 @@ static int check_mode(int storage, graft_bang_mode mode, const char* fn) {
     return GRAFT_OK;
 }
 
+/* Build parameters for this storage (gpu: GRNND's limits too). build_from = codes reads an FP16 or
+ * SQ8 storage's codes; GRNND has no PQ decode, and a graph of PQ's coarse reconstructions would
+ * cost recall that the re-rank cannot win back, so a PQ index refuses it. */
+static int check_build(int storage, const graft_grnnd_params* b, int gpu, const char* fn) {
+    GRAFT_TRY(graft_check_build_params(b, gpu, fn));
+    if (storage == GRAFT_STORAGE_PQ && b->build_from == GRAFT_BUILD_FROM_CODES)
+        return graft_fail(GRAFT_EINVAL, "%s: build_from = codes needs an FP16 or SQ8 storage; a PQ "
+                          "index builds its graph from the FP32 vectors", fn);
+    return GRAFT_OK;
+}
+
 static int check_living(const graft_living_params* l, const char* fn) {
     if (l->policy != GRAFT_ADD_AUTO && l->policy != GRAFT_ADD_INSERT && l->policy != GRAFT_ADD_REBUILD)
         return graft_fail(GRAFT_EINVAL, "%s: unknown add policy %d (GRAFT_ADD_AUTO = 0, "
@@ -126,7 +137,7 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
                               graft_pq_default_M(d));
     }
     tie_params(&p);
-    GRAFT_TRY(graft_check_build_params(&p.build, p.device >= 0, fn));
+    GRAFT_TRY(check_build(p.storage, &p.build, p.device >= 0, fn));
     GRAFT_TRY(check_default_search(p.storage, &p.search, fn));
     GRAFT_TRY(check_living(&p.living, fn));
     gcodec* c = codec_new();
@@ -703,7 +714,7 @@ int graft_gindex_set_build_params(graft_gindex* g, const graft_grnnd_params* par
     graft_gindex_params p = g->cur->p;
     p.build = *params;
     tie_params(&p);
-    int rc = graft_check_build_params(&p.build, g->ctx != NULL, fn);
+    int rc = check_build(g->storage, &p.build, g->ctx != NULL, fn);
     if (rc == GRAFT_OK) rc = publish_params(g, &p, fn);
     pthread_mutex_unlock(&g->wlock);
     return rc;

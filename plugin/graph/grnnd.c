@@ -1,6 +1,7 @@
 /* GRNND on the GPU, host side (see graft/graph.h): checks the arguments as the CPU reference
- * does, uploads the vectors, runs gpu/grnnd_build.cu and takes the graph back in graft_graph form
- * with the same entry-point rule as the reference. */
+ * does, uploads the vectors (or a storage's codes: graph/build.h, graft_build_vectors), runs
+ * gpu/grnnd_build.cu and takes the graph back in graft_graph form with the same entry-point rule
+ * as the reference. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "core/index_common.h"
 #include "core/validate.h"
 #include "graph/build.h"
+#include "storage/decode.h"
 
 void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     if (!p) return;
@@ -21,6 +23,7 @@ void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     p->device = 0;
     p->memory_budget = 0;
     p->init_exact = 0;
+    p->build_from = GRAFT_BUILD_FROM_FP32;
 }
 
 /* The device scratch GRNND takes: two pools of n x R 8-byte keys, each rounded up to 256 bytes,
@@ -29,10 +32,14 @@ enum { kPoolsOverhead = 3 * 256 };
 static size_t pools_bytes(size_t n, size_t R) { return 2 * n * R * 2 * sizeof(int32_t) + kPoolsOverhead; }
 
 int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* p) {
-    if (!p || d < 1 || p->base.R < 1) return 0;
+    return d < 1 ? 0 : graft_grnnd_max_vectors_of((size_t)d * sizeof(float), p);
+}
+
+int64_t graft_grnnd_max_vectors_of(size_t row_bytes, const graft_grnnd_params* p) {
+    if (!p || row_bytes < 1 || p->base.R < 1) return 0;
     const size_t R = (size_t)p->base.R, per = pools_bytes(1, R) - kPoolsOverhead; /* 16 R */
     const size_t room = graft_gpu_device_memory(p->device) / 10 * 8;
-    int64_t m = (int64_t)(room / (per + (size_t)d * sizeof(float)));
+    int64_t m = (int64_t)(room / (per + row_bytes));
     if (p->memory_budget) {
         const int64_t mb = p->memory_budget > kPoolsOverhead
                                ? (int64_t)((p->memory_budget - kPoolsOverhead) / per) : 0;
@@ -46,9 +53,16 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
     return graft_grnnd_build_gpu_on(x, NULL, n, d, params, out, report);
 }
 
-int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, int64_t d,
+int graft_grnnd_build_gpu_on(const float* x, const float* dx, int64_t n, int64_t d,
                              const graft_grnnd_params* params, graft_graph* out,
                              graft_grnnd_report* report) {
+    const graft_build_vectors src = {.x = x, .dx = dx};
+    return graft_grnnd_build_gpu_from(&src, n, d, params, out, report);
+}
+
+int graft_grnnd_build_gpu_from(const graft_build_vectors* src, int64_t n, int64_t d,
+                               const graft_grnnd_params* params, graft_graph* out,
+                               graft_grnnd_report* report) {
     graft_grnnd_params p;
     if (params)
         p = *params;
@@ -57,8 +71,9 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
     const graft_rnnd_params* b = &p.base;
     const double t0 = graft_now_s();
     /* Vectors already on the device are an index's, checked finite when they were added. */
-    GRAFT_TRY(dx_given ? graft_check_graph_build_args(x, n, d, b, out, "graft_grnnd_build_gpu")
-                       : graft_check_graph_build(x, n, d, b, out, "graft_grnnd_build_gpu"));
+    GRAFT_TRY(graft_check_build_vectors(src, n, d, b, out, "graft_grnnd_build_gpu"));
+    const int codes = graft_build_reads_codes(src);
+    const void* given = codes ? src->dcodes : (const void*)src->dx;
     if (b->R > 64 || p.pairs < 0 || p.pairs > 256 || p.staged < -1 || p.staged > 1 ||
         (p.order != GRAFT_GRNND_SORTED && p.order != GRAFT_GRNND_RANDOM) ||
         (p.order == GRAFT_GRNND_RANDOM && b->alpha != 1.0f))
@@ -71,7 +86,7 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
      * 1M dense SIFT, 2x on Fashion-MNIST), shared-memory tiles for the random order. */
     const int staged = p.staged >= 0 ? p.staged : p.order == GRAFT_GRNND_RANDOM;
     size_t xbytes, gbytes, pool_bytes;
-    if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
+    if (graft_mul_overflow((size_t)n, graft_build_row_bytes(src, d), &xbytes) ||
         graft_mul_overflow((size_t)n, (size_t)b->R * sizeof(int32_t), &gbytes) ||
         graft_mul_overflow(gbytes, 2, &pool_bytes))
         return graft_fail(GRAFT_ENOMEM, "graft_grnnd_build_gpu: n x d = %lld x %lld overflows",
@@ -103,10 +118,22 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nrows; v++) memset(nbrs + v * b->R, 0xff, (size_t)b->R * sizeof(int32_t));
     const double t2 = graft_now_s();
-    float* dx = (float*)dx_given;
+    void* dx = (void*)given;
     float ms = 0;
-    if (!dx_given) rc = graft_gpu_malloc(ctx, (void**)&dx, xbytes);
-    if (rc == GRAFT_OK && !dx_given) rc = graft_gpu_upload(ctx, dx, x, xbytes);
+    if (!given) rc = graft_gpu_malloc(ctx, &dx, xbytes);
+    if (rc == GRAFT_OK && !given)
+        rc = graft_gpu_upload(ctx, dx, codes ? (const void*)src->codes : src->x, xbytes);
+    /* SQ8: the walk's per-dimension decode (2 d floats) beside the codes. */
+    float* dsq = NULL;
+    const int sq8 = codes && src->st->kind == GRAFT_STORAGE_SQ8;
+    const size_t sq_bytes = sq8 ? (size_t)d * 2 * sizeof(float) : 0;
+    if (rc == GRAFT_OK && sq_bytes) {
+        float* so = malloc(sq_bytes);
+        rc = so ? graft_gpu_malloc(ctx, (void**)&dsq, sq_bytes) : GRAFT_ENOMEM;
+        if (rc == GRAFT_OK) graft_sq8_affine(src->st, so);
+        if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dsq, so, sq_bytes);
+        free(so);
+    }
     /* Given initial neighbours (the oracle graph) go up beside the vectors. */
     int32_t* dinit = NULL;
     const size_t init_bytes = b->init ? (size_t)n * (size_t)b->init_k * sizeof(int32_t) : 0;
@@ -115,11 +142,15 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
     gp.init = dinit;
     gp.init_k = b->init ? b->init_k : 0;
     const double t3 = graft_now_s();
-    if (rc == GRAFT_OK) rc = graft_gpu_grnnd_build(ctx, dx, n, d, &gp, nbrs, &ms);
+    const graft_gpu_vectors gv = {codes ? src->st->kind : GRAFT_STORAGE_FP32, dx, dsq,
+                                  dsq ? dsq + d : NULL};
+    if (rc == GRAFT_OK) rc = graft_gpu_grnnd_build(ctx, &gv, n, d, &gp, nbrs, &ms);
     const double t4 = graft_now_s();
-    const size_t peak = xbytes + init_bytes + graft_gpu_ctx_scratch_peak(ctx);
-    if (rc != GRAFT_OK) rc = graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
-    if (!dx_given) graft_gpu_free(ctx, dx);
+    const size_t peak = xbytes + sq_bytes + init_bytes + graft_gpu_ctx_scratch_peak(ctx);
+    if (rc == GRAFT_ENOMEM) rc = graft_fail(rc, "graft_grnnd_build_gpu: out of host memory");
+    else if (rc != GRAFT_OK) rc = graft_fail(rc, "graft_grnnd_build_gpu: %s", graft_gpu_last_error());
+    if (!given) graft_gpu_free(ctx, dx);
+    if (dsq) graft_gpu_free(ctx, dsq);
     if (dinit) graft_gpu_free(ctx, dinit);
     graft_gpu_ctx_destroy(ctx);
     if (rc != GRAFT_OK) {
@@ -130,7 +161,8 @@ int graft_grnnd_build_gpu_on(const float* x, const float* dx_given, int64_t n, i
     out->R = b->R;
     out->nbrs = nbrs;
     const double t5 = graft_now_s();
-    out->entry = graft_graph_entry_point(x, n, d);
+    out->entry = codes ? graft_graph_entry_point_codes(src->st, src->codes, n)
+                       : graft_graph_entry_point(src->x, n, d);
     if (report) {
         report->gpu_seconds = ms / 1000.0;
         report->upload_seconds = (t1b - t1) + (t3 - t2);

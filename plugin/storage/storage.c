@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "core/validate.h"
+#include "storage/decode.h"
 
 const char* graft_storage_name(int kind) {
     switch (kind) {
@@ -221,5 +222,13 @@ void graft_storage_decode(const graft_storage* s, int64_t n, const uint8_t* code
             }
         }
         break;
+    }
+}
+
+void graft_sq8_affine(const graft_storage* st, float* so) {
+    const int64_t d = st->d;
+    for (int64_t j = 0; j < d; j++) {
+        so[j] = st->vdiff[j] / 255.0f;
+        so[d + j] = st->vmin[j] + 0.5f * so[j];
     }
 }

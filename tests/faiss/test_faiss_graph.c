@@ -122,6 +122,22 @@ static void test_factory(void) {
     faiss_Index_free(oracle);
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,init=exact,init=random", METRIC_L2), "init=exact");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,init=knn", METRIC_L2), "init=exact");
+    /* build_from=codes: an FP16 / SQ8 index builds from its codes (the graph of the decoded
+     * vectors: tests/unit/test_build_codes.c, tests/gpu/test_gpu_grnnd.c); PQ refuses it. */
+    FaissIndex* coded = make("GraftGraph,SQ8,cpu,build_from=codes");
+    if (coded) {
+        CHECK(param(coded, "build_from") == 1, "build_from=codes read back %g", param(coded, "build_from"));
+        FAISS_FAILS(faiss_graft_set_param(coded, "build_from", 2), "build_from");
+        CHECK(param(coded, "build_from") == 1, "a refused build_from changed it to %g", param(coded, "build_from"));
+        FAISS_OK(faiss_graft_set_param(coded, "build_from", 0));
+        CHECK(param(coded, "build_from") == 0, "build_from set to 0 reads %g", param(coded, "build_from"));
+    }
+    faiss_Index_free(coded);
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,build_from=int8", METRIC_L2), "build_from=codes");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,build_from=codes,build_from=fp32", METRIC_L2),
+                "build_from=codes");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,PQ16,cpu,build_from=codes", METRIC_L2), "PQ");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,build_from=codes", METRIC_L2), "build_from");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,cpu,HNSW32", METRIC_L2), "HNSW32");
     if (!graft_gpu_available())
         FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,gpu=0", METRIC_L2), "device");

@@ -90,9 +90,16 @@ typedef struct graft_grnnd_params {
     int init_exact; /* index builds: 1 = each vertex starts from its exact R nearest (graft_flat's
                        k-NN graph: n^2 d work, for small sets and as the oracle graph that
                        GRNND's graph is measured against); 0 (default) = S random */
+    int build_from; /* index builds: what the graph is built from. GRAFT_BUILD_FROM_FP32 (default):
+                       the FP32 vectors; GRAFT_BUILD_FROM_CODES: an FP16 or SQ8 index's codes,
+                       which GRNND reads on the GPU (2 d or d bytes a vector instead of 4 d: the
+                       graph of the decoded vectors); FP32 storage builds from its vectors
+                       either way; a PQ index refuses it (GRAFT_EINVAL). graft_grnnd_build_gpu
+                       ignores it */
 } graft_grnnd_params;
 
 enum { GRAFT_GRNND_SORTED = 0, GRAFT_GRNND_RANDOM = 1 };
+enum { GRAFT_BUILD_FROM_FP32 = 0, GRAFT_BUILD_FROM_CODES = 1 };
 
 /* Defaults: the CPU reference's (graft_rnnd_params_defaults), order sorted, pairs = 128,
  * staged = -1 (automatic), device 0, no budget. See bench/RESULTS.md for the measurements behind them. */
@@ -106,7 +113,7 @@ typedef struct graft_grnnd_report {
     double download_seconds; /* wall time from the end of the kernels to the graph on the host */
     double host_seconds;   /* wall time of the host-side checks, of faulting in the graph's host
                               memory and of the entry point */
-    size_t gpu_peak_bytes; /* device memory the build held: vectors + pools */
+    size_t gpu_peak_bytes; /* device memory the build held: vectors (or codes) + pools */
     int rounds;            /* inner rounds run, over every outer iteration (at most T1 x T2) */
 } graft_grnnd_report;
 
@@ -156,8 +163,8 @@ int graft_grnnd_build_gpu(const float* x, int64_t n, int64_t d, const graft_grnn
                           graft_graph* out, graft_grnnd_report* report);
 
 /* The most vectors of dimension d one GRNND build holds: its two pools (16 R bytes a vector,
- * capped by params->memory_budget when set) and the vectors (4 d bytes) in 80% of the device's
- * memory. 0 without a device. */
+ * capped by params->memory_budget when set) and the vectors (4 d bytes; an index building from its
+ * codes counts the codes' bytes instead) in 80% of the device's memory. 0 without a device. */
 int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* params);
 
 /* A graph built in pieces, for data whose GRNND pools do not fit the GPU (plugin/graph/pieces.c, the

@@ -92,7 +92,8 @@ typedef struct graft_gindex_params {
     int storage;                /* what the search reads (graft/storage.h): GRAFT_STORAGE_FP32
                                    (default), _FP16, _SQ8 or _PQ (trained by graft_gindex_train
                                    before the first add). The graph is built from the FP32 vectors
-                                   whatever the storage; compressed storages re-rank the final
+                                   (FP16 / SQ8: from the codes with build.build_from =
+                                   GRAFT_BUILD_FROM_CODES); compressed storages re-rank the final
                                    candidates with them (search.rerank) */
     graft_pq_params pq;         /* PQ storage: M (0 = graft_pq_default_M), training sample and the
                                    k-means (required for training: the FAISS adapter passes

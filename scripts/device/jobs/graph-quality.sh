@@ -4,6 +4,9 @@
 # 1-3, T1=3,T2=8, the converging defaults and the oracle graph, init=exact) on Fashion-MNIST, dense-SIFT 1M and
 # KDE-patches 1M at batch 10k, with --graph-recall 2000 (graph rows against sampled vertices'
 # exact neighbours) and GRNND's new entries a round (GRAFT_GRNND_ROUNDS=1, in the log only).
+# Builds from codes (issue 48) are variants like any other:
+#   GRAFT_GQ_INDEXES='GraftGraph;GraftGraph,FP16,build_from=codes;GraftGraph,SQ8;GraftGraph,SQ8,build_from=codes'
+# (graph recall of each beside the FP32 build's; the SQ8 pair also shows the search at equal storage).
 # GRAFT_GQ_SETS picks the sets (default "fashion-mnist dense-sift1m kde-patches1m"; also
 # photo-sift10m and its 1M subset photo-sift1m, with the photo-sift job). GRAFT_GQ_SCALE=C also
 # runs dense-SIFT grown to C synthetic copies (build time and L against n).
