@@ -6,7 +6,9 @@
  *   storage PQ<M> (graft/pq.h): BANG's pipeline (graft/bang.h) on the PQ codes; placed by `mode`
  *     and `gpu_budget`: in-memory (graph, vectors and codes on the GPU) or out-of-core (codes on
  *     the GPU, graph and FP32 vectors in host memory, gathered each iteration).
- * Compressed storages re-rank the final candidates exactly with the FP32 copy (search.rerank).
+ * Compressed storages re-rank the final candidates exactly with the FP32 copy (search.rerank),
+ * unless keep_fp32 = 0 makes their codes the only copy (FP16, SQ8: no FP32 on the host or the
+ * device, no re-rank; docs/memory.md).
  * The FAISS face is adapters/faiss/GraftIndexGraph (GraftIndexGraphPQ picks the PQ storage).
  *
  * Life cycle, as FAISS's indexes: train (SQ8 ranges, PQ codebooks) before the first add; the
@@ -92,8 +94,9 @@ typedef struct graft_gindex_params {
     int storage;                /* what the search reads (graft/storage.h): GRAFT_STORAGE_FP32
                                    (default), _FP16, _SQ8 or _PQ (trained by graft_gindex_train
                                    before the first add). The graph is built from the FP32 vectors
-                                   whatever the storage; compressed storages re-rank the final
-                                   candidates with them (search.rerank) */
+                                   whatever the storage (keep_fp32 = 0: the decoded codes);
+                                   compressed storages re-rank the final candidates with them
+                                   (search.rerank; none with keep_fp32 = 0) */
     graft_pq_params pq;         /* PQ storage: M (0 = graft_pq_default_M), training sample and the
                                    k-means (required for training: the FAISS adapter passes
                                    FAISS's) */
