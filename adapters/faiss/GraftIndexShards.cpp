@@ -51,12 +51,15 @@ bool same_vectors(const GraftIndexGraph* a, const GraftIndexGraph* b) {
         graft_gindex_storage(a->gindex)->kind != graft_gindex_storage(b->gindex)->kind ||
         graft_gindex_get_params(a->gindex).build.base.R != graft_gindex_get_params(b->gindex).build.base.R)
         return false;
-    const graft_gindex_params pa = graft_gindex_get_params(a->gindex), pb = graft_gindex_get_params(b->gindex);
-    if (pa.keep_fp32 != pb.keep_fp32) return false;
+    const graft_gindex_params pa = graft_gindex_get_params(a->gindex);
+    if (pa.keep_fp32 != graft_gindex_get_params(b->gindex).keep_fp32) return false;
     // keep_fp32 = 0: the codes are the vectors (the same codec: replicas train once and share it).
-    const size_t row_bytes = pa.keep_fp32 ? (size_t)d * sizeof(float) : graft_storage_code_size(pa.storage, d);
-    const uint8_t* xa = pa.keep_fp32 ? (const uint8_t*)graft_gindex_vectors(a->gindex) : graft_gindex_codes(a->gindex);
-    const uint8_t* xb = pb.keep_fp32 ? (const uint8_t*)graft_gindex_vectors(b->gindex) : graft_gindex_codes(b->gindex);
+    const bool codes = !pa.keep_fp32;
+    const size_t row_bytes = codes ? graft_storage_code_size(pa.storage, d) : (size_t)d * sizeof(float);
+    const uint8_t* xa = codes ? graft_gindex_codes(a->gindex)
+                              : reinterpret_cast<const uint8_t*>(graft_gindex_vectors(a->gindex));
+    const uint8_t* xb = codes ? graft_gindex_codes(b->gindex)
+                              : reinterpret_cast<const uint8_t*>(graft_gindex_vectors(b->gindex));
     if (!xa || !xb) return false;
     for (int64_t j = 0; j <= 4096; j++) {
         const int64_t row = j * (n - 1) / 4096;

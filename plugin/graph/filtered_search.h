@@ -21,9 +21,9 @@ typedef struct graft_filter_dev {
 } graft_filter_dev;
 void graft_filter_dev_release(graft_gpu_ctx* ctx, graft_filter_dev* dev);
 
-/* What the exact path searches: the index's n vectors (host x, or st's codes; on a GPU index ctx, dev and, when
- * the vectors are on the device already, x_dev, from which the passing rows are gathered there;
- * else they are gathered on the host and uploaded). R: the graph's degree, for the cost model. */
+/* What the exact path searches: the index's n vectors (host x, or st's codes; on a GPU index
+ * ctx, dev and, when the vectors are on the device already, x_dev, from which the passing rows
+ * are gathered there; else they are gathered on the host and uploaded). R: the graph's degree, for the cost model. */
 typedef struct graft_filter_data {
     graft_metric metric;
     int64_t n, d;
