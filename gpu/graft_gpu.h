@@ -212,7 +212,8 @@ int graft_gpu_grnnd_build(graft_gpu_ctx* ctx, const graft_gpu_vectors* x, int64_
 /* Graph search (SONG-style, gpu/graph_search.cu): one warp per query, the query and its worklist
  * in shared memory. Device pointers throughout. */
 typedef struct graft_gpu_search_args {
-    const float* x;        /* n x d base vectors */
+    const float* x;        /* n x d base vectors; NULL for a compressed storage whose codes are
+                              the only copy (keep_fp32 = 0): no re-rank */
     int64_t n, d;
     const int32_t* graph;  /* n x R neighbour ids, -1 padded */
     int R;                 /* 1..256 */
@@ -236,7 +237,8 @@ typedef struct graft_gpu_search_args {
     int64_t* counters;     /* NULL or 2 int64 (zeroed by the caller): distances, iterations */
     /* What the walk reads (graft/storage.h's kinds): 0 FP32 (x), 1 FP16 or 2 SQ8 (codes, n rows
      * of 2 d or d bytes). A compressed walk ends with exact re-ranking from x of the final
-     * worklist's first `rerank` entries (0 = all; with a filter, of the k allowed results). */
+     * worklist's first `rerank` entries (0 = all; with a filter, of the k allowed results);
+     * without x, with none. */
     int storage;
     const void* codes;
     const float* sq_scale;  /* SQ8: d floats, vdiff / 255 */

@@ -53,7 +53,8 @@
 // offset, scale and offset folded into the query staged in shared memory: L2 keeps q - offset
 // and subtracts code * scale, inner product keeps q * scale and adds q . offset once). A
 // compressed walk ends with FP32 re-ranking of the final worklist's first `rerank` entries (the
-// CPU reference's graft_graph_search_cpu_store), read from the FP32 vectors on the device: at
+// CPU reference's graft_graph_search_cpu_store), read from the FP32 vectors on the device (none
+// when the index keeps only the codes, keep_fp32 = 0: x is NULL and the codes' distances stand): at
 // batch 10k the walk reads ~1-2k vectors a query, the re-rank L, so the FP32 copy costs memory,
 // not bandwidth (bench/RESULTS.md, Storages).
 #include <cuda_fp16.h>
@@ -701,7 +702,7 @@ graph_search_kernel(Params P) {
 
     uint64_t* out = a.allowed ? res : list;
     const int found = a.allowed ? nres : size;
-    if (S != kFP32 && found > 0) {
+    if (S != kFP32 && a.x && found > 0) {  // no x (keep_fp32 = 0): the codes' distances stand
         // Exact re-ranking: FP32 distances of the first nr entries (query from global memory,
         // since the staged one is folded), rank-sorted back into place by (distance, id).
         const int nr = a.allowed || a.rerank == 0 || a.rerank > found ? found : a.rerank;
@@ -1024,7 +1025,8 @@ namespace {
 // The search on stream st; with sync, timed (gpu_ms, nullable) and waited for.
 int search_on(graft_gpu_ctx* ctx, const graft_gpu_search_args* a, cudaStream_t st, float* gpu_ms,
               bool sync) {
-    if (!ctx || !a || !a->x || !a->graph || !a->D || !a->I || (a->nq > 0 && !a->xq))
+    if (!ctx || !a || (!a->x && a->storage == kFP32) || !a->graph || !a->D || !a->I ||
+        (a->nq > 0 && !a->xq))
         return gpu_fail(GRAFT_EINVAL, "graft_gpu_graph_search: NULL argument");
     if (a->n < 1 || a->n > INT32_MAX || a->d < 1 || a->d >= (1 << 24) || a->R < 1 || a->R > 256 || a->entry < 0 ||
         a->entry >= a->n || a->nq < 0 || a->k < 1 || a->L < a->k || a->L > 1024 ||

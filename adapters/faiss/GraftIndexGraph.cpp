@@ -126,7 +126,8 @@ void GraftIndexGraph::consolidate() {
 namespace {
 
 const char* const kKnownWalk =
-        "search: L, probes, visited, merge, bloom_log2, rerank; filtered search: "
+        "search: L, probes, visited, merge, bloom_log2, rerank; storage (before the first add): "
+        "keep_fp32 (FP16 / SQ8); filtered search: "
         "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
         "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
@@ -136,7 +137,8 @@ const char* const kKnownWalk =
         "background_builds, rebuilding, removed, tombstones, consolidations, insert_seconds, "
         "consolidate_seconds, last_add, rebuild_share_applied, gpu_inserts";
 const char* const kKnownPQ =
-        "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget; build (the next graph "
+        "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget, keep_fp32 (1 only); "
+        "build (the next graph "
         "build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
         "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
@@ -204,6 +206,11 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
     if (int* f = search_field(p.search, n, pq)) {
         *f = param_as_int(cls, name_, value);
         throw_if_error(graft_gindex_set_search_params(gindex, &p.search), fn.c_str());
+        return;
+    }
+    if (n == "keep_fp32") {
+        // The core checks it: 0 or 1, FP16 / SQ8 only for 0, before the first add.
+        throw_if_error(graft_gindex_set_keep_fp32(gindex, param_as_int(cls, name_, value)), fn.c_str());
         return;
     }
     if (n == "filter_exact_below") {
@@ -313,6 +320,7 @@ double GraftIndexGraph::get_param(const char* name_) const {
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
     if (n == "build_pending") return graft_gindex_build_pending(gindex);
     if (n == "storage") return p.storage;
+    if (n == "keep_fp32") return p.keep_fp32;
     if (n == "gpu_bytes") return (double)graft_gindex_gpu_bytes(gindex);
     if (n == "host_bytes") return (double)graft_gindex_host_bytes(gindex);
     if (pq && n == "mode") return p.mode;

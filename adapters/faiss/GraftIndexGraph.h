@@ -44,7 +44,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
                 const faiss::SearchParameters* params = nullptr) const override;
     // Drops the vectors, codes and graph; a trained codec stays (is_trained stays true).
     void reset() override;
-    // The stored FP32 vector (exact, whatever the storage).
+    // The stored FP32 vector (exact, whatever the storage); with keep_fp32 = 0 the decoded code
+    // (FAISS's convention for lossy indexes, as IndexScalarQuantizer's).
     void reconstruct(idx_t key, float* recons) const override;
     // FAISS's remove_ids: returns the number removed; the remaining vectors are renumbered in
     // order (as IndexFlat's), so IndexIDMap / IndexIDMap2 compose. The removed vectors stay in the
@@ -57,7 +58,11 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     // Index-level parameters by name, one table for every storage; a name that does not apply
     // to the index's storage is unknown to it.
     //  search defaults: "L" (beam width, 1..1024), "bloom_log2" (10..24), "rerank" (compressed
-    //                   storages: entries re-ranked exactly; 0 = all, else >= k);
+    //                   storages: entries re-ranked exactly; 0 = all, else >= k; reads 0 and is
+    //                   ignored with keep_fp32 = 0: nothing to re-rank from);
+    //  storage: "keep_fp32" (FP16 / SQ8: 1 keeps the FP32 vectors beside the codes, 0 the codes
+    //                   only: no exact re-rank, reconstruct decodes; set before the first add;
+    //                   graft/graph_index.h)
     //                   FP32 / FP16 / SQ8: "probes" (1..8), "visited" (0 hash, 1 Bloom),
     //                   "merge" (0 sort + merge path, 1 insertion), "search_mode" (GPU walks:
     //                   0 auto, 1 single, 2 multi), "walks" (multi's walks a query, 0 = auto);

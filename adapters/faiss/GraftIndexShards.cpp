@@ -51,11 +51,19 @@ bool same_vectors(const GraftIndexGraph* a, const GraftIndexGraph* b) {
         graft_gindex_storage(a->gindex)->kind != graft_gindex_storage(b->gindex)->kind ||
         graft_gindex_get_params(a->gindex).build.base.R != graft_gindex_get_params(b->gindex).build.base.R)
         return false;
-    const float* xa = graft_gindex_vectors(a->gindex);
-    const float* xb = graft_gindex_vectors(b->gindex);
+    const graft_gindex_params pa = graft_gindex_get_params(a->gindex);
+    if (pa.keep_fp32 != graft_gindex_get_params(b->gindex).keep_fp32) return false;
+    // keep_fp32 = 0: the codes are the vectors (the same codec: replicas train once and share it).
+    const bool codes = !pa.keep_fp32;
+    const size_t row_bytes = codes ? graft_storage_code_size(pa.storage, d) : (size_t)d * sizeof(float);
+    const uint8_t* xa = codes ? graft_gindex_codes(a->gindex)
+                              : reinterpret_cast<const uint8_t*>(graft_gindex_vectors(a->gindex));
+    const uint8_t* xb = codes ? graft_gindex_codes(b->gindex)
+                              : reinterpret_cast<const uint8_t*>(graft_gindex_vectors(b->gindex));
+    if (!xa || !xb) return false;
     for (int64_t j = 0; j <= 4096; j++) {
         const int64_t row = j * (n - 1) / 4096;
-        if (memcmp(xa + row * d, xb + row * d, (size_t)d * sizeof(float))) return false;
+        if (memcmp(xa + row * row_bytes, xb + row * row_bytes, row_bytes)) return false;
     }
     return true;
 }

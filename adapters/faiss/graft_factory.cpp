@@ -34,7 +34,8 @@ const char* const kAccepted =
         "+ PQ index for data larger than the GPU, M code bytes per vector dividing d, e.g. "
         "GraftGraph32,PQ16; trained before adding), \"GraftGraph,FP16\" / \"GraftGraph,SQ8\" "
         "(the graph index walking FP16 or 8-bit scalar-quantized vectors, re-ranked exactly; SQ8 "
-        "trained before adding), on GPU 0 when one is visible, else the CPU "
+        "trained before adding; \"GraftGraph,SQ8,keep_fp32=0\" keeps the codes only, no FP32 "
+        "copy and no re-rank), on GPU 0 when one is visible, else the CPU "
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,T1=6,T2=15\" the graph "
         "build (S=N, T1=N, T2=N, rho=X, delta=X, alpha=X; \"GraftGraph,SQ8,build_from=codes\" "
@@ -158,6 +159,7 @@ struct GraftSpec {
     int build_from = -1;  // graph: build_from=codes (1) / build_from=fp32 (0), -1 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
+    int keep_fp32 = -1;  // graph, FP16 / SQ8: keep_fp32=0|1 (0: the codes only), -1 = default (1)
     int mode = -1;    // graph + PQ: graft_bang_mode, -1 = default (automatic)
     long long budget_mib = -1;  // graph + PQ: GPU budget in MiB, -1 = default
     std::vector<int> gpus;      // gpus=LIST: one shard per entry, on that device
@@ -240,6 +242,7 @@ struct GraftSpec {
         if (walks > 0) p.search.walks = walks, p.search.mode = GRAFT_SEARCH_MULTI;  // walks=N: multi
         if (search_mode >= 0) p.search.mode = search_mode;
         p.storage = storage;
+        if (keep_fp32 >= 0) p.keep_fp32 = keep_fp32;
         return new graft::GraftIndexGraph(d, metric, &p);
     }
 };
@@ -340,6 +343,19 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "alpha=X (reals), each once (docs/factory-strings.md); %s",
                           c.c_str(), desc.c_str(), kAccepted);
             spec.build.emplace_back(name, v);
+        } else if (spec.graph && starts_with(c, "keep_fp32=")) {
+            GRAFT_REQUIRE(!pq && spec.storage != GRAFT_STORAGE_FP32,
+                          "faiss_graft_index_factory: \"%s\": keep_fp32= belongs to the FP16 and SQ8 "
+                          "storages (\"GraftGraph,SQ8,keep_fp32=0\": the codes are the only copy of "
+                          "the vectors)%s; %s",
+                          desc.c_str(), pq ? ", not to PQ" : ", not to FP32 (its vectors are its codes)",
+                          kAccepted);
+            GRAFT_REQUIRE(spec.keep_fp32 < 0 && (c == "keep_fp32=0" || c == "keep_fp32=1"),
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "keep_fp32=0 (the codes only: no FP32 copy on the host or the GPU, no "
+                          "exact re-rank) or keep_fp32=1 (the default), once; %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+            spec.keep_fp32 = c == "keep_fp32=0" ? 0 : 1;
         } else if (spec.graph && starts_with(c, "init=")) {
             GRAFT_REQUIRE(spec.init_exact < 0 && (c == "init=exact" || c == "init=random"),
                           "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
@@ -418,7 +434,7 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
                       pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=fp32, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=codes, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=codes, keep_fp32=0|1 (FP16, SQ8), gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

@@ -102,7 +102,9 @@ int faiss_graft_export_hnsw_cagra(FaissIndex** p_out, const FaissIndex* graft_gr
  *   "GraftGraph,SQ8"     vector) or FAISS QT_8bit codes (d bytes, per-dimension min/max, needs
  *                        faiss_Index_train before adding; "SQfp16" = "FP16"), re-ranking the
  *                        final candidates with the FP32 vectors ("rerank"); "GraftGraph32,SQ8,
- *                        gpu=0,L=64" with the options below
+ *                        gpu=0,L=64" with the options below; ",keep_fp32=0" after FP16 or SQ8
+ *                        keeps the codes as the only copy of the vectors (no FP32 on the host
+ *                        or the GPU, no exact re-rank, reconstruct decodes; docs/memory.md)
  *   ",cpu" / ",gpu=N" after any of them choose the device; ",L=NN" after GraftGraph[,PQ<M>] the
  *                        search beam ("GraftGraph32,cpu,L=96"); after GraftGraph,PQ<M>: ",ooc"
  *                        (out-of-core: graph and vectors stay in host memory), ",inmem" (all on
@@ -172,6 +174,10 @@ int faiss_graft_consolidate(FaissIndex* index);
  *   "filter_redone"                                    read-only: what the last search did (path
  *                                                      0 none, 1 exact, 2 walk; the threshold
  *                                                      applied; the walk's beam; queries redone)
+ *   "keep_fp32"                                       FP16 / SQ8: 0 keeps the codes only (no FP32
+ *                                                      copy, no re-rank: "rerank" reads 0), 1 (the
+ *                                                      default) the FP32 vectors too; set before
+ *                                                      the first add
  *   "storage", "gpu_bytes", "host_bytes"               read-only (0 FP32, 1 FP16, 2 SQ8; device
  *                                                      bytes of graph, codes, FP32 vectors, codec;
  *                                                      host bytes of the same: docs/memory.md)

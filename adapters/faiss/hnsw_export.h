@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <faiss/IndexHNSW.h>
 
@@ -48,7 +49,17 @@ inline void fill_base_level(const graft_gindex* g, const graft_graph* graph, int
     const int64_t n = graft_gindex_ntotal(g);
     if (n == 0) return;
 
-    h.storage->add(n, graft_gindex_vectors(g));
+    if (const float* x = graft_gindex_vectors(g)) {
+        h.storage->add(n, x);
+    } else {  // keep_fp32 = 0: the decoded codes (what reconstruct returns), in blocks
+        const int64_t d = graft_gindex_d(g), block = 4096;
+        std::vector<float> buf((size_t)block * d);
+        for (int64_t i0 = 0; i0 < n; i0 += block) {
+            const int64_t m = std::min(block, n - i0);
+            for (int64_t i = 0; i < m; i++) graft_gindex_reconstruct(g, i0 + i, &buf[(size_t)i * d]);
+            h.storage->add(m, buf.data());
+        }
+    }
     const size_t width = (size_t)(2 * M);
     hnsw.levels.assign((size_t)n, 1);  // FAISS stores level + 1
     hnsw.offsets.resize((size_t)n + 1);

@@ -102,13 +102,20 @@ static int grow(graft_gpu_ctx* ctx, void** buf, size_t* have, size_t bytes) {
     return GRAFT_OK;
 }
 
-/* Rows ids[0..np) of x (d columns) into a new host buffer; NULL when out of memory. */
-static float* gather_host(const float* x, int64_t d, const int32_t* ids, int64_t np) {
+/* Rows ids[0..np) of the index's vectors (d columns) into a new host buffer: copied from x, or
+ * decoded from the codes when they are the only copy (keep_fp32 = 0); NULL when out of memory. */
+static float* gather_host(const graft_filter_data* dt, const int32_t* ids, int64_t np) {
+    const int64_t d = dt->d;
     float* xs = malloc((size_t)(np > 0 ? np : 1) * (size_t)d * sizeof(float));
     if (!xs) return NULL;
+    const size_t cs = dt->x ? 0 : graft_storage_code_size(dt->st->kind, d);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < np; i++)
-        memcpy(xs + i * d, x + (int64_t)ids[i] * d, (size_t)d * sizeof(float));
+    for (int64_t i = 0; i < np; i++) {
+        if (dt->x)
+            memcpy(xs + i * d, dt->x + (int64_t)ids[i] * d, (size_t)d * sizeof(float));
+        else
+            graft_storage_decode(dt->st, 1, dt->codes + (size_t)ids[i] * cs, xs + i * d);
+    }
     return xs;
 }
 
@@ -126,8 +133,8 @@ static int exact_gpu(const graft_filter_data* dt, const int32_t* ids, int64_t np
         rc = grow(ctx, (void**)&dev->ids, &dev->ids_bytes, (size_t)np * sizeof(int32_t));
         if (rc == GRAFT_OK) rc = graft_gpu_upload(ctx, dev->ids, ids, (size_t)np * sizeof(int32_t));
         if (rc == GRAFT_OK) rc = graft_gpu_gather_rows(ctx, dt->x_dev, dev->ids, np, d, dev->x);
-    } else if (rc == GRAFT_OK) { /* out-of-core: they are in host memory */
-        float* xs = gather_host(dt->x, d, ids, np);
+    } else if (rc == GRAFT_OK) { /* out-of-core, or codes only: gathered on the host */
+        float* xs = gather_host(dt, ids, np);
         if (!xs) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn, xbytes);
         rc = graft_gpu_upload(ctx, dev->x, xs, xbytes);
         free(xs);
@@ -167,7 +174,7 @@ static int exact_chunk(const graft_filter_data* dt, const int32_t* ids, int64_t 
     if (dt->ctx) {
         rc = exact_gpu(dt, ids, np, xq, nq, k, D, I, fn);
     } else {
-        float* xs = gather_host(dt->x, dt->d, ids, np);
+        float* xs = gather_host(dt, ids, np);
         if (!xs) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
         rc = dt->cpu_knn ? dt->cpu_knn(xs, np, xq, nq, dt->d, k, dt->metric, D, I)
                          : graft_knn_cpu(xs, np, xq, nq, dt->d, k, dt->metric, -1, D, I);

@@ -8,6 +8,7 @@
 #define GRAFT_FILTERED_SEARCH_H
 
 #include "graft/graph.h"
+#include "graft/storage.h"
 #include "graft_gpu.h"
 
 /* Grow-only device buffers of the exact path, owned by the index (released with it). */
@@ -20,9 +21,9 @@ typedef struct graft_filter_dev {
 } graft_filter_dev;
 void graft_filter_dev_release(graft_gpu_ctx* ctx, graft_filter_dev* dev);
 
-/* What the exact path searches: the index's n vectors (host x; on a GPU index ctx, dev and, when
- * the vectors are on the device already, x_dev, from which the passing rows are gathered there;
- * else they are gathered on the host and uploaded). R: the graph's degree, for the cost model. */
+/* What the exact path searches: the index's n vectors (host x, or st's codes; on a GPU index
+ * ctx, dev and, when the vectors are on the device already, x_dev, from which the passing rows
+ * are gathered there; else they are gathered on the host and uploaded). R: the graph's degree, for the cost model. */
 typedef struct graft_filter_data {
     graft_metric metric;
     int64_t n, d;
@@ -32,6 +33,10 @@ typedef struct graft_filter_data {
     graft_gpu_ctx* ctx;    /* NULL: the CPU reference */
     graft_filter_dev* dev; /* with ctx */
     graft_cpu_knn_fn cpu_knn; /* without ctx; NULL: graft_knn_cpu */
+    /* x NULL (an index with keep_fp32 = 0): the passing rows are these codes of st, decoded (the
+     * vectors the walk's distances are of); x_dev is then NULL too */
+    const graft_storage* st;
+    const uint8_t* codes;
 } graft_filter_data;
 
 /* The index's graph search of all nq queries with beam L (its other parameters and the filter as

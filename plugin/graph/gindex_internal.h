@@ -61,7 +61,7 @@ typedef struct gsnap {
     gcodec* codec;
     int64_t n;        /* slots: vectors held, tombstones included */
     int64_t cap;      /* rows xb and codes have room for */
-    gbuf* xb;         /* cap x d float32 */
+    gbuf* xb;         /* cap x d float32; NULL when p.keep_fp32 = 0 (the codes are the vectors) */
     gbuf* codes;      /* cap x code_size (compressed storages) */
     gbuf* nbrs;       /* the graph's rows (room for its own count of rows); NULL while empty or while
                          a build is pending */
@@ -79,9 +79,19 @@ typedef struct gsnap {
     int on_device;
     graft_bang_mode dev_mode;
     int64_t dcap;
-    gbuf *dx, *dnbrs, *dcodes, *dsq, *dcent;
+    gbuf *dx, *dnbrs, *dcodes, *dsq, *dcent; /* dx NULL when p.keep_fp32 = 0 */
     size_t dev_bytes; /* resident bytes of the n rows and the codec (what graft_gindex_gpu_bytes says) */
 } gsnap;
+
+/* 1 when the storage's codes are the only copy of the vectors (graft_gindex_params.keep_fp32 =
+ * 0, FP16 and SQ8): no xb on the host, no dx on the device. */
+static inline int snap_codes_only(const gsnap* s) { return !s->p.keep_fp32; }
+/* Rows [first, first + n) of s's codes decoded into out (n x d floats; OpenMP over the rows):
+ * what a vector is when the codes are its only copy. */
+void snap_decode_rows(const gsnap* s, int64_t d, int64_t first, int64_t n, float* out);
+/* Rows [0, n) as FP32: s's xb itself (*owned NULL), or with codes only a transient decode
+ * (*owned: the malloc'd buffer, the caller frees it). NULL when out of memory. */
+const float* snap_vectors(const gsnap* s, int64_t d, int64_t n, float** owned);
 
 /* A zeroed snapshot with one reference. NULL when out of memory. */
 gsnap* snap_new(void);
@@ -156,6 +166,10 @@ int gindex_sync_host(graft_gindex* g, gsnap* t, const char* fn);
 /* Encodes n vectors into codes (wlock held: the PQ encode runs on wctx). */
 int gindex_encode(graft_gindex* g, const gcodec* c, int64_t n, const float* x, uint8_t* codes,
                   const char* fn);
+/* keep_fp32 = 0: GRAFT_EINVAL (naming the row) when one of n fresh FP16 codes is out of range
+ * (an FP32 value past 65504 became Inf, and the codes are the only copy); other storages pass. */
+int gindex_check_codes(const graft_gindex* g, const gcodec* c, int64_t n, const uint8_t* codes,
+                       const char* fn);
 /* Stops and waits for a running background rebuild (wlock NOT held). */
 void gindex_stop_background(graft_gindex* g);
 

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/index_common.h"
+#include "core/validate.h"
 #include "graph/build.h"
 #include "graph/gindex_internal.h"
 #include "graph/insert_gpu.h"
@@ -82,7 +83,8 @@ static size_t resident_bytes(const graft_gindex* g, const gsnap* s, int64_t n) {
     const int R = s->graph.R;
     if (gindex_is_pq(g))
         return graft_bang_dev_resident_bytes(n, g->d, R, s->p.pq.M, s->dev_mode == GRAFT_BANG_IN_MEMORY);
-    size_t b = (size_t)n * ((size_t)g->d * sizeof(float) + (size_t)R * sizeof(int32_t) + g->code_size);
+    const size_t vec = snap_codes_only(s) ? 0 : (size_t)g->d * sizeof(float); /* keep_fp32 = 0: none */
+    size_t b = (size_t)n * (vec + (size_t)R * sizeof(int32_t) + g->code_size);
     if (g->storage == GRAFT_STORAGE_SQ8) b += (size_t)g->d * 2 * sizeof(float);
     return b;
 }
@@ -144,7 +146,9 @@ static int upload_taking(graft_gindex* g, gsnap* s, graft_bang_mode mode, size_t
             rc = dev_buffer(ctx, (size_t)dcap * xrow, s->xb->p, (size_t)n * xrow, &s->dx);
     } else {
         mode = GRAFT_BANG_IN_MEMORY;
-        if (dx_built && dcap == n && dx_built->bytes == (size_t)n * xrow)
+        if (snap_codes_only(s))
+            ; /* keep_fp32 = 0: codes and graph only; the walk does not re-rank */
+        else if (dx_built && dcap == n && dx_built->bytes == (size_t)n * xrow)
             gbuf_set(&s->dx, gbuf_ref(dx_built));
         else
             rc = dev_buffer(ctx, (size_t)dcap * xrow, s->xb->p, (size_t)n * xrow, &s->dx);
@@ -181,6 +185,21 @@ int gindex_encode(graft_gindex* g, const gcodec* c, int64_t n, const float* x, u
     return graft_pq_encode(&c->pq, n, x, codes);
 }
 
+int gindex_check_codes(const graft_gindex* g, const gcodec* c, int64_t n, const uint8_t* codes,
+                       const char* fn) {
+    if (c->st.kind != GRAFT_STORAGE_FP16) return GRAFT_OK; /* SQ8 clamps to its ranges, as FAISS */
+    const uint16_t* h = (const uint16_t*)codes;
+    const int64_t total = n * g->d;
+    int64_t bad = total;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (total > (1 << 20))
+    for (int64_t i = 0; i < total; i++)
+        if ((h[i] & 0x7C00u) == 0x7C00u && i < bad) bad = i; /* exponent all ones: Inf */
+    if (bad == total) return GRAFT_OK;
+    return graft_fail(GRAFT_EINVAL, "%srow %lld holds a value outside FP16's range (|x| > 65504); "
+                      "with keep_fp32 = 0 the FP16 codes are the only copy of the vectors (scale "
+                      "the data, or use SQ8 or keep_fp32 = 1)", fn, (long long)(bad / g->d));
+}
+
 /* ---- host storage ------------------------------------------------------------------------------ */
 
 /* Bytes of a tombstone bitmap of cap slots (word-padded: the live bitmap is read in words). */
@@ -189,23 +208,25 @@ static size_t bitmap_bytes(int64_t cap) { return (size_t)((cap + 63) / 64) * 8; 
 /* Room in t's host buffers for `need` slots: when they are full, buffers of twice the capacity
  * (or need) take the rows held; older snapshots keep the old ones. */
 static int reserve(graft_gindex* g, gsnap* t, int64_t need, const char* fn) {
-    if (need <= t->cap && t->xb) return GRAFT_OK;
+    const int keep = !snap_codes_only(t); /* keep_fp32 = 0: codes only */
+    if (need <= t->cap && (keep ? t->xb != NULL : t->codes != NULL)) return GRAFT_OK;
     const int64_t cap = t->cap * 2 > need ? t->cap * 2 : need;
     size_t xbytes;
     if (graft_mul_overflow((size_t)cap, (size_t)g->d * sizeof(float), &xbytes))
         return graft_fail(GRAFT_ENOMEM, "%s%lld vectors of dimension %lld overflow", fn,
                           (long long)cap, (long long)g->d);
-    gbuf* xb = gbuf_host(xbytes);
+    gbuf* xb = keep ? gbuf_host(xbytes) : NULL;
     gbuf* codes = g->code_size ? gbuf_host((size_t)cap * g->code_size) : NULL;
     gbuf* dead = t->dead ? gbuf_host(bitmap_bytes(cap)) : NULL;
-    if (!xb || (g->code_size && !codes) || (t->dead && !dead)) {
+    if ((keep && !xb) || (g->code_size && !codes) || (t->dead && !dead)) {
         gbuf_unref(xb);
         gbuf_unref(codes);
         gbuf_unref(dead);
-        return graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes)", fn, xbytes);
+        return graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes)", fn,
+                          (keep ? xbytes : 0) + (size_t)cap * g->code_size);
     }
     if (t->n) {
-        graft_copy_rows(xb->p, t->xb->p, t->n, g->d);
+        if (xb) graft_copy_rows(xb->p, t->xb->p, t->n, g->d);
         if (codes) memcpy(codes->p, t->codes->p, (size_t)t->n * g->code_size);
         if (dead) memcpy(dead->p, t->dead->p, (size_t)(t->n + 7) / 8);
     }
@@ -221,6 +242,14 @@ static int reserve(graft_gindex* g, gsnap* t, int64_t need, const char* fn) {
  * (t is the caller's clone, released on failure). */
 static int append(graft_gindex* g, gsnap* t, int64_t m, const float* x, const char* fn) {
     GRAFT_TRY(reserve(g, t, t->n + m, fn));
+    if (snap_codes_only(t)) {
+        /* keep_fp32 = 0: the batch is encoded straight from the caller's buffer, no FP32 row is
+         * kept or copied (an add of any size allocates only its codes). */
+        GRAFT_TRY(graft_check_finite(x, m, g->d, "graft_gindex_add"));
+        uint8_t* dst = (uint8_t*)t->codes->p + (size_t)t->n * g->code_size;
+        GRAFT_TRY(gindex_encode(g, t->codec, m, x, dst, "graft_gindex_add: "));
+        return gindex_check_codes(g, t->codec, m, dst, fn);
+    }
     GRAFT_TRY(graft_copy_rows_finite((float*)t->xb->p + t->n * g->d, x, m, g->d, "graft_gindex_add"));
     /* FP32 keeps no codes: no pointer is formed past NULL (UBSan). */
     uint8_t* dst = g->code_size ? (uint8_t*)t->codes->p + (size_t)t->n * g->code_size : NULL;
@@ -232,17 +261,18 @@ static int append(graft_gindex* g, gsnap* t, int64_t m, const float* x, const ch
 static int compact_storage(graft_gindex* g, gsnap* t, const char* fn) {
     if (!t->ndead) return GRAFT_OK;
     const int64_t live = t->n - t->ndead, d = g->d;
-    gbuf* xb = gbuf_host((size_t)(live ? live : 1) * d * sizeof(float));
+    const int keep = t->xb != NULL; /* keep_fp32 = 0: codes only */
+    gbuf* xb = keep ? gbuf_host((size_t)(live ? live : 1) * d * sizeof(float)) : NULL;
     gbuf* codes = g->code_size ? gbuf_host((size_t)(live ? live : 1) * g->code_size) : NULL;
-    if (!xb || (g->code_size && !codes)) {
+    if ((keep && !xb) || (g->code_size && !codes)) {
         gbuf_unref(xb);
         gbuf_unref(codes);
         return graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
     }
-    const float* sx = t->xb->p;
+    const float* sx = keep ? t->xb->p : NULL;
     for (int64_t v = 0, j = 0; v < t->n; v++) {
         if (snap_is_dead(t, v)) continue;
-        memcpy((float*)xb->p + j * d, sx + v * d, (size_t)d * sizeof(float));
+        if (xb) memcpy((float*)xb->p + j * d, sx + v * d, (size_t)d * sizeof(float));
         if (codes)
             memcpy((uint8_t*)codes->p + j * g->code_size, (const uint8_t*)t->codes->p + v * g->code_size,
                    g->code_size);
@@ -283,10 +313,12 @@ static int copy_graph(gsnap* t, int64_t rows, const char* fn) {
 }
 
 /* What a build of s's n slots reads: the FP32 vectors and, for FP16 and SQ8, the codes, which
- * the build reads instead with build_from = codes (graft_index_build_graph chooses). */
+ * the build reads instead with build_from = codes or keep_fp32 = 0 (no FP32: x NULL);
+ * graft_index_build_graph chooses. */
 static graft_build_vectors build_vectors(const graft_gindex* g, const gsnap* s) {
     const int coded = g->storage == GRAFT_STORAGE_FP16 || g->storage == GRAFT_STORAGE_SQ8;
-    return (graft_build_vectors){.x = s->xb->p, .st = coded ? &s->codec->st : NULL,
+    return (graft_build_vectors){.x = snap_codes_only(s) ? NULL : s->xb->p,
+                                 .st = coded ? &s->codec->st : NULL,
                                  .codes = coded ? s->codes->p : NULL};
 }
 
@@ -302,8 +334,10 @@ static int build(graft_gindex* g, gsnap* t, gbuf** dx_out, const char* fn) {
     if (t->n == 0) return GRAFT_OK;
     const size_t xbytes = (size_t)t->n * (size_t)g->d * sizeof(float);
     gbuf* dx = NULL;
+    /* keep_fp32 = 0: the codes are all there is (build_vectors' x is NULL), so the build reads
+     * them whatever build_from says, and no FP32 copy goes to the device. */
     graft_build_vectors v = build_vectors(g, t);
-    const int from_codes = v.st && t->p.build.build_from == GRAFT_BUILD_FROM_CODES;
+    const int from_codes = v.st && (!v.x || t->p.build.build_from == GRAFT_BUILD_FROM_CODES);
     if (g->wctx && !gindex_is_pq(g) && !from_codes &&
         t->n <= graft_grnnd_max_vectors(g->d, &t->p.build) &&
         dev_buffer(g->wctx, xbytes, t->xb->p, xbytes, &dx) != GRAFT_OK)
@@ -380,7 +414,8 @@ int gindex_make_ready(graft_gindex* g, const char* fn) {
 static int device_append(graft_gindex* g, gsnap* t, int64_t n0, int64_t m, const char* fn) {
     graft_gpu_ctx* ctx = g->wctx;
     const int64_t need = n0 + m, d = g->d;
-    const int in_memory = !gindex_is_pq(g) || t->dev_mode == GRAFT_BANG_IN_MEMORY;
+    /* in_memory: the FP32 vectors are on the device (not for out-of-core PQ, nor keep_fp32 = 0) */
+    const int in_memory = (!gindex_is_pq(g) || t->dev_mode == GRAFT_BANG_IN_MEMORY) && !snap_codes_only(t);
     const size_t xrow = (size_t)d * sizeof(float);
     int rc = GRAFT_OK;
     if (need > t->dcap) {
@@ -430,7 +465,11 @@ static int upload_graph(graft_gindex* g, gsnap* t, const char* fn) {
 static int insert(graft_gindex* g, gsnap* t, int64_t m, int uploaded, int* on_gpu, const char* fn) {
     const int64_t n0 = t->n;
     const int L = t->p.living.insert_L ? t->p.living.insert_L : graft_insert_default_L(t->graph.R);
-    const int gpu = t->on_device && (!gindex_is_pq(g) || t->dev_mode == GRAFT_BANG_IN_MEMORY);
+    /* keep_fp32 = 0: the GPU insert's walk and prune read FP32 device vectors, which the index
+     * does not keep: the CPU reference inserts over the codes decoded (a transient n x d buffer),
+     * and the device gets the new codes and graph rows. */
+    const int gpu = t->on_device && (!gindex_is_pq(g) || t->dev_mode == GRAFT_BANG_IN_MEMORY) &&
+                    !snap_codes_only(t);
     *on_gpu = gpu;
     graft_insert_report irep;
     int rc;
@@ -458,8 +497,12 @@ static int insert(graft_gindex* g, gsnap* t, int64_t m, int uploaded, int* on_gp
     } else {
         GRAFT_TRY(gindex_sync_host(g, t, fn));
         GRAFT_TRY(copy_graph(t, n0 + m, fn));
-        rc = graft_graph_insert_cpu(&t->graph, t->xb->p, g->d, t->p.metric, m,
-                                    t->dead ? t->dead->p : NULL, L, &irep);
+        float* decoded = NULL;
+        const float* x = snap_vectors(t, g->d, n0 + m, &decoded);
+        if (!x) return graft_fail(GRAFT_ENOMEM, "%sout of host memory (the codes decoded for the insert)", fn);
+        rc = graft_graph_insert_cpu(&t->graph, x, g->d, t->p.metric, m, t->dead ? t->dead->p : NULL, L,
+                                    &irep);
+        free(decoded);
         if (rc != GRAFT_OK) return graft_relabel(rc, fn);
         if (t->on_device && !uploaded) GRAFT_TRY(device_append(g, t, n0, m, fn));
         GRAFT_TRY(upload_graph(g, t, fn));
@@ -579,8 +622,12 @@ static int consolidate_locked(graft_gindex* g, const char* fn) {
     } else {
         rc = gindex_sync_host(g, t, fn);
         if (rc == GRAFT_OK) rc = copy_graph(t, t->n, fn);
+        float* decoded = NULL; /* keep_fp32 = 0: the repair reads the codes decoded (transient) */
+        const float* x = rc == GRAFT_OK ? snap_vectors(t, g->d, t->n, &decoded) : NULL;
+        if (rc == GRAFT_OK && !x) rc = graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
         if (rc == GRAFT_OK)
-            rc = graft_graph_consolidate_cpu(&t->graph, t->xb->p, g->d, t->p.metric, t->dead->p, NULL);
+            rc = graft_graph_consolidate_cpu(&t->graph, x, g->d, t->p.metric, t->dead->p, NULL);
+        free(decoded);
         if (rc != GRAFT_OK) rc = graft_relabel(rc, fn);
         if (rc == GRAFT_OK) rc = compact_storage(g, t, fn);
         if (rc == GRAFT_OK && t->since_build > live) t->since_build = live;

@@ -144,6 +144,27 @@ void snap_release(gsnap* s) {
     free(s);
 }
 
+void snap_decode_rows(const gsnap* s, int64_t d, int64_t first, int64_t n, float* out) {
+    const graft_storage* st = &s->codec->st;
+    const size_t cs = graft_storage_code_size(st->kind, d);
+    const uint8_t* codes = (const uint8_t*)s->codes->p + (size_t)first * cs;
+    /* In blocks of rows: graft_storage_decode is one thread's loop. */
+    const int64_t block = 1024;
+#pragma omp parallel for schedule(static) if (n > 4 * block)
+    for (int64_t b = 0; b < n; b += block)
+        graft_storage_decode(st, n - b < block ? n - b : block, codes + (size_t)b * cs, out + b * d);
+}
+
+const float* snap_vectors(const gsnap* s, int64_t d, int64_t n, float** owned) {
+    *owned = NULL;
+    if (!snap_codes_only(s)) return s->xb->p;
+    float* x = malloc((size_t)(n ? n : 1) * (size_t)d * sizeof(float));
+    if (!x) return NULL;
+    if (n) snap_decode_rows(s, d, 0, n, x);
+    *owned = x;
+    return x;
+}
+
 static uint64_t word_at(const uint8_t* bits, int64_t w) {
     uint64_t v;
     memcpy(&v, bits + w * 8, 8); /* little-endian: bit i of the word is bit i & 7 of byte i >> 3 */

@@ -275,7 +275,7 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
                                             (int)k, list, list + L, &nres, seen, stamp);
                 out = p.allowed ? list + L : list;
                 found = p.allowed ? nres : size;
-                if (codes) {
+                if (codes && x) { /* x NULL: codes only (keep_fp32 = 0), no re-rank */
                     const int nr = p.allowed || p.rerank == 0 || p.rerank > found ? found : p.rerank;
                     rerank_list(out, nr, x, d, l2, qv);
                 }

@@ -10,7 +10,7 @@
 
 typedef struct graft_graph_dev {
     graft_gpu_ctx* ctx; /* not owned */
-    float* x;           /* n x d */
+    float* x;           /* n x d; NULL for a compressed storage without FP32 (no re-rank) */
     int32_t* nbrs;      /* n x R */
     int64_t n, d, entry;
     int R;
@@ -44,7 +44,8 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
 /* The CPU reference of every storage: graft_graph_search_cpu_ex's walk on the distances of st's
  * decoded codes (codes: n codes of st; st NULL or FP32: x itself), then, for a compressed
  * storage, exact re-ranking of the final list's first p->rerank entries (0 = all; with a filter,
- * of the k allowed results) with x. Trusts its arguments (p not NULL): its callers checked them. */
+ * of the k allowed results) with x; x NULL (a compressed storage whose codes are the only copy,
+ * keep_fp32 = 0): no re-rank, the codes' distances. Trusts its arguments (p not NULL): its callers checked them. */
 int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
                                  const uint8_t* codes, int64_t d, graft_metric metric,
                                  const float* xq, int64_t nq, int64_t k,

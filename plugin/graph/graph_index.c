@@ -51,7 +51,24 @@ void graft_gindex_params_defaults(graft_gindex_params* p) {
     p->living.rebuild_share = -1.0;
     p->living.consolidate_share = 0.25;
     p->living.background = 1;
+    p->keep_fp32 = 1;
     tie_params(p);
+}
+
+/* keep_fp32 for this storage (graft_gindex_params). */
+static int check_keep_fp32(int storage, int keep, const char* fn) {
+    if (keep != 0 && keep != 1)
+        return graft_fail(GRAFT_EINVAL, "%s: keep_fp32 = %d (1: FP32 vectors beside the codes, 0: "
+                          "the codes only)", fn, keep);
+    if (keep) return GRAFT_OK;
+    if (storage == GRAFT_STORAGE_FP32)
+        return graft_fail(GRAFT_EINVAL, "%s: keep_fp32 = 0 needs a compressed storage (FP16 or "
+                          "SQ8): the FP32 storage's vectors are its codes", fn);
+    if (storage == GRAFT_STORAGE_PQ)
+        return graft_fail(GRAFT_EUNSUPPORTED, "%s: keep_fp32 = 0 is not supported for the PQ "
+                          "storage (BANG re-ranks and places out-of-core from the FP32 vectors); "
+                          "use FP16 or SQ8", fn);
+    return GRAFT_OK;
 }
 
 /* A search's parameters for k on this storage (gpu: also the GPU-only fields); k itself was
@@ -129,6 +146,7 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
         return graft_fail(GRAFT_EINVAL, "%s: unknown storage kind %d (FP32 = 0, FP16 = 1, SQ8 = 2, "
                           "PQ = 3)", fn, p.storage);
     GRAFT_TRY(check_mode(p.storage, p.mode, fn));
+    GRAFT_TRY(check_keep_fp32(p.storage, p.keep_fp32, fn));
     if (p.storage == GRAFT_STORAGE_PQ) {
         if (p.pq.M == 0) p.pq.M = graft_pq_default_M(d);
         if (p.pq.M < 1 || p.pq.M > d || d % p.pq.M)
@@ -139,6 +157,7 @@ int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex*
     tie_params(&p);
     GRAFT_TRY(check_build(p.storage, &p.build, p.device >= 0, fn));
     GRAFT_TRY(check_default_search(p.storage, &p.search, fn));
+    if (!p.keep_fp32) p.search.rerank = 0; /* no FP32 to re-rank from: the codes' distances */
     GRAFT_TRY(check_living(&p.living, fn));
     gcodec* c = codec_new();
     if (!c) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
@@ -198,6 +217,8 @@ void graft_gindex_free(graft_gindex* g) {
     pthread_cond_destroy(&g->bg_cv);
     free(g);
 }
+
+static int publish_params(graft_gindex* g, const graft_gindex_params* p, const char* fn);
 
 /* ---- training ---------------------------------------------------------------------------------- */
 
@@ -296,6 +317,28 @@ int graft_gindex_set_pq(graft_gindex* g, const graft_pq* pq) {
     return rc;
 }
 
+int graft_gindex_set_keep_fp32(graft_gindex* g, int keep) {
+    const char* fn = "graft_gindex_set_keep_fp32";
+    if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
+    GRAFT_TRY(check_keep_fp32(g->storage, keep, fn));
+    pthread_mutex_lock(&g->wlock);
+    graft_gindex_params p = g->cur->p;
+    int rc = GRAFT_OK;
+    if (p.keep_fp32 != keep) {
+        /* The vectors held were stored the other way: a storage choice is made before the first
+         * add (or after reset). */
+        if (g->cur->n > 0)
+            rc = graft_fail(GRAFT_EINVAL, "%s: the index holds %lld vectors stored with keep_fp32 = "
+                            "%d; set keep_fp32 before the first add (or reset first)", fn,
+                            (long long)(g->cur->n - g->cur->ndead), p.keep_fp32);
+        p.keep_fp32 = keep;
+        if (!keep) p.search.rerank = 0;
+        if (rc == GRAFT_OK) rc = publish_params(g, &p, fn);
+    }
+    pthread_mutex_unlock(&g->wlock);
+    return rc;
+}
+
 int graft_gindex_is_trained(const graft_gindex* cg) {
     graft_gindex* g = (graft_gindex*)cg;
     if (!g) return 0;
@@ -313,7 +356,7 @@ int graft_gindex_is_trained(const graft_gindex* cg) {
 static graft_graph_dev walk_view(graft_gindex* g, const gsnap* s) {
     graft_graph_dev v = g->gpipe;
     v.ctx = g->ctx;
-    v.x = s->dx->p;
+    v.x = s->dx ? s->dx->p : NULL; /* NULL with keep_fp32 = 0: the walk does not re-rank */
     v.nbrs = s->dnbrs->p;
     v.n = s->n;
     v.d = g->d;
@@ -377,7 +420,7 @@ static int walk(void* arg, int L, float* D, int64_t* I) {
     graft_gindex* g = w->g;
     const gsnap* s = w->s;
     const gcodec* c = s->codec;
-    const float* xb = s->xb->p;
+    const float* xb = s->xb ? s->xb->p : NULL; /* NULL: codes only, no re-rank (PQ keeps xb) */
     const uint8_t* codes = s->codes ? s->codes->p : NULL;
     graft_search_params p = *w->p;
     p.L = L;
@@ -432,6 +475,8 @@ static int search_snapshot(graft_gindex* g, const gsnap* s, int64_t nq, const fl
         if (p.max_expand && p.max_expand < p.L) p.max_expand = p.L;
     }
     if (g->storage == GRAFT_STORAGE_FP32) p.rerank = 0; /* exact already: nothing to re-rank */
+    /* keep_fp32 = 0: no FP32 copy to re-rank from; the results' distances are the codes'. */
+    if (snap_codes_only(s)) p.rerank = 0;
     const int64_t held = s->n - s->ndead;
     GRAFT_TRY(check_search(g->storage, &p, k, g->ctx != NULL, fn));
     GRAFT_TRY(graft_check_filter_len(p.allowed, p.allowed_n, held, fn));
@@ -448,11 +493,14 @@ static int search_snapshot(graft_gindex* g, const gsnap* s, int64_t nq, const fl
     uint8_t* owned;
     const uint8_t* allowed = slot_filter(s, p.allowed, &owned);
     if (s->ndead && !allowed) return graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
-    const float* dev_x = !s->on_device ? NULL
+    const float* dev_x = !s->on_device || !s->dx ? NULL
                          : gindex_is_pq(g) ? (s->dev_mode == GRAFT_BANG_IN_MEMORY ? s->dx->p : NULL)
                                            : s->dx->p;
-    graft_filter_data dt = {s->p.metric, s->n, g->d, s->graph.R, s->xb->p, dev_x, g->ctx,
-                            &g->fdev, s->p.cpu_knn};
+    /* keep_fp32 = 0: the exact path decodes the passing rows (no x, no x_dev). */
+    graft_filter_data dt = {s->p.metric, s->n, g->d, s->graph.R, s->xb ? s->xb->p : NULL, dev_x,
+                            g->ctx, &g->fdev, s->p.cpu_knn,
+                            snap_codes_only(s) ? &s->codec->st : NULL,
+                            snap_codes_only(s) ? s->codes->p : NULL};
     p.allowed = allowed; /* the walks read the filter in slots */
     p.allowed_n = s->n;
     walk_arg w = {g, s, xq, nq, k, &p, report};
@@ -595,6 +643,8 @@ int graft_gindex_reconstruct(const graft_gindex* cg, int64_t id, float* out) {
     int rc = GRAFT_OK;
     if (id < 0 || id >= held)
         rc = graft_fail(GRAFT_EINVAL, "%s: key %lld not in [0, %lld)", fn, (long long)id, (long long)held);
+    else if (snap_codes_only(s))
+        snap_decode_rows(s, g->d, snap_id_to_slot(s, id), 1, out);
     else
         memcpy(out, (const float*)s->xb->p + snap_id_to_slot(s, id) * g->d, (size_t)g->d * sizeof(float));
     snap_release(s);
@@ -702,6 +752,7 @@ int graft_gindex_set_search_params(graft_gindex* g, const graft_search_params* p
     p.search = *params;
     p.search.device = p.device;
     int rc = check_default_search(g->storage, &p.search, fn);
+    if (!p.keep_fp32) p.search.rerank = 0; /* nothing to re-rank from (get_params says so) */
     if (rc == GRAFT_OK) rc = publish_params(g, &p, fn);
     pthread_mutex_unlock(&g->wlock);
     return rc;
@@ -777,8 +828,9 @@ int graft_gindex_set_mode(graft_gindex* g, graft_bang_mode mode, size_t budget) 
     return rc;
 }
 
-/* Replaces the contents with x (malloc'd n x d, taken), their codes (malloc'd and taken; NULL:
- * encoded here), graph (taken), tombstones `dead` (malloc'd bitmap of n bits, taken; NULL: none)
+/* Replaces the contents with x (malloc'd n x d, taken; NULL with keep_fp32 = 0 when codes are
+ * given; freed once encoded with keep_fp32 = 0), their codes (malloc'd and taken; NULL: encoded
+ * here), graph (taken), tombstones `dead` (malloc'd bitmap of n bits, taken; NULL: none)
  * and since_build; all are freed on failure, and the index is then unchanged. Checked by the
  * caller; fn is the message prefix ("graft_gindex_set_data: "). */
 static int adopt_data(graft_gindex* g, int64_t n, float* x, uint8_t* codes, graft_graph* graph,
@@ -795,14 +847,19 @@ static int adopt_data(graft_gindex* g, int64_t n, float* x, uint8_t* codes, graf
                             (size_t)n * g->code_size);
         else
             rc = gindex_encode(g, s->codec, n, x, codes, fn);
+        if (rc == GRAFT_OK && snap_codes_only(s)) rc = gindex_check_codes(g, s->codec, n, codes, fn);
+    }
+    if (rc == GRAFT_OK && snap_codes_only(s)) { /* the codes are the vectors now */
+        free(x);
+        x = NULL;
     }
     gbuf *bx = NULL, *bc = NULL, *bg = NULL, *bd = NULL;
     if (rc == GRAFT_OK) { /* the arrays, taken */
-        bx = gbuf_wrap(x, (size_t)n * g->d * sizeof(float));
+        bx = x ? gbuf_wrap(x, (size_t)n * g->d * sizeof(float)) : NULL;
         bc = codes ? gbuf_wrap(codes, (size_t)n * g->code_size) : NULL;
         bg = gbuf_wrap(graph->nbrs, (size_t)n * graph->R * sizeof(int32_t));
         bd = dead ? gbuf_wrap(dead, (size_t)(n + 7) / 8) : NULL;
-        if (!bx || !bg || (codes && !bc) || (dead && !bd)) {
+        if ((x && !bx) || !bg || (codes && !bc) || (dead && !bd)) {
             free(bx), free(bc), free(bg), free(bd);
             bx = bc = bg = bd = NULL;
             rc = graft_fail(GRAFT_ENOMEM, "%sout of host memory", fn);
@@ -841,6 +898,27 @@ static int adopt_data(graft_gindex* g, int64_t n, float* x, uint8_t* codes, graf
     return rc;
 }
 
+/* graft_check_graph_data's checks of a graph over n vectors held as codes only (keep_fp32 = 0),
+ * whose values were checked when they were encoded or read. */
+static int check_graph_rows(int64_t n, const graft_graph* graph, int gpu, const char* fn) {
+    if (!graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL graph", fn);
+    if (graph->n != n)
+        return graft_fail(GRAFT_EINVAL, "%s: the graph has %lld rows for %lld vectors", fn,
+                          (long long)graph->n, (long long)n);
+    const int max_r = gpu ? GRAFT_GPU_SEARCH_MAX_R : GRAFT_GRAPH_MAX_R;
+    if (graph->R < 1 || graph->R > max_r)
+        return graft_fail(GRAFT_EINVAL, "%s: degree R = %d out of range [1, %d]%s", fn, graph->R,
+                          max_r, gpu ? " (the GPU search kernel's limit)" : "");
+    if (graph->entry < 0 || graph->entry >= n)
+        return graft_fail(GRAFT_EINVAL, "%s: entry %lld out of range [0, %lld)", fn,
+                          (long long)graph->entry, (long long)n);
+    const int64_t slots = n * graph->R, bad = graft_first_id_outside(graph->nbrs, slots, n);
+    if (bad < slots)
+        return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
+                          (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);
+    return GRAFT_OK;
+}
+
 int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graft_graph* graph) {
     const char* fn = "graft_gindex_set_data";
     if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
@@ -863,8 +941,9 @@ int graft_gindex_set_graph(graft_gindex* g, const graft_graph* graph) {
     if (!g || !graph) return graft_fail(GRAFT_EINVAL, "%s: NULL argument", fn);
     pthread_mutex_lock(&g->wlock);
     gsnap* s = g->cur;
-    int rc = s->n > 0 ? graft_check_graph_data(s->n, g->d, s->xb->p, graph, g->ctx != NULL, fn)
-                      : graft_fail(GRAFT_EINVAL, "%s: the index holds no vectors", fn);
+    int rc = s->n == 0 ? graft_fail(GRAFT_EINVAL, "%s: the index holds no vectors", fn)
+             : s->xb   ? graft_check_graph_data(s->n, g->d, s->xb->p, graph, g->ctx != NULL, fn)
+                       : check_graph_rows(s->n, graph, g->ctx != NULL, fn); /* codes only */
     const size_t row = (size_t)graph->R * sizeof(int32_t);
     gbuf* nb = rc == GRAFT_OK ? gbuf_host((size_t)graph->n * row) : NULL;
     if (rc == GRAFT_OK && !nb)
@@ -903,10 +982,13 @@ static int write_snapshot(const graft_gindex* g, const gsnap* sn, FILE* f) {
     const graft_gindex_params* p = &sn->p;
     const graft_search_params* sp = &p->search;
     const graft_storage* st = &sn->codec->st;
+    const int codes_only = snap_codes_only(sn);
     unsigned char hdr[HEADER_V4];
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, GRAFT_GRAPH_MAGIC, 8);
-    graft_put_le(hdr + 8, GRAFT_GRAPH_FORMAT_VERSION, 4);
+    /* Version 5 only for keep_fp32 = 0 (codes in place of the vectors): a reader of version 4
+     * refuses it as newer, and every other record stays readable by it. */
+    graft_put_le(hdr + 8, codes_only ? 5u : 4u, 4);
     graft_put_le(hdr + 12, HEADER_V4, 4);
     graft_put_le(hdr + 16, (uint64_t)g->d, 8);
     graft_put_le(hdr + 24, (uint64_t)n, 8);
@@ -935,6 +1017,7 @@ static int write_snapshot(const graft_gindex* g, const gsnap* sn, FILE* f) {
     memcpy(&bits, &p->living.consolidate_share, 8);
     graft_put_le(hdr + 136, bits, 8);
     graft_put_le(hdr + 144, (uint32_t)p->living.background, 4);
+    if (codes_only) graft_put_le(hdr + 148, 0u, 4); /* version 5's keep_fp32 (version 4: reserved 0) */
     graft_stream s = graft_stream_at(f, "graft_gindex_write", "graph index");
     GRAFT_TRY(graft_stream_put(&s, hdr, sizeof hdr));
     if (st->kind == GRAFT_STORAGE_SQ8 && st->trained) {
@@ -946,8 +1029,9 @@ static int write_snapshot(const graft_gindex* g, const gsnap* sn, FILE* f) {
         GRAFT_TRY(graft_stream_put_words(&s, sn->codec->pq.centroids,
                                          (size_t)GRAFT_PQ_KSUB * (size_t)g->d * sizeof(float)));
     if (n > 0) {
-        if (pq) GRAFT_TRY(graft_stream_put(&s, sn->codes->p, (size_t)n * g->code_size));
-        GRAFT_TRY(graft_stream_put_words(&s, sn->xb->p, (size_t)n * (size_t)g->d * sizeof(float)));
+        if (pq || codes_only) GRAFT_TRY(graft_stream_put(&s, sn->codes->p, (size_t)n * g->code_size));
+        if (!codes_only)
+            GRAFT_TRY(graft_stream_put_words(&s, sn->xb->p, (size_t)n * (size_t)g->d * sizeof(float)));
         GRAFT_TRY(graft_stream_put_words(&s, sn->graph.nbrs, (size_t)n * (size_t)R * sizeof(int32_t)));
     }
     if (sn->ndead) GRAFT_TRY(graft_stream_put(&s, sn->dead->p, (size_t)(n + 7) / 8));
@@ -969,7 +1053,7 @@ int graft_gindex_write(const graft_gindex* cg, FILE* f) {
 /* What a record's header says, whichever kind and version. */
 typedef struct record {
     int64_t d, n, entry, ndead, since_build;
-    int R, trained;
+    int R, trained; /* and r.p.keep_fp32: 0 only in version 5 */
     graft_gindex_params p;
 } record;
 
@@ -1060,6 +1144,8 @@ static int parse_graph_header(const unsigned char* hdr, uint32_t version, const 
                               fn, (long long)r->since_build, (long long)r->n);
         if (check_living(&p->living, fn) != GRAFT_OK) return graft_relabel(GRAFT_EFORMAT, "");
     }
+    p->keep_fp32 = version >= 5 ? get_i32(hdr + 148) : 1;
+    if (check_keep_fp32(p->storage, p->keep_fp32, fn) != GRAFT_OK) return graft_relabel(GRAFT_EFORMAT, "");
     /* The stored search defaults, as a GPU index would check them. */
     if (check_mode(p->storage, p->mode, fn) != GRAFT_OK ||
         check_search(p->storage, &stored, 1, 1, fn) != GRAFT_OK)
@@ -1079,6 +1165,7 @@ static int parse_bang_header(const unsigned char* hdr, const char* fn, record* r
     if (!r->trained && r->n > 0)
         return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors in an untrained index", fn, (long long)r->n);
     p->storage = GRAFT_STORAGE_PQ;
+    p->keep_fp32 = 1;
     p->pq.M = M;
     p->mode = (graft_bang_mode)get_i32(hdr + 52);
     p->search.L = get_i32(hdr + 56);
@@ -1131,15 +1218,18 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
     GRAFT_TRY(read_header(&s, params, fn, &r));
     const int64_t d = r.d, n = r.n;
     const int pq = r.p.storage == GRAFT_STORAGE_PQ, sq8 = r.p.storage == GRAFT_STORAGE_SQ8;
+    const int codes_only = !r.p.keep_fp32; /* version 5: codes in place of the vectors */
     /* n < 2^31, d <= 2^20, R <= 4096: the sizes overflow only on 32-bit hosts */
     const size_t pbytes = !r.trained ? 0
                           : pq       ? (size_t)GRAFT_PQ_KSUB * (size_t)d * sizeof(float)
                           : sq8      ? (size_t)d * 2 * sizeof(float)
                                      : 0;
-    const size_t cbytes = pq ? (size_t)n * (size_t)r.p.pq.M : 0;
+    const size_t cbytes = pq           ? (size_t)n * (size_t)r.p.pq.M
+                          : codes_only ? (size_t)n * graft_storage_code_size(r.p.storage, d)
+                                       : 0;
     const size_t dbytes = r.ndead ? (size_t)(n + 7) / 8 : 0;
     size_t xbytes, gbytes;
-    if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &xbytes) ||
+    if (graft_mul_overflow((size_t)n, codes_only ? 0 : (size_t)d * sizeof(float), &xbytes) ||
         graft_mul_overflow((size_t)n, (size_t)r.R * sizeof(int32_t), &gbytes) ||
         xbytes > SIZE_MAX / 2 - gbytes - cbytes - pbytes - dbytes)
         return graft_fail(GRAFT_EFORMAT, "%s: %lld vectors of dimension %lld overflow the address space",
@@ -1148,18 +1238,18 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
 
     float* params_blob = pbytes ? malloc(pbytes) : NULL; /* SQ8 vmin | vdiff, or PQ centroids */
     uint8_t* codes = cbytes ? malloc(cbytes) : NULL;
-    float* x = n > 0 ? malloc(xbytes) : NULL;
+    float* x = n > 0 && xbytes ? malloc(xbytes) : NULL;
     uint8_t* dead = dbytes ? malloc(dbytes) : NULL;
     graft_graph graph = {n, r.R, n > 0 ? malloc(gbytes) : NULL, r.entry};
     int rc = GRAFT_OK;
-    if ((pbytes && !params_blob) || (cbytes && !codes) || (n > 0 && (!x || !graph.nbrs)) ||
+    if ((pbytes && !params_blob) || (cbytes && !codes) || (n > 0 && ((xbytes && !x) || !graph.nbrs)) ||
         (dbytes && !dead))
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory (%zu bytes)", fn,
                         pbytes + cbytes + xbytes + gbytes + dbytes);
     if (rc == GRAFT_OK && pbytes)
         rc = graft_stream_get_words(&s, params_blob, pbytes, pq ? "codebooks" : "SQ8 parameters");
     if (rc == GRAFT_OK && cbytes) rc = graft_stream_get(&s, codes, cbytes, "codes");
-    if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, x, xbytes, "vectors");
+    if (rc == GRAFT_OK && n > 0 && x) rc = graft_stream_get_words(&s, x, xbytes, "vectors");
     if (rc == GRAFT_OK && n > 0) rc = graft_stream_get_words(&s, graph.nbrs, gbytes, "graph");
     if (rc == GRAFT_OK && dbytes) rc = graft_stream_get(&s, dead, dbytes, "tombstones");
     if (rc == GRAFT_OK) rc = graft_stream_check_checksum(&s);
@@ -1168,7 +1258,8 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
     graft_pq codebooks = {d, r.p.pq.M, pq ? (int)(d / r.p.pq.M) : 0, params_blob};
     if (rc == GRAFT_OK && pq && pbytes && graft_pq_check(&codebooks, fn) != GRAFT_OK)
         rc = graft_relabel(GRAFT_EFORMAT, "");
-    if (rc == GRAFT_OK && n > 0 && graft_check_graph_data(n, d, x, &graph, 0, fn) != GRAFT_OK)
+    if (rc == GRAFT_OK && n > 0 &&
+        (x ? graft_check_graph_data(n, d, x, &graph, 0, fn) : check_graph_rows(n, &graph, 0, fn)) != GRAFT_OK)
         rc = graft_relabel(GRAFT_EFORMAT, "");
     if (rc == GRAFT_OK && dbytes) {
         int64_t set = 0;
@@ -1201,7 +1292,13 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
         }
     }
     free(params_blob);
-    if (rc == GRAFT_OK && n > 0) rc = graft_check_graph_data(n, d, x, &graph, index->ctx != NULL, fn); /* GPU's R */
+    if (rc == GRAFT_OK && n > 0) /* the GPU's R */
+        rc = x ? graft_check_graph_data(n, d, x, &graph, index->ctx != NULL, fn)
+               : check_graph_rows(n, &graph, index->ctx != NULL, fn);
+    /* FP16 codes only: no Inf among them (an add refuses values past FP16's range). */
+    if (rc == GRAFT_OK && n > 0 && codes_only &&
+        gindex_check_codes(index, index->cur->codec, n, codes, "graft_gindex_read: ") != GRAFT_OK)
+        rc = graft_relabel(GRAFT_EFORMAT, "");
     if (rc == GRAFT_OK && n > 0) {
         rc = adopt_data(index, n, x, codes, &graph, dead, r.since_build, "graft_gindex_read: ");
         x = NULL; /* taken, and freed on failure */

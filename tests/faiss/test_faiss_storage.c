@@ -1,7 +1,8 @@
 /* The graph index's storages through the real faiss_c, like a user: factory strings
  * ("GraftGraph,FP16", "GraftGraph,SQ8", "GraftGraph32,SQ8,cpu,L=64", wrappers), training
  * (faiss_Index_is_trained, add before train fails, train through IDMap), "rerank" and the
- * read-only "storage" and "host_bytes" (against the memory model), recall@10 on sift5k against
+ * read-only "storage" and "host_bytes" (against the memory model), keep_fp32=0 (the codes only),
+ * recall@10 on sift5k against
  * FAISS IndexFlatL2, I/O round trips, a selector, and bad strings. CPU references (",cpu"); where a GPU is visible the same strings on
  * GPU 0 are searched too. */
 #include <float.h>
@@ -29,14 +30,18 @@ static void test_factory(int gpu) {
     printf("factory (%s)\n", gpu ? "GPU 0" : "CPU");
     /* Floors 0.01 under the measured values (CPU references; sift5k is integers 0..255, where
      * FP16 is exact and SQ8 nearly so, and the exact re-rank gives FP32's recall). */
-    struct { const char* desc; int storage, L; double min_recall; } cases[] = {
-        {"GraftGraph,%s", 0, 64, 0.98},                 /* measured 0.9944 */
-        {"GraftGraph,FP16,%s", 1, 64, 0.98},            /* measured 0.9944 */
-        {"GraftGraph,SQfp16,%s", 1, 64, 0.98},          /* measured 0.9944 */
-        {"GraftGraph,SQ8,%s", 2, 64, 0.98},             /* measured 0.9944 */
-        {"GraftGraph32,SQ8,%s,L=64", 2, 64, 0.97},      /* measured 0.9880 */
-        {"IDMap2,GraftGraph,SQ8,%s", 2, 64, 0.98},      /* measured 0.9944 */
-        {"GraftGraph,FP16,%s,RFlat", 1, 64, 0.98},      /* measured 0.9944 */
+    struct { const char* desc; int storage, L; double min_recall; int keep; } cases[] = {
+        {"GraftGraph,%s", 0, 64, 0.98, 1},                 /* measured 0.9944 */
+        {"GraftGraph,FP16,%s", 1, 64, 0.98, 1},            /* measured 0.9944 */
+        {"GraftGraph,SQfp16,%s", 1, 64, 0.98, 1},          /* measured 0.9944 */
+        {"GraftGraph,SQ8,%s", 2, 64, 0.98, 1},             /* measured 0.9944 */
+        {"GraftGraph32,SQ8,%s,L=64", 2, 64, 0.97, 1},      /* measured 0.9880 */
+        {"IDMap2,GraftGraph,SQ8,%s", 2, 64, 0.98, 1},      /* measured 0.9944 */
+        {"GraftGraph,FP16,%s,RFlat", 1, 64, 0.98, 1},      /* measured 0.9944 */
+        /* The codes only (keep_fp32=0): the codes' distances, no exact re-rank (CPU measured;
+         * the GPU's rows await the device). */
+        {"GraftGraph,SQ8,keep_fp32=0,%s", 2, 64, 0.977, 0}, /* measured 0.9874 */
+        {"GraftGraph,FP16,%s,keep_fp32=0", 1, 64, 0.98, 0}, /* measured 0.9934 */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char desc[96];
@@ -57,8 +62,9 @@ static void test_factory(int gpu) {
         CHECK((param(index, "gpu_bytes") > 0) == gpu, "%s: gpu_bytes %g", desc, param(index, "gpu_bytes"));
         /* One add, then the search's build: the host holds what the memory model says. */
         graft_memory_model m = {0, 0};
-        CHECK_OK(graft_gindex_memory_model(GRAFT_MEMORY_HOST, cases[c].storage, GRAFT_BANG_AUTO, s.d,
-                                           (int)param(index, "R"), 0, &m));
+        CHECK(param(index, "keep_fp32") == cases[c].keep, "%s: keep_fp32 %g", desc, param(index, "keep_fp32"));
+        CHECK_OK(graft_gindex_memory_model_ex(GRAFT_MEMORY_HOST, cases[c].storage, GRAFT_BANG_AUTO,
+                                              cases[c].keep, s.d, (int)param(index, "R"), 0, &m));
         CHECK(param(index, "host_bytes") == (double)graft_memory_model_bytes(&m, s.nb),
               "%s: host_bytes %.0f, model %zu", desc, param(index, "host_bytes"),
               graft_memory_model_bytes(&m, s.nb));
@@ -121,6 +127,43 @@ static void test_params_io(void) {
     FAISS_OK(faiss_Index_add(g, 500, s.xb));
     faiss_Index_free(g);
 
+    /* keep_fp32: a storage choice before the first add; with 0, rerank reads 0 and a record
+     * round-trips the codes. */
+    g = make("GraftGraph,SQ8,cpu");
+    if (g) {
+        FAISS_OK(faiss_graft_set_param(g, "rerank", 20));
+        FAISS_OK(faiss_graft_set_param(g, "keep_fp32", 0));
+        CHECK(param(g, "keep_fp32") == 0 && param(g, "rerank") == 0, "keep_fp32 0 set, rerank 0");
+        FAISS_OK(faiss_Index_train(g, s.nb, s.xb));
+        FAISS_OK(faiss_Index_add(g, s.nb, s.xb));
+        FAISS_FAILS(faiss_graft_set_param(g, "keep_fp32", 1), "before the first add");
+        CHECK(param(g, "keep_fp32") == 0 && faiss_Index_ntotal(g) == s.nb, "refused: unchanged");
+        float v[128];
+        FAISS_OK(faiss_Index_reconstruct(g, 3, v));
+        double err = 0;
+        for (int64_t j = 0; j < s.d; j++) err += fabs(v[j] - s.xb[3 * s.d + j]);
+        CHECK(err / s.d < 1.0, "reconstruct decodes (mean |error| %.3f)", err / s.d);
+        single_walk(g);
+        results ka = search_with(g, NULL);
+        FAISS_OK(faiss_graft_write_index_fname(g, path(buf, "sq8_codes.graft")));
+        FaissIndex* kr = NULL;
+        FAISS_OK(faiss_graft_read_index_fname(path(buf, "sq8_codes.graft"), 0, &kr));
+        if (kr) {
+            single_walk(kr);
+            results kb = search_with(kr, NULL);
+            CHECK(same_results(ka, kb) && param(kr, "keep_fp32") == 0, "keep_fp32 0 record: same results");
+            free_results(&kb);
+            faiss_Index_free(kr);
+        }
+        free_results(&ka);
+        faiss_Index_free(g);
+    }
+    g = make("GraftGraph,cpu");
+    if (g) {
+        FAISS_FAILS(faiss_graft_set_param(g, "keep_fp32", 0), "compressed storage");
+        faiss_Index_free(g);
+    }
+
     /* IDMap over an untrained SQ8 graph: the wrapper starts untrained, its train trains graft's. */
     FaissIndex* m = make("IDMap,GraftGraph,SQ8,cpu");
     if (m) {
@@ -156,6 +199,10 @@ static void test_bad_strings(void) {
         {"GraftGraph,cpu,SQ8", "must directly follow"},
         {"GraftGraph,PQ16,SQ8", "must directly follow"},
         {"GraftGraph,SQ8,ooc", "belongs to the graph + PQ index"},
+        {"GraftGraph,keep_fp32=0", "belongs to the FP16 and SQ8"},
+        {"GraftGraph,PQ16,keep_fp32=0", "not to PQ"},
+        {"GraftGraph,SQ8,keep_fp32=2", "keep_fp32=0"},
+        {"GraftGraph,SQ8,keep_fp32=0,keep_fp32=0", "once"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         FaissIndex* index = NULL;

@@ -9,7 +9,10 @@
  * rerank = k, a filter (PQ: L = 32, rerank = k, max_expand = L, a filter). Also the device
  * bytes of each storage and placement against the memory model (graft_gindex_memory_model,
  * docs/memory.md). The PQ walk's only other difference: the GPU's Bloom
- * filter's rare false positives (graft/bang.h). */
+ * filter's rare false positives (graft/bang.h). FP16 and SQ8 with keep_fp32 = 0 (the codes the
+ * only copy: no FP32 on the device, no re-rank): the same comparisons, on the codes' distances,
+ * their device bytes (codes + graph + codec), and an index built on the GPU from its decoded codes
+ * that then inserts over them. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -29,10 +32,11 @@ typedef struct {
 
 /* PQ: codebooks trained once (by the CPU index, FAISS's k-means) and given to the GPU index, as
  * the sharded indexes do, so that both code the vectors the same way. */
-static graft_gindex* make_placed(const dataset* s, int kind, int device, graft_bang_mode mode,
-                                 const graft_pq* pq) {
+static graft_gindex* make_kept(const dataset* s, int kind, int device, graft_bang_mode mode,
+                               const graft_pq* pq, int keep_fp32) {
     graft_gindex_params p;
     graft_gindex_params_defaults(&p);
+    p.keep_fp32 = keep_fp32;
     p.device = device;
     p.metric = s->metric;
     p.storage = kind;
@@ -47,12 +51,18 @@ static graft_gindex* make_placed(const dataset* s, int kind, int device, graft_b
     return g;
 }
 
+static graft_gindex* make_placed(const dataset* s, int kind, int device, graft_bang_mode mode,
+                                 const graft_pq* pq) {
+    return make_kept(s, kind, device, mode, pq, 1);
+}
+
 static graft_gindex* make(const dataset* s, int kind, int device) {
     return make_placed(s, kind, device, GRAFT_BANG_AUTO, NULL);
 }
 
-static void compare(const dataset* s, int kind, graft_gindex* cpu, graft_gindex* gpu,
-                    const graft_search_params* p, const char* what) {
+/* bound_scale: the distance bound's multiple (1 but for SQ8 codes only, below). */
+static void compare_scaled(const dataset* s, int kind, graft_gindex* cpu, graft_gindex* gpu,
+                           const graft_search_params* p, const char* what, double bound_scale) {
     const int64_t nq = s->nq, k = 10;
     float *Dc = malloc(sizeof(float) * nq * k), *Dg = malloc(sizeof(float) * nq * k);
     int64_t *Ic = malloc(sizeof(int64_t) * nq * k), *Ig = malloc(sizeof(int64_t) * nq * k);
@@ -80,11 +90,98 @@ static void compare(const dataset* s, int kind, graft_gindex* cpu, graft_gindex*
           graft_storage_name(kind), what, (double)same / (nq * k));
     /* Both sides' returned distances are FP32 sums of d terms (re-ranked: exact FP32) in two
      * orders; for terms of one sign they differ by at most (d - 1) 2^-24 relative. */
-    const double bound = (double)(s->d - 1) / 16777216.0;
+    const double bound = bound_scale * (double)(s->d - 1) / 16777216.0;
     CHECK(maxrel <= bound, "%s %s %s: distances differ by %.1e relative (bound %.1e)", s->name,
           graft_storage_name(kind), what, maxrel, bound);
     CHECK(outside == 0, "%s %s: %lld ids outside the filter", s->name, what, (long long)outside);
     free(Dc), free(Dg), free(Ic), free(Ig);
+}
+
+static void compare(const dataset* s, int kind, graft_gindex* cpu, graft_gindex* gpu,
+                    const graft_search_params* p, const char* what) {
+    compare_scaled(s, kind, cpu, gpu, p, what, 1.0);
+}
+
+/* keep_fp32 = 0: the GPU walk on the codes against the CPU reference on the same codes. FP16
+ * decodes exactly on both sides, so the returned distances (the codes' distances, not
+ * re-ranked) keep the FP32 bound; SQ8's two decodes (FAISS's formula, the GPU's code * scale +
+ * offset) differ by an ulp or so a dimension, which the bound allows twice over (an estimate from
+ * the decodes' error, to be confirmed on the device). Then an index of the codes only built on the
+ * GPU (GRNND over the decoded codes) and grown by an insert, with its device bytes. */
+static void run_codes_only(dataset* s) {
+    const int kinds[] = {GRAFT_STORAGE_FP16, GRAFT_STORAGE_SQ8};
+    for (int c = 0; c < 2; c++) {
+        graft_gindex *cpu = make_kept(s, kinds[c], -1, GRAFT_BANG_AUTO, NULL, 0),
+                     *gpu = make_kept(s, kinds[c], 0, GRAFT_BANG_AUTO, NULL, 0);
+        if (!cpu || !gpu) {
+            graft_gindex_free(cpu);
+            graft_gindex_free(gpu);
+            continue;
+        }
+        const double scale = kinds[c] == GRAFT_STORAGE_SQ8 ? 2.0 : 1.0;
+        graft_memory_model model = {0, 0};
+        CHECK_OK(graft_gindex_memory_model_ex(GRAFT_MEMORY_GPU, kinds[c], GRAFT_BANG_IN_MEMORY, 0, s->d,
+                                              s->g.R, 0, &model));
+        const size_t bytes = graft_gindex_gpu_bytes(gpu), expect = graft_memory_model_bytes(&model, s->nb);
+        printf("  %-5s keep_fp32=0 device bytes %zu (%.1f a vector: graph %d, codes %zu, no FP32)\n",
+               graft_storage_name(kinds[c]), bytes, (double)bytes / s->nb, 4 * s->g.R,
+               graft_storage_code_size(kinds[c], s->d));
+        CHECK(bytes == expect, "%s %s keep_fp32=0: gpu_bytes %zu, expected %zu", s->name,
+              graft_storage_name(kinds[c]), bytes, expect);
+        CHECK(graft_gindex_get_params(gpu).search.rerank == 0 && graft_gindex_vectors(gpu) == NULL,
+              "keep_fp32=0: rerank 0, no FP32");
+        graft_search_params p;
+        graft_search_params_defaults(&p);
+        compare_scaled(s, kinds[c], cpu, gpu, &p, "codes L=64 hash sort-merge", scale);
+        p.L = 32, p.probes = 2, p.visited = GRAFT_VISITED_BLOOM;
+        compare_scaled(s, kinds[c], cpu, gpu, &p, "codes L=32 probes=2 bloom", scale);
+        graft_search_params_defaults(&p);
+        p.rerank = 10; /* ignored: nothing to re-rank from */
+        compare_scaled(s, kinds[c], cpu, gpu, &p, "codes L=64 rerank=k asked", scale);
+        graft_search_params_defaults(&p);
+        p.L = 32, p.mode = GRAFT_SEARCH_MULTI, p.walks = 4;
+        compare_scaled(s, kinds[c], cpu, gpu, &p, "codes L=32 multi walks=4", scale);
+        graft_gindex_free(gpu);
+        graft_gindex_free(cpu);
+
+        /* Built on the GPU from the codes (a transient decode until GRNND reads codes), then an
+         * insert over them (the CPU reference over a decode; the device gets codes and rows). */
+        graft_gindex_params gp;
+        graft_gindex_params_defaults(&gp);
+        gp.device = 0;
+        gp.metric = s->metric;
+        gp.storage = kinds[c];
+        gp.keep_fp32 = 0;
+        gp.living.policy = GRAFT_ADD_INSERT;
+        graft_gindex* g = NULL;
+        CHECK_OK(graft_gindex_new(s->d, &gp, &g));
+        if (!g) continue;
+        if (kinds[c] == GRAFT_STORAGE_SQ8) CHECK_OK(graft_gindex_train(g, s->nb, s->xb));
+        const int64_t first = s->nb - s->nb / 10;
+        CHECK_OK(graft_gindex_add(g, first, s->xb));
+        CHECK_OK(graft_gindex_build(g));
+        CHECK_OK(graft_gindex_add(g, s->nb - first, s->xb + first * s->d));
+        float* D = malloc(sizeof(float) * s->nq * 10);
+        int64_t* I = malloc(sizeof(int64_t) * s->nq * 10);
+        CHECK_OK(graft_gindex_search(g, s->nq, s->xq, 10, NULL, D, I, NULL));
+        const double r = graft_test_recall(I, 10, s->gt, 10, s->nq, 10);
+        graft_living_report rep;
+        CHECK_OK(graft_gindex_living_report(g, &rep));
+        const int R = graft_gindex_graph(g)->R;
+        CHECK_OK(graft_gindex_memory_model_ex(GRAFT_MEMORY_GPU, kinds[c], GRAFT_BANG_IN_MEMORY, 0, s->d, R,
+                                              0, &model));
+        printf("  %-5s keep_fp32=0 GRNND + %lld inserted: recall@10 L=64 %.4f, gpu_bytes %zu (model %zu)\n",
+               graft_storage_name(kinds[c]), (long long)(s->nb - first), r, graft_gindex_gpu_bytes(g),
+               graft_memory_model_bytes(&model, s->nb));
+        CHECK(rep.last_add == GRAFT_ADD_INSERT && rep.on_gpu_inserts == 0, "inserted on the CPU reference");
+        CHECK(graft_gindex_gpu_bytes(g) == graft_memory_model_bytes(&model, s->nb),
+              "%s keep_fp32=0 after an insert: gpu_bytes %zu", graft_storage_name(kinds[c]),
+              graft_gindex_gpu_bytes(g));
+        /* a sanity bar, not a measurement: the device run sets the floor */
+        CHECK(r >= 0.9, "%s keep_fp32=0 GRNND + insert: recall %.4f", graft_storage_name(kinds[c]), r);
+        free(D), free(I);
+        graft_gindex_free(g);
+    }
 }
 
 static void run(dataset* s) {
@@ -171,6 +268,7 @@ static void run(dataset* s) {
     }
     graft_gindex_free(cpu);
     free(even);
+    run_codes_only(s);
 }
 
 static void make_dataset(dataset* s, const char* name, const float* xb, int64_t nb, const float* xq,

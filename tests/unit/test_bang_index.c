@@ -323,7 +323,7 @@ static void test_io(const graft_test_sift* s) {
     c[3] = 'X';
     expect_format(c, len, "wrong magic", "not a graft");
     free(c);
-    with_field(b, len, 8, 5, 4, 0, "format version 5", "newer graft");
+    with_field(b, len, 8, 6, 4, 0, "format version 6", "newer graft");
     with_field(b, len, 8, 2, 4, 0, "PQ in a version-2 record", "storage kind");
     with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");
     with_field(b, len, 32, 3, 4, 0, "metric 3", "metric");

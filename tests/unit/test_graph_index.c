@@ -554,7 +554,7 @@ static void test_io(const graft_test_sift* s) {
     c[3] = 'X';
     expect_format(c, len, "wrong magic", "not a graft graph index");
     free(c);
-    with_field(b, len, 8, 5, 4, 0, "format version 5", "newer graft, format version 5");
+    with_field(b, len, 8, 6, 4, 0, "format version 6", "newer graft, format version 6");
     with_field(b, len, 8, 0, 4, 0, "format version 0", "format version 0");
     with_field(b, len, 12, 32, 4, 0, "header size 32", "header size");
     with_field(b, len, 16, 0, 8, 0, "d = 0", "dimension");

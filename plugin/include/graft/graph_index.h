@@ -6,7 +6,9 @@
  *   storage PQ<M> (graft/pq.h): BANG's pipeline (graft/bang.h) on the PQ codes; placed by `mode`
  *     and `gpu_budget`: in-memory (graph, vectors and codes on the GPU) or out-of-core (codes on
  *     the GPU, graph and FP32 vectors in host memory, gathered each iteration).
- * Compressed storages re-rank the final candidates exactly with the FP32 copy (search.rerank).
+ * Compressed storages re-rank the final candidates exactly with the FP32 copy (search.rerank),
+ * unless keep_fp32 = 0 makes their codes the only copy (FP16, SQ8: no FP32 on the host or the
+ * device, no re-rank; docs/memory.md).
  * The FAISS face is adapters/faiss/GraftIndexGraph (GraftIndexGraphPQ picks the PQ storage).
  *
  * Life cycle, as FAISS's indexes: train (SQ8 ranges, PQ codebooks) before the first add; the
@@ -93,8 +95,9 @@ typedef struct graft_gindex_params {
                                    (default), _FP16, _SQ8 or _PQ (trained by graft_gindex_train
                                    before the first add). The graph is built from the FP32 vectors
                                    (FP16 / SQ8: from the codes with build.build_from =
-                                   GRAFT_BUILD_FROM_CODES); compressed storages re-rank the final
-                                   candidates with them (search.rerank) */
+                                   GRAFT_BUILD_FROM_CODES or keep_fp32 = 0); compressed storages
+                                   re-rank the final candidates with them (search.rerank; none
+                                   with keep_fp32 = 0) */
     graft_pq_params pq;         /* PQ storage: M (0 = graft_pq_default_M), training sample and the
                                    k-means (required for training: the FAISS adapter passes
                                    FAISS's) */
@@ -109,6 +112,17 @@ typedef struct graft_gindex_params {
                                    "Filtered search"): NULL (default) is graft_knn_cpu; the FAISS
                                    adapter passes FAISS's brute force, as for GraftFlat */
     graft_living_params living; /* adds and removals on a built graph */
+    int keep_fp32;              /* 1 (default): the index keeps the FP32 vectors beside the
+                                   storage's codes (host, and the device for the re-rank). 0
+                                   (FP16 and SQ8 only): the codes are the only copy, on the host and
+                                   on the device (docs/memory.md): an add encodes its batch and
+                                   keeps no FP32; the build reads the codes decoded; searches
+                                   rank by the codes' distances, with no exact re-rank
+                                   (search.rerank is forced to 0); reconstruct returns the
+                                   decoded vector; graft_gindex_vectors returns NULL. FP32
+                                   storage: GRAFT_EINVAL (its vectors are its storage); PQ:
+                                   GRAFT_EUNSUPPORTED. Fixed once the index holds vectors
+                                   (graft_gindex_set_keep_fp32) */
 } graft_gindex_params;
 
 void graft_gindex_params_defaults(graft_gindex_params* params);
@@ -119,6 +133,12 @@ typedef struct graft_gindex graft_gindex;
  * (bad d or parameters), GRAFT_ENODEVICE (device >= 0 and no such device). */
 int graft_gindex_new(int64_t d, const graft_gindex_params* params, graft_gindex** out);
 void graft_gindex_free(graft_gindex* index);
+
+/* Sets keep_fp32 (graft_gindex_params) of an index that holds no vectors yet (a storage choice,
+ * like the storage itself). 0 forces the default search's rerank to 0. Errors: GRAFT_EINVAL
+ * (NULL, keep not 0 or 1, 0 for the FP32 storage, an index that holds vectors or slots: reset it
+ * first), GRAFT_EUNSUPPORTED (0 for PQ); the index is then unchanged. */
+int graft_gindex_set_keep_fp32(graft_gindex* index, int keep);
 
 /* Trains the storage's codec on n vectors (SQ8: per-dimension min/max, FAISS's QT_8bit; PQ: the
  * codebooks, graft_pq_train's errors; FP32 and FP16 learn nothing and accept any call).
@@ -141,7 +161,7 @@ const graft_pq* graft_gindex_pq(const graft_gindex* index);
  * NULL for FP32. */
 const uint8_t* graft_gindex_codes(const graft_gindex* index);
 /* Device bytes the index holds resident for its contents (graph, codes, FP32 vectors for the walk
- * or the re-rank, codec parameters); 0 on the CPU, when empty or while a build is pending. */
+ * or the re-rank unless keep_fp32 = 0, codec parameters); 0 on the CPU, when empty or while a build is pending. */
 size_t graft_gindex_gpu_bytes(const graft_gindex* index);
 /* Host bytes the index holds for its contents: the buffers of the FP32 vectors and the codes
  * (their capacity: up to twice the vectors held after adds, which grow it by doubling), the graph's
@@ -169,6 +189,12 @@ typedef struct graft_memory_model {
  * M in [1, d]); GRAFT_EUNSUPPORTED (OUT_OF_CORE for a storage other than PQ). */
 int graft_gindex_memory_model(graft_memory_side side, int storage, graft_bang_mode placement,
                               int64_t d, int R, int M, graft_memory_model* out);
+/* The same for keep_fp32 (graft_gindex_params): 1 is graft_gindex_memory_model; 0 (FP16 and SQ8)
+ * drops the FP32 vectors from both sides: host and GPU code + 4 R a vector (FP16 2 d + 4 R, SQ8
+ * d + 4 R, + 8 d fixed). Errors as graft_gindex_memory_model's, and GRAFT_EINVAL for keep_fp32
+ * not 0 or 1 or 0 with the FP32 storage, GRAFT_EUNSUPPORTED for 0 with PQ (as graft_gindex_new). */
+int graft_gindex_memory_model_ex(graft_memory_side side, int storage, graft_bang_mode placement,
+                                 int keep_fp32, int64_t d, int R, int M, graft_memory_model* out);
 /* per_vector n + fixed. */
 static inline size_t graft_memory_model_bytes(const graft_memory_model* m, int64_t n) {
     return m->per_vector * (size_t)n + m->fixed;
@@ -245,14 +271,16 @@ int64_t graft_gindex_ntotal(const graft_gindex* index);
 int64_t graft_gindex_d(const graft_gindex* index);
 graft_metric graft_gindex_metric(const graft_gindex* index);
 int graft_gindex_device(const graft_gindex* index);   /* -1 on the CPU */
-/* Vector `id` (in [0, ntotal)) into out (d floats): the stored FP32 vector, whatever the storage.
- * GRAFT_EINVAL for NULL or an id out of range. */
+/* Vector `id` (in [0, ntotal)) into out (d floats): the stored FP32 vector, whatever the storage;
+ * with keep_fp32 = 0 the decoded code (FAISS's convention for lossy indexes, as
+ * IndexScalarQuantizer::reconstruct). GRAFT_EINVAL for NULL or an id out of range. */
 int graft_gindex_reconstruct(const graft_gindex* index, int64_t id, float* out);
 /* The storage's slots, owned by the index (valid until the next write): graft_gindex_slots of them,
  * removed vectors included until consolidation. Without tombstones (graft_gindex_living_report's
  * tombstones = 0), slot i is id i; call graft_gindex_consolidate first to make it so. */
 int64_t graft_gindex_slots(const graft_gindex* index);
-const float* graft_gindex_vectors(const graft_gindex* index); /* slots x d */
+/* slots x d; NULL when keep_fp32 = 0 (graft_gindex_codes and graft_gindex_reconstruct instead) */
+const float* graft_gindex_vectors(const graft_gindex* index);
 /* The graph over the slots; NULL while empty or while a build is pending (graft_gindex_build).
  * After inserts on the GPU the host copy is brought up to date first (a download). */
 const graft_graph* graft_gindex_graph(const graft_gindex* index);
@@ -300,10 +328,11 @@ int graft_gindex_set_data(graft_gindex* index, int64_t n, const float* x, const 
  * that: neither the vectors nor their codes are copied again. */
 int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
 
-/* Graph index format, version 4 (little-endian), one record for every storage:
+/* Graph index format, versions 4 and 5 (little-endian), one record for every storage:
  *     0   8  magic "GRFTGRPH"
- *     8   4  uint32 format version (4; versions 1 to 3 still load)
- *     12  4  uint32 header size in bytes (152 in version 4, 104 in 3, 80 in 2, 64 in 1)
+ *     8   4  uint32 format version (4; 5 for an index with keep_fp32 = 0; versions 1 to 3 still
+ *            load)
+ *     12  4  uint32 header size in bytes (152 in versions 4 and 5, 104 in 3, 80 in 2, 64 in 1)
  *     16  8  int64 d
  *     24  8  int64 slots (n: the vectors held, tombstones included)
  *     32  4  int32 metric
@@ -329,11 +358,15 @@ int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
  *     112 8  int64 vectors inserted into the graph since it was built
  *     120 4  int32 living.policy      124 4 int32 living.insert_L
  *     128 8  float64 living.rebuild_share     136 8 float64 living.consolidate_share
- *     144 4  int32 living.background  148 4 reserved (0)
+ *     144 4  int32 living.background
+ *     148 4  version 4: reserved (0); version 5: int32 keep_fp32 (0: the codes are the only copy
+ *            of the vectors; a writer writes version 5 only then, so that a reader before it
+ *            refuses such a record as a newer version instead of misreading it)
  *     152 SQ8 trained: d float32 vmin, then d float32 vdiff; PQ trained: 256*d float32 centroids
- *         (M x 256 x d/M) then n*M uint8 codes; then n*d*4 float32 vectors; then n*R*4 int32
- *         graph rows (FP16 / SQ8 codes are not stored: encoding is deterministic and cheap, and
- *         the reader encodes the vectors again); then, with tombstones, (n + 7) / 8 bytes of
+ *         (M x 256 x d/M) then n*M uint8 codes; then n*d*4 float32 vectors (keep_fp32 = 0: n
+ *         FP16 / SQ8 codes instead, 2 d or d bytes each); then n*R*4 int32 graph rows (with
+ *         keep_fp32 = 1 the FP16 / SQ8 codes are not stored: encoding is deterministic and
+ *         cheap, and the reader encodes the vectors again); then, with tombstones, (n + 7) / 8 bytes of
  *         their bitmap (bit s & 7 of byte s >> 3: slot s removed)
  *     ... 8  uint64 FNV-1a checksum of every byte before it (graft_io_checksum)
  * write builds a pending graph first (the file holds one over every vector). read also loads
@@ -355,7 +388,7 @@ int graft_gindex_set_graph(graft_gindex* index, const graft_graph* graph);
  *     88  256*d*4 float32 centroids (trained only); n*M uint8 codes; n*d*4 float32 vectors;
  *         n*R*4 int32 graph rows; 8 uint64 FNV-1a checksum */
 #define GRAFT_BANG_MAGIC "GRFTBANG"
-#define GRAFT_GRAPH_FORMAT_VERSION 4u
+#define GRAFT_GRAPH_FORMAT_VERSION 5u /* the newest version written (5 only for keep_fp32 = 0) */
 int graft_gindex_write(const graft_gindex* index, FILE* f);
 int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex** out);
 

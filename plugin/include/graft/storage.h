@@ -2,7 +2,8 @@
  * vectors themselves), FP16 (IEEE half, 2 bytes a dimension) and SQ8 (FAISS's ScalarQuantizer
  * QT_8bit: per-dimension min/max 8-bit codes, 1 byte a dimension). The compressed storages walk
  * the graph on the codes' distances and re-rank the final candidates with the FP32 vectors
- * (graft_search_params.rerank). PQ (graft/pq.h) is one more kind of the graph index's storage,
+ * (graft_search_params.rerank), unless the index keeps the codes alone
+ * (graft_gindex_params.keep_fp32 = 0). PQ (graft/pq.h) is one more kind of the graph index's storage,
  * searched by BANG's pipeline (graft/bang.h); its codebooks live in the index (graft_gindex_pq),
  * not in this descriptor, which for PQ holds only the kind and the trained flag.
  */
