@@ -59,9 +59,13 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
  * row giving up its last entry only when that entry keeps another in-edge. Rows stay sorted,
  * -1 padded and duplicate-free; a graph without orphans is left as it is. Deterministic. x: the
  * n x d vectors the graph was built over, metric the build's. *linked (nullable): vertices
- * linked. Errors: GRAFT_ENOMEM. */
+ * linked. Every builder (rnnd.c, grnnd.c, pieces.c) ends with it. Errors: GRAFT_ENOMEM. */
 int graft_graph_link_orphans(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
                              int64_t* linked);
+
+/* graft_rnnd_build_cpu, and *linked (nullable) gets graft_graph_link_orphans's count. */
+int graft_rnnd_build_cpu_linked(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,
+                                graft_graph* out, int64_t* linked);
 
 /* graft_grnnd_build_gpu (graft/graph.h) over vectors dx already on params->device (not uploaded,
  * not checked again), or over x uploaded when dx is NULL; x (host) gives the entry point. */

@@ -33,13 +33,15 @@ int graft_index_build_graph(int gpu, const float* x, const float* dx, int64_t n,
         fprintf(stderr, "GRNND build of %lld on device %d: context + upload %.3f s, kernels %.3f s, "
                 "download %.3f s, host %.3f s\n", (long long)n, b->device, gr.upload_seconds,
                 gr.gpu_seconds, gr.download_seconds, gr.host_seconds);
-    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0};
+    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0,
+                                 .linked = rc == GRAFT_OK ? gr.linked : 0};
     for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && !init && piece >= GRAFT_PIECE_MIN; piece /= 2)
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM) {
-        rc = graft_rnnd_build_cpu(x, n, d, &b->base, out);
-        *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n};
+        int64_t linked = 0;
+        rc = graft_rnnd_build_cpu_linked(x, n, d, &b->base, out, &linked);
+        *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n, .linked = linked};
     }
     free(init);
     *seconds = graft_now_s() - t0;

@@ -2,7 +2,8 @@
  * hand-made graphs for each branch of the rule (a row with room, a full row whose last entry
  * keeps or has no other in-edge, a farther orphan, the last resort, the refusals), a graph
  * without orphans left as it is, random graphs with many orphans (each linked where the rule has
- * a place for it, rows sorted, -1 padded, duplicate-free, the same with 1 and 2 threads). */
+ * a place for it, rows sorted, -1 padded, duplicate-free, the same with 1 and 2 threads), and the builders' graphs on sift5k
+ * at a degree where they leave orphans. */
 #include <omp.h>
 #include <string.h>
 
@@ -222,9 +223,48 @@ static void test_random(int l2) {
     free(rows);
 }
 
+/* The builders end with the links: sift5k at R = 8, where RNN-Descent leaves orphans (37 of
+ * 4500 at S = R = 8 before this step), on the CPU and in pieces. */
+static void test_builds(void) {
+    graft_test_sift s;
+    graft_test_load_sift5k(&s);
+    graft_test_sift_quick(&s, 2000, 200);
+    graft_rnnd_params p;
+    graft_rnnd_params_defaults(&p);
+    p.R = p.S = 8;
+    graft_graph g = {0};
+    int64_t linked = -1;
+    CHECK_OK(graft_rnnd_build_cpu_linked(s.xb, s.nb, s.d, &p, &g, &linked));
+    graft_test_check_graph(&g, s.nb, p.R, s.xb, s.d, 1, "sift5k R=8");
+    printf("sift5k R=8 (n=%lld): %lld linked, %lld orphans left, reachable %.4f\n", (long long)s.nb,
+           (long long)linked, (long long)graft_test_orphans(&g), graft_test_reachable(&g));
+    CHECK(linked > 0 && graft_test_orphans(&g) == 0, "sift5k R=8: %lld linked, %lld left",
+          (long long)linked, (long long)graft_test_orphans(&g));
+    graft_graph plain = {0};
+    CHECK_OK(graft_rnnd_build_cpu(s.xb, s.nb, s.d, &p, &plain));
+    CHECK(plain.nbrs && memcmp(plain.nbrs, g.nbrs, (size_t)(s.nb * p.R) * sizeof(int32_t)) == 0,
+          "graft_rnnd_build_cpu and its _linked form differ");
+    graft_graph_free(&plain);
+    graft_graph_free(&g);
+
+    graft_grnnd_params gp;
+    graft_grnnd_params_defaults(&gp);
+    gp.base.R = gp.base.S = 8;
+    graft_pieces_report rep;
+    CHECK_OK(graft_graph_build_pieces(s.xb, s.nb, s.d, &gp, 0, s.nb / 4, &g, &rep));
+    graft_test_check_graph(&g, s.nb, 8, s.xb, s.d, 1, "sift5k pieces R=8");
+    printf("sift5k pieces R=8: %d pieces, %lld linked after the merge, %lld orphans left, "
+           "reachable %.4f\n", rep.pieces, (long long)rep.linked, (long long)graft_test_orphans(&g),
+           graft_test_reachable(&g));
+    CHECK(graft_test_orphans(&g) == 0, "sift5k pieces R=8: %lld orphans", (long long)graft_test_orphans(&g));
+    graft_graph_free(&g);
+    graft_test_free_sift(&s);
+}
+
 int main(void) {
     test_rules();
     test_random(1);
     test_random(0);
+    test_builds();
     return graft_test_finish("test_orphans");
 }
