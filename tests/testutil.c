@@ -224,6 +224,16 @@ double graft_test_reachable(const graft_graph* g) {
     return r;
 }
 
+int64_t graft_test_orphans(const graft_graph* g) {
+    uint8_t* in = calloc((size_t)g->n, 1);
+    for (int64_t i = 0; i < g->n * g->R; i++)
+        if (g->nbrs[i] >= 0 && g->nbrs[i] < g->n) in[g->nbrs[i]] = 1;
+    int64_t orphans = 0;
+    for (int64_t v = 0; v < g->n; v++) orphans += !in[v] && v != g->entry;
+    free(in);
+    return orphans;
+}
+
 void graft_test_normalize(float* x, int64_t n, int64_t d) {
     for (int64_t i = 0; i < n; i++) {
         float* v = x + i * d;

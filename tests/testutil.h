@@ -111,6 +111,10 @@ void graft_test_check_graph(const graft_graph* g, int64_t n, int R, const float*
 /* Fraction of g's vertices reachable from its entry (graft_graph_stats), -1 on error. */
 double graft_test_reachable(const graft_graph* g);
 
+/* Vertices of g other than its entry that no row points to (graph/orphans.c: every builder links
+ * them; a vertex without an in-edge is a vector no search returns). */
+int64_t graft_test_orphans(const graft_graph* g);
+
 /* Scales each of the n rows of x (d floats) to unit L2 norm (zero rows stay zero). */
 void graft_test_normalize(float* x, int64_t n, int64_t d);
 

@@ -87,6 +87,22 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* v, int64_t n, in
                             const graft_grnnd_params* b, graft_graph* out, double* seconds,
                             graft_pieces_report* rep);
 
+/* Gives every vertex of a built graph but the entry an in-edge (graph/orphans.c says why and
+ * how): an orphan v goes into the row of one of its own neighbours, at its sorted place, a full
+ * row giving up its last entry only when that entry keeps another in-edge. Rows stay sorted,
+ * -1 padded and duplicate-free; a graph without orphans is left as it is. Deterministic. x: the
+ * n x d vectors the graph was built over, metric the build's. *linked (nullable): vertices
+ * linked. Every builder (rnnd.c, grnnd.c, pieces.c) ends with it. Errors: GRAFT_ENOMEM. */
+int graft_graph_link_orphans(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                             int64_t* linked);
+/* The same over what a build read (a build from codes: the decoded codes, a row at a time). */
+int graft_graph_link_orphans_of(graft_graph* graph, const graft_build_vectors* v, int64_t d,
+                                graft_metric metric, int64_t* linked);
+
+/* graft_rnnd_build_cpu, and *linked (nullable) gets graft_graph_link_orphans's count. */
+int graft_rnnd_build_cpu_linked(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,
+                                graft_graph* out, int64_t* linked);
+
 /* graft_grnnd_build_gpu (graft/graph.h) over vectors dx already on params->device (not uploaded,
  * not checked again), or over x uploaded when dx is NULL; x (host) gives the entry point. */
 int graft_grnnd_build_gpu_on(const float* x, const float* dx, int64_t n, int64_t d,

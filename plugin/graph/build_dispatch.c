@@ -51,7 +51,8 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
                 "kernels %.3f s, download %.3f s, host %.3f s\n", (long long)n, b->device,
                 codes ? graft_storage_name(v.st->kind) : "FP32", gr.upload_seconds, gr.gpu_seconds,
                 gr.download_seconds, gr.host_seconds);
-    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0};
+    *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0,
+                                 .linked = rc == GRAFT_OK ? gr.linked : 0};
     /* A whole build from codes that found no room after all decodes them for the pieces now. */
     if (rc == GRAFT_EGPU_NOMEM && codes && !decoded) {
         const int rc0 = graft_build_decode(&v, n, d, &decoded);
@@ -65,8 +66,9 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
         rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
     /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM) {
-        rc = graft_rnnd_build_cpu(x, n, d, &b->base, out);
-        *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n};
+        int64_t linked = 0;
+        rc = graft_rnnd_build_cpu_linked(x, n, d, &b->base, out, &linked);
+        *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n, .linked = linked};
     }
     free(init);
     free(decoded);

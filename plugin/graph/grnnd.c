@@ -157,12 +157,18 @@ int graft_grnnd_build_gpu_from(const graft_build_vectors* src, int64_t n, int64_
         free(nbrs);
         return rc;
     }
-    out->n = n;
-    out->R = b->R;
-    out->nbrs = nbrs;
     const double t5 = graft_now_s();
-    out->entry = codes ? graft_graph_entry_point_codes(src->st, src->codes, n)
-                       : graft_graph_entry_point(src->x, n, d);
+    /* The pools have no rule that keeps an outlier's last in-edge (graph/orphans.c). */
+    graft_graph g = {n, b->R, nbrs,
+                     codes ? graft_graph_entry_point_codes(src->st, src->codes, n)
+                           : graft_graph_entry_point(src->x, n, d)};
+    int64_t linked = 0;
+    rc = graft_graph_link_orphans_of(&g, src, d, b->metric, &linked);
+    if (rc != GRAFT_OK) {
+        free(nbrs);
+        return rc;
+    }
+    *out = g;
     if (report) {
         report->gpu_seconds = ms / 1000.0;
         report->upload_seconds = (t1b - t1) + (t3 - t2);
@@ -170,6 +176,7 @@ int graft_grnnd_build_gpu_from(const graft_build_vectors* src, int64_t n, int64_
         report->host_seconds = (t1 - t0) + (t2 - t1b) + (graft_now_s() - t5);
         report->gpu_peak_bytes = peak;
         report->rounds = rounds;
+        report->linked = linked;
     }
     return GRAFT_OK;
 }

@@ -242,9 +242,11 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
     if (n <= piece_max) { /* one piece: the plain build */
         rep.pieces = 1;
         rep.largest_piece = n;
-        const int rc = gpu ? graft_grnnd_build_gpu(x, n, d, &p, out, NULL)
-                           : graft_rnnd_build_cpu(x, n, d, &p.base, out);
+        graft_grnnd_report gr = {0};
+        const int rc = gpu ? graft_grnnd_build_gpu(x, n, d, &p, out, &gr)
+                           : graft_rnnd_build_cpu_linked(x, n, d, &p.base, out, &gr.linked);
         rep.build_seconds = graft_now_s() - t0;
+        rep.linked = gr.linked;
         if (rc == GRAFT_OK && report) *report = rep;
         return rc;
     }
@@ -359,14 +361,20 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
         cur = 1 - cur;
     }
     free(sub), free(cent), free(top), free(asg), free(fill), free(members), free(seen);
+    /* Each piece's build linked its own orphans, but the merge prunes rows apart again: a vertex
+     * can lose its in-edges of both pieces (graph/orphans.c). */
+    graft_graph merged = {n, R, nbrs, 0};
+    if (rc == GRAFT_OK) {
+        merged.entry = graft_graph_entry_point(x, n, d);
+        const double tm = graft_now_s();
+        rc = graft_graph_link_orphans(&merged, x, d, p.base.metric, &rep.linked);
+        rep.merge_seconds += graft_now_s() - tm;
+    }
     if (rc != GRAFT_OK) {
         free(nbrs);
         return rc;
     }
-    out->n = n;
-    out->R = R;
-    out->nbrs = nbrs;
-    out->entry = graft_graph_entry_point(x, n, d);
+    *out = merged;
     rep.pieces = P;
     rep.largest_piece = largest;
     if (report) *report = rep;

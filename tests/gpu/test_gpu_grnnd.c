@@ -63,9 +63,16 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
     int64_t atR_c, atR_g;
     CHECK_OK(graft_graph_stats(&cpu, &md_c, &mx_c, &atR_c, &reach_c));
     CHECK_OK(graft_graph_stats(&gpu, &md_g, &mx_g, &atR_g, &reach_g));
-    printf("  degree mean/max/at R: cpu %.2f/%d/%lld gpu %.2f/%d/%lld; reachable cpu %.4f gpu %.4f\n",
-           md_c, mx_c, (long long)atR_c, md_g, mx_g, (long long)atR_g, reach_c, reach_g);
+    printf("  degree mean/max/at R: cpu %.2f/%d/%lld gpu %.2f/%d/%lld; reachable cpu %.4f gpu %.4f; "
+           "gpu orphans linked on the host %lld\n",
+           md_c, mx_c, (long long)atR_c, md_g, mx_g, (long long)atR_g, reach_c, reach_g,
+           (long long)rep.linked);
     if (strict) CHECK(reach_g == 1.0, "%s: GPU graph reachability %.4f", what, reach_g);
+    /* Every builder ends by giving each vertex an in-edge (plugin/graph/orphans.c). */
+    if (strict)
+        CHECK(graft_test_orphans(&cpu) == 0 && graft_test_orphans(&gpu) == 0,
+              "%s: vertices without an in-edge: cpu %lld gpu %lld", what,
+              (long long)graft_test_orphans(&cpu), (long long)graft_test_orphans(&gpu));
     const size_t vec = (size_t)nb * d * 4, pools = (size_t)nb * gp->base.R * 16;
     CHECK(rep.gpu_peak_bytes <= vec + pools + pools / 10 + (1 << 20),
           "%s: %zu device bytes, over vectors + 2 pools + 10%%", what, rep.gpu_peak_bytes);

@@ -112,9 +112,12 @@ typedef struct graft_grnnd_report {
     double upload_seconds; /* wall time of context creation, allocation and vector upload */
     double download_seconds; /* wall time from the end of the kernels to the graph on the host */
     double host_seconds;   /* wall time of the host-side checks, of faulting in the graph's host
-                              memory and of the entry point */
+                              memory, of the entry point and of linking the orphans */
     size_t gpu_peak_bytes; /* device memory the build held: vectors (or codes) + pools */
     int rounds;            /* inner rounds run, over every outer iteration (at most T1 x T2) */
+    int64_t linked;        /* vertices the kernels left without an in-edge that were given one
+                              on the host (every builder's last step: a vertex no row points to
+                              is a vector no search returns; plugin/graph/orphans.c) */
 } graft_grnnd_report;
 
 /* A fixed-degree graph. nbrs is malloc'd n x R, owned by the struct: release it with
@@ -139,7 +142,9 @@ void graft_graph_free(graft_graph* graph);
  * a round refines every pool in parallel against the previous round's pools (GRNND's double
  * buffer, 3.5) and then inserts the RNG redirections into their target pools in vertex order.
  * A redirection that a full pool has no room for stays with its source (Ono & Matsui's pools are
- * unbounded, so no candidate is lost there); see plugin/graph/rnnd.c for why.
+ * unbounded, so no candidate is lost there); see plugin/graph/rnnd.c for why. Last, a vertex
+ * that no row points to (the entry excepted) is put into one of its neighbours' rows
+ * (plugin/graph/orphans.c): a vertex without an in-edge is a vector no search returns.
  * Work: about (n R^2 / 2) distances per round at first, far fewer once entries turn old; memory
  * about 32 n R bytes besides x.
  *
@@ -152,7 +157,8 @@ int graft_rnnd_build_cpu(const float* x, int64_t n, int64_t d, const graft_rnnd_
 
 /* GRNND on the GPU. x is n x d row-major host memory (copied to the device, not kept). params
  * may be NULL (defaults); report may be NULL. On success *out holds a new graph (n x R, same
- * layout and entry rule as graft_rnnd_build_cpu); on failure *out is untouched.
+ * layout and entry rule as graft_rnnd_build_cpu, and the same in-edge for every vertex, linked on
+ * the host: report->linked); on failure *out is untouched.
  * Deterministic in its random draws (seed); concurrent insertions into one pool may land in a
  * different order between runs, so two builds can differ in a few edges.
  * Errors: GRAFT_EINVAL (as graft_rnnd_build_cpu, and R > 64, an unknown order, pairs outside
@@ -173,7 +179,8 @@ int64_t graft_grnnd_max_vectors(int64_t d, const graft_grnnd_params* params);
  * 2.5 n / piece_max); each piece's graph is built alone (gpu: GRNND with params, one piece on the
  * device at a time; else RNN-Descent with params->base); every vector's two rows are merged with
  * a relaxed RNG rule (DiskANN's alpha; inner product: their union; pieces.c says why; at most R
- * kept, closest first). n <= piece_max is the plain build.
+ * kept, closest first), and the merged graph's vertices left without an in-edge are linked as
+ * the builders' are (report->linked). n <= piece_max is the plain build.
  * params may be NULL (defaults), report may be NULL. Same layout and entry as the builders; on
  * failure *out is untouched. Errors: the builders' (a piece's failure names the piece), and
  * GRAFT_EINVAL for piece_max < GRAFT_PIECE_MIN or more than 65536 pieces. */
@@ -183,11 +190,14 @@ typedef struct graft_pieces_report {
     int64_t largest_piece;   /* vectors in the largest piece */
     double partition_seconds; /* k-means and assignment */
     double build_seconds;    /* the pieces' builds, gathers of their vectors included */
-    double merge_seconds;    /* the rows' merges (GPU builds: piece c + 1 builds while piece c
-                                merges, so the two overlap and can add up to more than the
-                                wall) */
+    double merge_seconds;    /* the rows' merges and the merged graph's orphans linked (GPU
+                                builds: piece c + 1 builds while piece c merges, so the two
+                                overlap and can add up to more than the wall) */
     int rounds;              /* a whole GRNND build (pieces 1): its inner rounds (graft_grnnd_report);
                                 else 0 */
+    int64_t linked;          /* vertices the build left without an in-edge and linked at its end
+                                (graft_grnnd_report.linked; with P pieces, those of the merged
+                                graph: each piece's own build links its own first) */
 } graft_pieces_report;
 int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                              int gpu, int64_t piece_max, graft_graph* out,
