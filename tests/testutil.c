@@ -314,3 +314,13 @@ void graft_test_with_field(graft_test_reader read, const unsigned char* b, size_
     graft_test_expect_format(read, c, len, what, needle);
     free(c);
 }
+
+void graft_test_encode(int kind, const float* x, int64_t n, int64_t d, graft_storage* st,
+                       uint8_t** codes, float** dec) {
+    CHECK_OK(graft_storage_init(st, kind, d));
+    CHECK_OK(graft_storage_train(st, n, x));
+    *codes = malloc((size_t)n * graft_storage_code_size(kind, d));
+    *dec = malloc(sizeof(float) * n * d);
+    graft_storage_encode(st, n, x, *codes);
+    graft_storage_decode(st, n, *codes, *dec);
+}

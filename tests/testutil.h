@@ -9,6 +9,7 @@
 #include "graft/graft.h"
 #include "graft/flat.h"
 #include "graft/graph.h"
+#include "graft/storage.h"
 
 extern int graft_test_failures;
 
@@ -114,6 +115,10 @@ double graft_test_reachable(const graft_graph* g);
 /* Vertices of g other than its entry that no row points to (graph/orphans.c: every builder links
  * them; a vertex without an in-edge is a vector no search returns). */
 int64_t graft_test_orphans(const graft_graph* g);
+/* x (n x d) coded by a storage of `kind` trained on x: *codes and the decoded vectors *dec, what
+ * a CPU reference of a build from codes reads (both malloc'd). */
+void graft_test_encode(int kind, const float* x, int64_t n, int64_t d, graft_storage* st,
+                       uint8_t** codes, float** dec);
 
 /* Scales each of the n rows of x (d floats) to unit L2 norm (zero rows stay zero). */
 void graft_test_normalize(float* x, int64_t n, int64_t d);

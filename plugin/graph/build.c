@@ -33,9 +33,8 @@ int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* f
     return GRAFT_OK;
 }
 
-int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
-                           const char* fn) {
-    if (!x || !graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL vectors or graph", fn);
+int graft_check_graph_rows(int64_t n, const graft_graph* graph, int gpu, const char* fn) {
+    if (!graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL graph", fn);
     if (n < 1 || n > INT32_MAX)
         return graft_fail(GRAFT_EINVAL, "%s: n = %lld out of range [1, 2^31)", fn, (long long)n);
     if (graph->n != n)
@@ -52,5 +51,12 @@ int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_gra
     if (bad < slots)
         return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
                           (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);
+    return GRAFT_OK;
+}
+
+int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
+                           const char* fn) {
+    if (!x || !graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL vectors or graph", fn);
+    GRAFT_TRY(graft_check_graph_rows(n, graph, gpu, fn));
     return graft_check_finite(x, n, d, fn);
 }

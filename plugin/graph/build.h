@@ -36,6 +36,8 @@ int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* f
  * vectors x (n x d). */
 int graft_check_graph_data(int64_t n, int64_t d, const float* x, const graft_graph* graph, int gpu,
                            const char* fn);
+/* The same checks of the graph alone (vectors held as codes, checked when they were encoded). */
+int graft_check_graph_rows(int64_t n, const graft_graph* graph, int gpu, const char* fn);
 
 /* init_exact's start (graph/oracle.c): each vertex's exact min(R, n - 1) nearest others as a new
  * n x *k id array (*ids, malloc'd, the caller frees), by the flat index's k-NN graph on b->device

@@ -898,27 +898,6 @@ static int adopt_data(graft_gindex* g, int64_t n, float* x, uint8_t* codes, graf
     return rc;
 }
 
-/* graft_check_graph_data's checks of a graph over n vectors held as codes only (keep_fp32 = 0),
- * whose values were checked when they were encoded or read. */
-static int check_graph_rows(int64_t n, const graft_graph* graph, int gpu, const char* fn) {
-    if (!graph || !graph->nbrs) return graft_fail(GRAFT_EINVAL, "%s: NULL graph", fn);
-    if (graph->n != n)
-        return graft_fail(GRAFT_EINVAL, "%s: the graph has %lld rows for %lld vectors", fn,
-                          (long long)graph->n, (long long)n);
-    const int max_r = gpu ? GRAFT_GPU_SEARCH_MAX_R : GRAFT_GRAPH_MAX_R;
-    if (graph->R < 1 || graph->R > max_r)
-        return graft_fail(GRAFT_EINVAL, "%s: degree R = %d out of range [1, %d]%s", fn, graph->R,
-                          max_r, gpu ? " (the GPU search kernel's limit)" : "");
-    if (graph->entry < 0 || graph->entry >= n)
-        return graft_fail(GRAFT_EINVAL, "%s: entry %lld out of range [0, %lld)", fn,
-                          (long long)graph->entry, (long long)n);
-    const int64_t slots = n * graph->R, bad = graft_first_id_outside(graph->nbrs, slots, n);
-    if (bad < slots)
-        return graft_fail(GRAFT_EINVAL, "%s: row %lld of the graph holds id %d, outside [-1, %lld)", fn,
-                          (long long)(bad / graph->R), (int)graph->nbrs[bad], (long long)n);
-    return GRAFT_OK;
-}
-
 int graft_gindex_set_data(graft_gindex* g, int64_t n, const float* x, const graft_graph* graph) {
     const char* fn = "graft_gindex_set_data";
     if (!g) return graft_fail(GRAFT_EINVAL, "%s: NULL index", fn);
@@ -943,7 +922,7 @@ int graft_gindex_set_graph(graft_gindex* g, const graft_graph* graph) {
     gsnap* s = g->cur;
     int rc = s->n == 0 ? graft_fail(GRAFT_EINVAL, "%s: the index holds no vectors", fn)
              : s->xb   ? graft_check_graph_data(s->n, g->d, s->xb->p, graph, g->ctx != NULL, fn)
-                       : check_graph_rows(s->n, graph, g->ctx != NULL, fn); /* codes only */
+                       : graft_check_graph_rows(s->n, graph, g->ctx != NULL, fn); /* codes only */
     const size_t row = (size_t)graph->R * sizeof(int32_t);
     gbuf* nb = rc == GRAFT_OK ? gbuf_host((size_t)graph->n * row) : NULL;
     if (rc == GRAFT_OK && !nb)
@@ -1259,7 +1238,7 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
     if (rc == GRAFT_OK && pq && pbytes && graft_pq_check(&codebooks, fn) != GRAFT_OK)
         rc = graft_relabel(GRAFT_EFORMAT, "");
     if (rc == GRAFT_OK && n > 0 &&
-        (x ? graft_check_graph_data(n, d, x, &graph, 0, fn) : check_graph_rows(n, &graph, 0, fn)) != GRAFT_OK)
+        (x ? graft_check_graph_data(n, d, x, &graph, 0, fn) : graft_check_graph_rows(n, &graph, 0, fn)) != GRAFT_OK)
         rc = graft_relabel(GRAFT_EFORMAT, "");
     if (rc == GRAFT_OK && dbytes) {
         int64_t set = 0;
@@ -1294,7 +1273,7 @@ int graft_gindex_read(FILE* f, const graft_gindex_params* params, graft_gindex**
     free(params_blob);
     if (rc == GRAFT_OK && n > 0) /* the GPU's R */
         rc = x ? graft_check_graph_data(n, d, x, &graph, index->ctx != NULL, fn)
-               : check_graph_rows(n, &graph, index->ctx != NULL, fn);
+               : graft_check_graph_rows(n, &graph, index->ctx != NULL, fn);
     /* FP16 codes only: no Inf among them (an add refuses values past FP16's range). */
     if (rc == GRAFT_OK && n > 0 && codes_only &&
         gindex_check_codes(index, index->cur->codec, n, codes, "graft_gindex_read: ") != GRAFT_OK)

@@ -91,18 +91,6 @@ static void compare(const char* what, const float* xb, int64_t nb, int64_t d, co
 
 /* ---- builds from codes (issue 48) ---------------------------------------------------------- */
 
-/* x (n x d) coded by a storage of `kind` trained on x: *codes and the decoded vectors *dec, what
- * the CPU reference builds from (both malloc'd). */
-static void encode(int kind, const float* x, int64_t n, int64_t d, graft_storage* st, uint8_t** codes,
-                   float** dec) {
-    CHECK_OK(graft_storage_init(st, kind, d));
-    CHECK_OK(graft_storage_train(st, n, x));
-    *codes = malloc((size_t)n * graft_storage_code_size(kind, d));
-    *dec = malloc(sizeof(float) * n * d);
-    graft_storage_encode(st, n, x, *codes);
-    graft_storage_decode(st, n, *codes, *dec);
-}
-
 /* GRNND from the codes: uploaded from the host, or read where they already are (dcodes). */
 static int build_codes(const graft_storage* st, const uint8_t* codes, const void* dcodes, int64_t n,
                        int64_t d, const graft_grnnd_params* gp, graft_graph* g, graft_grnnd_report* rep) {
@@ -138,7 +126,7 @@ static void compare_codes(const char* what, int kind, const float* xb, int64_t n
     graft_storage st;
     uint8_t* codes = NULL;
     float* dec = NULL;
-    encode(kind, xb, nb, d, &st, &codes, &dec);
+    graft_test_encode(kind, xb, nb, d, &st, &codes, &dec);
     const size_t cbytes = (size_t)nb * graft_storage_code_size(kind, d);
     graft_gpu_ctx* ctx = NULL;
     void* dcodes = NULL;
@@ -207,7 +195,7 @@ static void build_codes_ok(const char* what, int kind, const float* x, int64_t n
     graft_storage st;
     uint8_t* codes = NULL;
     float* dec = NULL;
-    encode(kind, x, n, d, &st, &codes, &dec);
+    graft_test_encode(kind, x, n, d, &st, &codes, &dec);
     graft_graph g = {0};
     CHECK_OK(build_codes(&st, codes, NULL, n, d, gp, &g, NULL));
     if (g.nbrs) {
@@ -251,7 +239,7 @@ static void test_codes(const graft_test_sift* s) {
     uint8_t* codes = NULL;
     float* dec = NULL;
     x[7] = 1e6f;
-    encode(GRAFT_STORAGE_FP16, x, 100, 20, &st, &codes, &dec);
+    graft_test_encode(GRAFT_STORAGE_FP16, x, 100, 20, &st, &codes, &dec);
     graft_graph out = {.n = -7};
     CHECK_ERR(build_codes(&st, codes, NULL, 100, 20, &gp, &out, NULL), GRAFT_EINVAL);
     CHECK(out.n == -7 && !out.nbrs, "a refused build from codes touched its output");

@@ -12,17 +12,6 @@
 #include "graph/build.h"
 #include "testutil.h"
 
-/* x coded by a storage of `kind` trained on x: *codes and the decoded vectors *dec (malloc'd). */
-static void encode(int kind, const float* x, int64_t n, int64_t d, graft_storage* st, uint8_t** codes,
-                   float** dec) {
-    CHECK_OK(graft_storage_init(st, kind, d));
-    CHECK_OK(graft_storage_train(st, n, x));
-    *codes = malloc((size_t)n * graft_storage_code_size(kind, d));
-    *dec = malloc(sizeof(float) * n * d);
-    graft_storage_encode(st, n, x, *codes);
-    graft_storage_decode(st, n, *codes, *dec);
-}
-
 static void test_params(void) {
     graft_grnnd_params gp;
     graft_grnnd_params_defaults(&gp);
@@ -85,7 +74,7 @@ static void test_checks(const graft_test_sift* s) {
     graft_storage st;
     uint8_t* codes;
     float* dec;
-    encode(GRAFT_STORAGE_SQ8, s->xb, n, d, &st, &codes, &dec);
+    graft_test_encode(GRAFT_STORAGE_SQ8, s->xb, n, d, &st, &codes, &dec);
     graft_build_vectors v = {.st = &st, .codes = codes};
     CHECK(graft_build_reads_codes(&v) && graft_build_row_bytes(&v, d) == (size_t)d, "SQ8 reads d bytes");
     CHECK_OK(graft_check_build_vectors(&v, n, d, &rp, &out, "test"));
@@ -108,7 +97,7 @@ static void test_checks(const graft_test_sift* s) {
     graft_storage h;
     uint8_t* hc;
     float* hd;
-    encode(GRAFT_STORAGE_FP16, x, 40, 8, &h, &hc, &hd);
+    graft_test_encode(GRAFT_STORAGE_FP16, x, 40, 8, &h, &hc, &hd);
     v = (graft_build_vectors){.st = &h, .codes = hc};
     CHECK(graft_build_row_bytes(&v, 8) == 16, "FP16 reads 2 d bytes");
     CHECK_ERR(graft_check_build_vectors(&v, 40, 8, &rp, &out, "test"), GRAFT_EINVAL);
@@ -132,7 +121,7 @@ static void test_entry_point(const graft_test_sift* s) {
         graft_storage st;
         uint8_t* codes;
         float* dec;
-        encode(kinds[k], s->xb, s->nb, s->d, &st, &codes, &dec);
+        graft_test_encode(kinds[k], s->xb, s->nb, s->d, &st, &codes, &dec);
         for (int i = 0; i < 6; i++) {
             const int64_t a = graft_graph_entry_point_codes(&st, codes, ns[i]);
             const int64_t b = graft_graph_entry_point(dec, ns[i], s->d);
