@@ -61,6 +61,15 @@ void GraftIndexGraph::add(idx_t n, const float* x) {
     ntotal = graft_gindex_ntotal(gindex);
 }
 
+void GraftIndexGraph::add_u8(idx_t n, const uint8_t* x) {
+    GRAFT_REQUIRE(is_trained || graft_gindex_storage(gindex)->kind != GRAFT_STORAGE_PQ,
+                  "GraftIndexGraphPQ::add_u8: the index is not trained: call train() first (it "
+                  "learns the PQ codebooks, at least %d vectors, as for FAISS's IndexPQ)",
+                  GRAFT_PQ_KSUB);
+    throw_if_error(graft_gindex_add_u8(gindex, n, x), (std::string(name()) + "::add_u8").c_str());
+    ntotal = graft_gindex_ntotal(gindex);
+}
+
 void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                              const faiss::SearchParameters* params) const {
     graft_search_params p = graft_gindex_get_params(gindex).search;

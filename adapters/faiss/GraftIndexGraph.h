@@ -37,6 +37,9 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     // rebuilt, as the "add_policy" says (graft/graph_index.h, docs/adding-and-removing.md). A
     // failed add leaves the index as it was.
     void add(idx_t n, const float* x) override;
+    // add() of the vectors (float)x[i] (n x d uint8), without n x d floats on the host
+    // (graft_gindex_add_u8).
+    void add_u8(idx_t n, const uint8_t* x);
     // Any k in [1, 1024]; the beam is max(L, k) as in FAISS's HNSW. params: a
     // SearchParametersGraftGraph or SearchParametersGraftGraphPQ, or any faiss::SearchParameters
     // for its `sel`.

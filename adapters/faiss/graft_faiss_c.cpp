@@ -98,6 +98,19 @@ FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index) {
     return g ? to_c(g) : nullptr;
 }
 
+int faiss_graft_add_u8(FaissIndex* index, idx_t n, const uint8_t* x) {
+    try {
+        FAISS_THROW_IF_NOT_MSG(index, "faiss_graft_add_u8: index is NULL");
+        auto* g = dynamic_cast<graft::GraftIndexGraph*>(from_c(index));
+        FAISS_THROW_IF_NOT_MSG(g, "faiss_graft_add_u8: not a graft graph index (GraftIndexGraph "
+                                  "or GraftIndexGraphPQ itself; wrappers such as IndexIDMap are "
+                                  "not supported: add the widened floats with faiss_Index_add)");
+        g->add_u8(n, x);
+        return 0;
+    }
+    CATCH_AND_HANDLE
+}
+
 int graft_faiss_knn(const float* xb, int64_t nb, const float* xq, int64_t nq, int64_t d, int64_t k,
                     graft_metric metric, float* D, int64_t* I) {
     try {

@@ -55,6 +55,15 @@ int faiss_GraftIndexGraphPQ_new(FaissIndex** p_index, int d, FaissMetricType met
 /* Tells whether index is a graft graph index with the PQ storage (NULL when not). */
 FaissIndex* faiss_GraftIndexGraphPQ_cast(FaissIndex* index);
 
+/* faiss_Index_add of the vectors (float)x[i] (n x d uint8: bvecs, u8bin) to a graft graph index
+ * (GraftIndexGraph or GraftIndexGraphPQ, any storage) without widening them all to FP32 on the
+ * host (graft_gindex_add_u8: the rows go straight into the index's FP32 copy, or with
+ * keep_fp32 = 0 through a bounded chunk into the codes). Only the graft index itself: another
+ * index, or a graft index behind a wrapper (IndexIDMap/IDMap2, IndexPreTransform, shards), fails
+ * with a message (use faiss_Index_add there). Errors as faiss_Index_add's (NULL x with n > 0,
+ * n < 0, an untrained PQ index); a failed add leaves the index as it was. */
+int faiss_graft_add_u8(FaissIndex* index, idx_t n, const uint8_t* x);
+
 /* FAISS's k-means (faiss::Clustering over an IndexFlatL2), in the shape of graft/pq.h's
  * graft_kmeans_fn: clusters n points x (n x d) into k centroids (k x d, written). ctx: NULL for
  * FAISS's default ClusteringParameters (25 iterations, seed 1234, at most 256 points per centroid

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/index_common.h"
+#include "core/threads.h"
 #include "core/validate.h"
 #include "graph/build.h"
 #include "graph/gindex_internal.h"
@@ -237,23 +238,63 @@ static int reserve(graft_gindex* g, gsnap* t, int64_t need, const char* fn) {
     return GRAFT_OK;
 }
 
-/* The m vectors x and their codes into t's slots [t->n, t->n + m), past every snapshot's rows
- * (t->n is not moved), x checked finite as it is copied: a failed add leaves the index as it was
- * (t is the caller's clone, released on failure). */
-static int append(graft_gindex* g, gsnap* t, int64_t m, const float* x, const char* fn) {
+/* Where an add's rows come from: the caller's floats, or its uint8 rows widened to float
+ * (graft_gindex_add_u8, which never holds n x d floats beyond the index's own). */
+typedef struct {
+    const float* f;   /* FP32 rows, or NULL */
+    const uint8_t* u; /* uint8 rows when f is NULL */
+} rowsrc;
+
+/* Rows of uint8 widened at a time into a scratch buffer when the codes are the only copy
+ * (keep_fp32 = 0): 65,536 x d floats (32 MiB at d = 128) however large the add. */
+#define U8_CHUNK_ROWS 65536
+
+/* n uint8 rows (n x d) widened into dst (n x d floats); u8 is always finite. */
+static void widen_u8(float* dst, const uint8_t* src, int64_t n, int64_t d) {
+    const int64_t total = n * d;
+    const int t = graft_threads_for(total * (int64_t)sizeof(float));
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+    for (int64_t i = 0; i < total; i++) dst[i] = (float)src[i];
+}
+
+/* The m rows of src and their codes into t's slots [t->n, t->n + m), past every snapshot's rows
+ * (t->n is not moved), float rows checked finite as they are copied: a failed add leaves the index
+ * as it was (t is the caller's clone, released on failure). */
+static int append(graft_gindex* g, gsnap* t, int64_t m, const rowsrc* src, const char* fn) {
     GRAFT_TRY(reserve(g, t, t->n + m, fn));
     if (snap_codes_only(t)) {
-        /* keep_fp32 = 0: the batch is encoded straight from the caller's buffer, no FP32 row is
-         * kept or copied (an add of any size allocates only its codes). */
-        GRAFT_TRY(graft_check_finite(x, m, g->d, "graft_gindex_add"));
+        /* keep_fp32 = 0: a float batch is encoded straight from the caller's buffer, no FP32 row
+         * is kept or copied (an add of any size allocates only its codes); a uint8 batch is
+         * widened a bounded chunk at a time. */
         uint8_t* dst = (uint8_t*)t->codes->p + (size_t)t->n * g->code_size;
-        GRAFT_TRY(gindex_encode(g, t->codec, m, x, dst, "graft_gindex_add: "));
+        if (src->f) {
+            GRAFT_TRY(graft_check_finite(src->f, m, g->d, "graft_gindex_add"));
+            GRAFT_TRY(gindex_encode(g, t->codec, m, src->f, dst, fn));
+            return gindex_check_codes(g, t->codec, m, dst, fn);
+        }
+        const int64_t rows = m < U8_CHUNK_ROWS ? m : U8_CHUNK_ROWS;
+        float* scratch = (float*)malloc((size_t)rows * (size_t)g->d * sizeof(float));
+        if (!scratch)
+            return graft_fail(GRAFT_ENOMEM, "%sout of host memory (%zu bytes)", fn,
+                              (size_t)rows * (size_t)g->d * sizeof(float));
+        int rc = GRAFT_OK;
+        for (int64_t i = 0; i < m && rc == GRAFT_OK; i += rows) {
+            const int64_t c = m - i < rows ? m - i : rows;
+            widen_u8(scratch, src->u + i * g->d, c, g->d);
+            rc = gindex_encode(g, t->codec, c, scratch, dst + (size_t)i * g->code_size, fn);
+        }
+        free(scratch);
+        GRAFT_TRY(rc);
         return gindex_check_codes(g, t->codec, m, dst, fn);
     }
-    GRAFT_TRY(graft_copy_rows_finite((float*)t->xb->p + t->n * g->d, x, m, g->d, "graft_gindex_add"));
+    float* xrows = (float*)t->xb->p + t->n * g->d;
+    if (src->f)
+        GRAFT_TRY(graft_copy_rows_finite(xrows, src->f, m, g->d, "graft_gindex_add"));
+    else
+        widen_u8(xrows, src->u, m, g->d); /* straight into the FP32 rows the index keeps */
     /* FP32 keeps no codes: no pointer is formed past NULL (UBSan). */
     uint8_t* dst = g->code_size ? (uint8_t*)t->codes->p + (size_t)t->n * g->code_size : NULL;
-    return gindex_encode(g, t->codec, m, x, dst, "graft_gindex_add: ");
+    return gindex_encode(g, t->codec, m, src->f ? src->f : xrows, dst, fn);
 }
 
 /* t's live slots moved down into new buffers (ids do not change: they were the live slots'
@@ -514,7 +555,7 @@ static int insert(graft_gindex* g, gsnap* t, int64_t m, int uploaded, int* on_gp
 
 static void start_background(graft_gindex* g);
 
-static int add_locked(graft_gindex* g, int64_t m, const float* x, const char* fn) {
+static int add_locked(graft_gindex* g, int64_t m, const rowsrc* x, const char* fn) {
     const double t0 = graft_now_s();
     gsnap* s = g->cur;
     GRAFT_TRY(s->codec->st.trained ? GRAFT_OK
@@ -577,8 +618,21 @@ int graft_gindex_add(graft_gindex* g, int64_t n, const float* x) {
     const char* fn = "graft_gindex_add: ";
     GRAFT_TRY(graft_check_add_args(g != NULL, n, x, "graft_gindex_add"));
     if (n == 0) return GRAFT_OK;
+    const rowsrc src = {x, NULL};
     pthread_mutex_lock(&g->wlock);
-    const int rc = add_locked(g, n, x, fn);
+    const int rc = add_locked(g, n, &src, fn);
+    pthread_mutex_unlock(&g->wlock);
+    return rc;
+}
+
+int graft_gindex_add_u8(graft_gindex* g, int64_t n, const uint8_t* x) {
+    const char* fn = "graft_gindex_add_u8: ";
+    if (!g || (!x && n > 0)) return graft_fail(GRAFT_EINVAL, "%sNULL argument", fn);
+    if (n < 0) return graft_fail(GRAFT_EINVAL, "%sn = %lld < 0", fn, (long long)n);
+    if (n == 0) return GRAFT_OK;
+    const rowsrc src = {NULL, x};
+    pthread_mutex_lock(&g->wlock);
+    const int rc = add_locked(g, n, &src, fn);
     pthread_mutex_unlock(&g->wlock);
     return rc;
 }

@@ -440,6 +440,46 @@ static void test_errors(void) {
     faiss_Index_free(g);
 }
 
+/* faiss_graft_add_u8: sift5k's integer rows as uint8 give the float add's index; other indexes
+ * and wrappers are refused by name. */
+static void test_add_u8(void) {
+    printf("add_u8\n");
+    uint8_t* xu = malloc((size_t)(s.nb * s.d));
+    for (int64_t i = 0; i < s.nb * s.d; i++) xu[i] = (uint8_t)s.xb[i];
+    FaissIndex* a = NULL;
+    FaissIndex* b = NULL;
+    FAISS_OK(faiss_GraftIndexGraph_new(&a, (int)s.d, METRIC_L2, -1));
+    FAISS_OK(faiss_GraftIndexGraph_new(&b, (int)s.d, METRIC_L2, -1));
+    if (a && b) {
+        FAISS_OK(faiss_graft_add_u8(a, s.nb, xu));
+        FAISS_OK(faiss_Index_add(b, s.nb, s.xb));
+        CHECK(faiss_Index_ntotal(a) == s.nb, "add_u8: ntotal %lld", (long long)faiss_Index_ntotal(a));
+        results ra = search_with(a, NULL), rb = search_with(b, NULL);
+        CHECK(same_results(ra, rb), "add_u8: results differ from the float add's");
+        FAISS_FAILS(faiss_graft_add_u8(a, -1, xu), "graft_gindex_add_u8");
+        FAISS_FAILS(faiss_graft_add_u8(a, 5, NULL), "graft_gindex_add_u8");
+        CHECK(faiss_Index_ntotal(a) == s.nb, "refused add_u8 changed ntotal");
+        free_results(&ra);
+        free_results(&rb);
+        FaissIndex* c = NULL;
+        FaissIndexIDMap* idmap = NULL;
+        FAISS_OK(faiss_GraftIndexGraph_new(&c, (int)s.d, METRIC_L2, -1));
+        if (c) FAISS_OK(faiss_IndexIDMap_new(&idmap, c));
+        if (idmap) {
+            FAISS_FAILS(faiss_graft_add_u8((FaissIndex*)idmap, 5, xu), "not a graft graph index");
+            faiss_Index_free((FaissIndex*)idmap); /* does not own c */
+        }
+        faiss_Index_free(c);
+    }
+    FaissIndexFlatL2* flat = NULL;
+    FAISS_OK(faiss_IndexFlatL2_new_with(&flat, s.d));
+    if (flat) FAISS_FAILS(faiss_graft_add_u8((FaissIndex*)flat, 5, xu), "not a graft graph index");
+    faiss_Index_free((FaissIndex*)flat);
+    faiss_Index_free(a);
+    faiss_Index_free(b);
+    free(xu);
+}
+
 int main(void) {
     graft_test_temp_dir(dir, sizeof dir, "graph");
     graft_test_load_sift5k(&s);
@@ -451,6 +491,7 @@ int main(void) {
     test_idmap_io();
     test_export();
     test_errors();
+    test_add_u8();
     graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);

@@ -206,6 +206,13 @@ static inline size_t graft_memory_model_bytes(const graft_memory_model* m, int64
  * is rebuilt (above). An untrained SQ8 or PQ index: GRAFT_ESTATE. NaN/Inf or a failed add leave
  * the index as it was. */
 int graft_gindex_add(graft_gindex* index, int64_t n, const float* x);
+/* graft_gindex_add of the vectors (float)x[i] (n x d uint8: bvecs, u8bin), one add as it is (one
+ * snapshot, the same living.policy), without ever holding n x d floats of its own: with
+ * keep_fp32 = 1 the rows are widened straight into the FP32 vectors the index keeps anyway; with
+ * keep_fp32 = 0 (FP16, SQ8: codes only) 65,536 rows at a time are widened into a scratch buffer
+ * and encoded. Errors: GRAFT_EINVAL (NULL index, NULL x with n > 0, n < 0), graft_gindex_add's;
+ * a failed add leaves the index as it was. */
+int graft_gindex_add_u8(graft_gindex* index, int64_t n, const uint8_t* x);
 /* Removes the vectors whose ids (in [0, ntotal); others are ignored, repeats count once) are
  * listed, FAISS's remove_ids: the remaining ones are renumbered in order at once, and *removed
  * (may be NULL) gets how many went. They become tombstones until consolidation (above); a removal
