@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "core/threads.h"
 #include "core/validate.h"
 #include "graph/build.h"
+#include "storage/decode.h"
 
 int graft_build_reads_codes(const graft_build_vectors* v) {
     return v && v->st && (v->st->kind == GRAFT_STORAGE_FP16 || v->st->kind == GRAFT_STORAGE_SQ8);
@@ -17,16 +17,6 @@ int graft_build_reads_codes(const graft_build_vectors* v) {
 size_t graft_build_row_bytes(const graft_build_vectors* v, int64_t d) {
     return graft_build_reads_codes(v) ? graft_storage_code_size(v->st->kind, d)
                                       : (size_t)d * sizeof(float);
-}
-
-/* The first of m FP16 codes that is Inf or NaN (exponent bits all set), m when none is. */
-static int64_t first_nonfinite_half(const uint16_t* h, int64_t m) {
-    int64_t first = m;
-    const int t = graft_threads_for(m * 2);
-#pragma omp parallel for schedule(static) reduction(min : first) num_threads(t) if (t > 1)
-    for (int64_t i = 0; i < m; i++)
-        if ((h[i] & 0x7c00u) == 0x7c00u && i < first) first = i;
-    return first;
 }
 
 int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d,
@@ -46,12 +36,11 @@ int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d
     /* The sizes and parameters, as every build checks them; they test x only for NULL, and here
      * the codes stand in for it. */
     GRAFT_TRY(graft_check_graph_build_args((const float*)(const void*)v->codes, n, d, p, out, fn));
-    if (st->kind == GRAFT_STORAGE_FP16) {
-        const int64_t bad = first_nonfinite_half((const uint16_t*)(const void*)v->codes, n * d);
-        if (bad < n * d)
-            return graft_fail(GRAFT_EINVAL, "%s: the FP16 code of vector %lld, dimension %lld, is "
-                              "Inf or NaN (a value past FP16's 65504); build from the FP32 vectors",
-                              fn, (long long)(bad / d), (long long)(bad % d));
+    const int64_t bad = graft_storage_first_nonfinite(st, n, v->codes);
+    if (bad < n * d) {
+        return graft_fail(GRAFT_EINVAL, "%s: the FP16 code of vector %lld, dimension %lld, is "
+                          "Inf or NaN (a value past FP16's 65504); build from the FP32 vectors",
+                          fn, (long long)(bad / d), (long long)(bad % d));
     }
     return GRAFT_OK;
 }
@@ -121,12 +110,6 @@ int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float
     if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &bytes) || !(*x = malloc(bytes)))
         return graft_fail(GRAFT_ENOMEM, "graph build: out of host memory for the %lld x %lld "
                           "decoded codes", (long long)n, (long long)d);
-    const size_t cs = graft_storage_code_size(v->st->kind, d);
-    const int64_t chunk = 4096;
-    const int t = graft_threads_for((int64_t)bytes);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t i = 0; i < n; i += chunk)
-        graft_storage_decode(v->st, n - i < chunk ? n - i : chunk, v->codes + (size_t)i * cs,
-                             *x + i * d);
+    graft_storage_decode_rows(v->st, n, v->codes, *x);
     return GRAFT_OK;
 }

@@ -188,17 +188,11 @@ int gindex_encode(graft_gindex* g, const gcodec* c, int64_t n, const float* x, u
 
 int gindex_check_codes(const graft_gindex* g, const gcodec* c, int64_t n, const uint8_t* codes,
                        const char* fn) {
-    if (c->st.kind != GRAFT_STORAGE_FP16) return GRAFT_OK; /* SQ8 clamps to its ranges, as FAISS */
-    const uint16_t* h = (const uint16_t*)codes;
-    const int64_t total = n * g->d;
-    int64_t bad = total;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (total > (1 << 20))
-    for (int64_t i = 0; i < total; i++)
-        if ((h[i] & 0x7C00u) == 0x7C00u && i < bad) bad = i; /* exponent all ones: Inf */
-    if (bad == total) return GRAFT_OK;
+    const int64_t bad = graft_storage_first_nonfinite(&c->st, n, codes);
+    if (bad == n * c->st.d) return GRAFT_OK; /* also every storage but FP16 */
     return graft_fail(GRAFT_EINVAL, "%srow %lld holds a value outside FP16's range (|x| > 65504); "
                       "with keep_fp32 = 0 the FP16 codes are the only copy of the vectors (scale "
-                      "the data, or use SQ8 or keep_fp32 = 1)", fn, (long long)(bad / g->d));
+                      "the data, or use SQ8 or keep_fp32 = 1)", fn, (long long)(bad / c->st.d));
 }
 
 /* ---- host storage ------------------------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "graph/gindex_internal.h"
+#include "storage/decode.h"
 
 gbuf* gbuf_host(size_t bytes) {
     gbuf* b = malloc(sizeof *b);
@@ -145,14 +146,8 @@ void snap_release(gsnap* s) {
 }
 
 void snap_decode_rows(const gsnap* s, int64_t d, int64_t first, int64_t n, float* out) {
-    const graft_storage* st = &s->codec->st;
-    const size_t cs = graft_storage_code_size(st->kind, d);
-    const uint8_t* codes = (const uint8_t*)s->codes->p + (size_t)first * cs;
-    /* In blocks of rows: graft_storage_decode is one thread's loop. */
-    const int64_t block = 1024;
-#pragma omp parallel for schedule(static) if (n > 4 * block)
-    for (int64_t b = 0; b < n; b += block)
-        graft_storage_decode(st, n - b < block ? n - b : block, codes + (size_t)b * cs, out + b * d);
+    const size_t cs = graft_storage_code_size(s->codec->st.kind, d);
+    graft_storage_decode_rows(&s->codec->st, n, (const uint8_t*)s->codes->p + (size_t)first * cs, out);
 }
 
 const float* snap_vectors(const gsnap* s, int64_t d, int64_t n, float** owned) {

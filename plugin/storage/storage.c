@@ -232,3 +232,24 @@ void graft_sq8_affine(const graft_storage* st, float* so) {
         so[d + j] = st->vmin[j] + 0.5f * so[j];
     }
 }
+
+void graft_storage_decode_rows(const graft_storage* st, int64_t n, const uint8_t* codes, float* x) {
+    const size_t cs = graft_storage_code_size(st->kind, st->d);
+    const int64_t block = 1024;
+    const int t = graft_threads_for(n * st->d * (int64_t)sizeof(float));
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1 && n > block)
+    for (int64_t b = 0; b < n; b += block)
+        graft_storage_decode(st, n - b < block ? n - b : block, codes + (size_t)b * cs, x + b * st->d);
+}
+
+int64_t graft_storage_first_nonfinite(const graft_storage* st, int64_t n, const uint8_t* codes) {
+    const int64_t m = n * st->d;
+    if (st->kind != GRAFT_STORAGE_FP16) return m;
+    const uint16_t* h = (const uint16_t*)(const void*)codes;
+    int64_t first = m;
+    const int t = graft_threads_for(m * 2);
+#pragma omp parallel for schedule(static) reduction(min : first) num_threads(t) if (t > 1)
+    for (int64_t i = 0; i < m; i++)
+        if ((h[i] & 0x7c00u) == 0x7c00u && i < first) first = i;
+    return first;
+}
