@@ -1,8 +1,6 @@
 /* What a graph build reads (graph/build.h, graft_build_vectors): FP32 vectors or an FP16 / SQ8
- * storage's codes (issue 48), their checks, and the host steps a build from codes needs: the entry
- * point of the decoded codes, a row at a time, and the whole decode for the builders that read
- * FP32 rows. */
-#include <math.h>
+ * storage's codes (issue 48), their checks, and the whole decode for the builders that read FP32
+ * rows (the codes' entry point is graph.c's, graft_graph_entry_point_codes). */
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -43,66 +41,6 @@ int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d
                           fn, (long long)(bad / d), (long long)(bad % d));
     }
     return GRAFT_OK;
-}
-
-/* graft_graph_entry_point (graph.c) over the decoded codes, in the same order: column sums per
- * block of rows added in block order, then the nearest row with ties to the smaller id, so that
- * the two agree exactly on graft_storage_decode's rows. Each block decodes one row at a time
- * into its own d floats. */
-int64_t graft_graph_entry_point_codes(const graft_storage* st, const uint8_t* codes, int64_t n) {
-    const int64_t d = st ? st->d : 0;
-    if (!codes || n < 1 || d < 1) return 0;
-    const size_t cs = graft_storage_code_size(st->kind, d);
-    int64_t B = n < 64 ? 1 : 64;
-    double* c = calloc((size_t)d, sizeof(double));
-    double* part = calloc((size_t)(B * d), sizeof(double));
-    float* rows = malloc((size_t)(B * d) * sizeof(float));
-    if (c && (!part || !rows)) { /* one block: graph.c's fallback order */
-        free(part), free(rows);
-        B = 1;
-        part = calloc((size_t)d, sizeof(double));
-        rows = malloc((size_t)d * sizeof(float));
-    }
-    if (!c || !part || !rows) {
-        free(c), free(part), free(rows);
-        return 0;
-    }
-    const int64_t per = (n + B - 1) / B;
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < B; b++) {
-        float* r = rows + b * d;
-        for (int64_t i = b * per; i < n && i < (b + 1) * per; i++) {
-            graft_storage_decode(st, 1, codes + (size_t)i * cs, r);
-            for (int64_t j = 0; j < d; j++) part[b * d + j] += r[j];
-        }
-    }
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t j = 0; j < d; j++) c[j] += part[b * d + j];
-    for (int64_t j = 0; j < d; j++) c[j] /= (double)n;
-    /* The nearest row: each block's first minimum, then the blocks in order (ties to the smaller
-     * id, as graph.c's threads combine). part's first B doubles and ids hold the blocks' bests. */
-    int64_t* best_id = malloc((size_t)B * sizeof(int64_t));
-    if (!best_id) B = 0; /* out of memory: vertex 0 (a valid, worse start) */
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < B; b++) {
-        float* r = rows + b * d;
-        double best = INFINITY;
-        int64_t e = -1;
-        for (int64_t i = b * per; i < n && i < (b + 1) * per; i++) {
-            graft_storage_decode(st, 1, codes + (size_t)i * cs, r);
-            double s = 0;
-            for (int64_t j = 0; j < d; j++) s += (r[j] - c[j]) * (r[j] - c[j]);
-            if (s < best) best = s, e = i;
-        }
-        part[b] = best;
-        best_id[b] = e;
-    }
-    int64_t entry = 0;
-    double best = INFINITY;
-    for (int64_t b = 0; b < B; b++)
-        if (best_id[b] >= 0 && part[b] < best) best = part[b], entry = best_id[b];
-    free(best_id), free(c), free(part), free(rows);
-    return entry;
 }
 
 int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float** x) {
