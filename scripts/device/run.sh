@@ -3,8 +3,7 @@
 # in the order of the list below, after starting, in the background, the data sets and peer
 # builds they need, so that those overlap the build; prints each job's time and a SUMMARY line.
 #   bash scripts/device/run.sh --help                     # the jobs, one line each
-#   bash scripts/device/run.sh build tests graft-bench
-#   GRAFT_DRY_RUN=1 bash scripts/device/run.sh tests shards   # the steps, nothing run
+#   bash scripts/device/run.sh build tests graft-bench    # GRAFT_DRY_RUN=1: the steps, nothing run
 # A job's header says what it does, what it writes to $OUT, how long it takes, and what it
 # needs: "# targets:" (build-device targets; all: every one), "# needs:" (background jobs it
 # waits for), "# requires:" (environment variables it cannot run without). Adding a job: the file
@@ -43,6 +42,7 @@ dense-sift          | the 1M dense-SIFT set, made in the background into /tmp (~
 smooth-sift         | the 1M smooth-image SIFT set (duplicates kept), made in the background
 kde-patches         | the 1M KDE-patches set (d = 192), made in the background
 photo-sift          | the real photo-sift10m set and its 1M subset (d = 128), made in the background
+photo-sift40m       | photo-sift40m (grid step 2) and its 10M and 1M subsets, made in the background
 faiss115            | FAISS 1.15 with its GPU part, built first; graft and its peers then use it
 faiss-gpu           | stock FAISS 1.7.3 with its GPU part, built in the background (~5 min)
 ggnn                | GGNN 0.9.1, built in the background (~30 s)
@@ -57,7 +57,7 @@ Options: --no-tests drops the tests job; --no-faiss-gpu the FAISS GPU build the 
 --dry-run (or GRAFT_DRY_RUN=1) prints the steps and runs nothing.
 Environment: OUT (outputs, default device-out/), GRAFT_COMMIT (the commit's hash, for the
 records), GRAFT_DEADLINE (seconds: benchmarks stop so that the call ends by then), GRAFT_TESTS,
-GRAFT_BUILD_TARGETS (build these instead); each job's own in its header.
+GRAFT_BUILD_TARGETS (build these instead), GRAFT_PREBUILT=1 (no build: lib.sh); each job's own.
 EOF
 }
 names=$(sed -n 's/^\([a-z0-9-]*\) *|.*/\1/p' <<<"$JOBS")
@@ -93,7 +93,7 @@ done
 if [ $no_fgpu = 1 ] || [[ $bg == *" faiss115 "* ]]; then bg=${bg/ faiss-gpu / }; fi
 [ $all = 1 ] && targets=""
 [ -n "${GRAFT_BUILD_TARGETS:-}" ] && targets=" $GRAFT_BUILD_TARGETS "
-[ "$targets" != " " ] && named+="build "
+[ "$targets" != " " ] && [ -z "${GRAFT_PREBUILT:-}" ] && named+="build "
 run=() starts=()
 for j in $names; do
   [[ $named == *" $j "* ]] && run+=("$j")

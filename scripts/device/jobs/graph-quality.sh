@@ -8,13 +8,15 @@
 #   GRAFT_GQ_INDEXES='GraftGraph;GraftGraph,FP16,build_from=codes;GraftGraph,SQ8;GraftGraph,SQ8,build_from=codes'
 # (graph recall of each beside the FP32 build's; the SQ8 pair also shows the search at equal storage).
 # GRAFT_GQ_SETS picks the sets (default "fashion-mnist dense-sift1m kde-patches1m"; also
-# photo-sift10m and its 1M subset photo-sift1m, with the photo-sift job). GRAFT_GQ_SCALE=C also
-# runs dense-SIFT grown to C synthetic copies (build time and L against n).
+# photo-sift10m and its 1M subset photo-sift1m, made by the photo-sift job, and photo-sift40m and
+# its subsets photo-sift40m-10m, photo-sift40m-1m, by the photo-sift40m job), in the order given.
+# GRAFT_GQ_BATCH: graft-bench's --batch (default 10000; "100,1000" for the small-batch walk).
+# GRAFT_GQ_SCALE=C also runs dense-SIFT grown to C synthetic copies (build time and L against n).
 # Writes to $OUT: graph-quality.log, graph-quality.jsonl (records).
 # Time: 11-19 s a 1M set for four variants after the build on nvidia-h200; with GRAFT_GQ_SCALE=10,
 # ~85 s more (bench/logs/graph-quality-0e8bb22-h200.log).
 # targets: graft-bench
-# needs: dense-sift kde-patches photo-sift
+# needs: dense-sift kde-patches photo-sift photo-sift40m
 . "$(dirname "$0")/../lib.sh"
 log=$OUT/graph-quality.log
 IFS=';' read -r -a indexes <<<"${GRAFT_GQ_INDEXES:-GraftGraph,T1=3,T2=8,delta=0;GraftGraph;GraftGraph,init=exact}"
@@ -27,20 +29,23 @@ gq() {  # NAME BASE QUERY [graft-bench options]
   [ "$secs" -gt 60 ] || { stamp "$name skipped: ${secs}s left" | tee -a "$log"; return; }
   stamp "graph-quality on $name (${secs}s at most)" | tee -a "$log"
   GRAFT_GRNND_ROUNDS=1 GRAFT_DEVICE_NAME="$(device_name)" timeout "$secs" ./build-device/bench/graft-bench \
-    --name "$name" --base "$base" --query "$query" --k 10 --batch 10000 --latency-queries 0 --min-time 0.2 \
+    --name "$name" --base "$base" --query "$query" --k 10 --batch "${GRAFT_GQ_BATCH:-10000}" --latency-queries 0 --min-time 0.2 \
     --graph-recall 2000 --out /tmp/graph-quality --gt-cache /tmp/graft-bench-gt --commit "$commit" \
     --deadline $(( secs - 20 )) "${index_args[@]}" "$@" 2>&1 | tr '\r' '\n' | grep -v '^ *$' >>"$log"
   grep -E "built in|GRNND, [0-9]+ rounds|CAGRA.s graph|^GraftGraph.*~" "$log" | tail -n $(( 3 * ${#indexes[@]} ))
 }
-sets=" ${GRAFT_GQ_SETS:-fashion-mnist dense-sift1m kde-patches1m} "
-on() { [[ $sets == *" $1 "* ]]; }
-on fashion-mnist && gq fashion-mnist "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz"
-for s in photo-sift1m photo-sift10m; do
-  on $s && started photo-sift && bg_wait photo-sift && gq $s .data/$s/base.u8bin .data/$s/query.u8bin
+for s in $gq_sets; do
+  case $s in
+    fashion-mnist) gq $s "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-images-idx3-ubyte.gz" ;;
+    dense-sift1m) bg_wait dense-sift && [ -f $dense/query.u8bin ] && gq $s $dense/base.u8bin $dense/query.u8bin ;;
+    kde-patches1m) bg_wait kde-patches && [ -f $patches/query.u8bin ] && gq $s $patches/base.u8bin $patches/query.u8bin ;;
+    photo-sift1m|photo-sift10m) bg_wait photo-sift && gq $s .data/$s/base.u8bin .data/$s/query.u8bin ;;
+    photo-sift40m*)  # the 40M set is read as soon as it is written, while its subsets are made
+      while bg_running photo-sift40m && [ ! -f .data/$s/recipe.json ] && [ "$(seconds_left)" -gt 60 ]; do sleep 2; done
+      [ -f .data/$s/recipe.json ] && gq $s .data/$s/base.u8bin .data/$s/query.u8bin ;;
+    *) stamp "graph-quality: no set $s" ;;
+  esac
 done
-on dense-sift1m && bg_wait dense-sift && [ -f $dense/query.u8bin ] && gq dense-sift1m $dense/base.u8bin $dense/query.u8bin
-on kde-patches1m && bg_wait kde-patches && [ -f $patches/query.u8bin ] &&
-  gq kde-patches1m $patches/base.u8bin $patches/query.u8bin
 [ -n "${GRAFT_GQ_SCALE:-}" ] && [ -f $dense/query.u8bin ] &&
   gq "dense-sift1m-x$GRAFT_GQ_SCALE-synthetic" $dense/base.u8bin $dense/query.u8bin --scale "$GRAFT_GQ_SCALE"
 cp /tmp/graph-quality/graft-bench.jsonl "$OUT/graph-quality.jsonl" 2>/dev/null
