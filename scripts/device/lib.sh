@@ -40,7 +40,9 @@ if [ -n "${GRAFT_PREBUILT:-}" ] && [ -x .deps/prebuilt/graft-bench ]; then
 fi
 # The sets the graph-quality job benchmarks: a data job starts only for those (or when named).
 gq_sets=" ${GRAFT_GQ_SETS:-fashion-mnist dense-sift1m kde-patches1m} "
-gq_wants() { local s; for s in "$@"; do [[ $gq_sets == *" $s "* ]] && return 0; done; return 1; }
+gq_wants() {  # SET...: is one of them asked (itself, or grown: SET-xC)?
+  local s; for s in "$@"; do [[ $gq_sets == *" $s "* || $gq_sets == *" $s-x"[0-9]* ]] && return 0; done; return 1
+}
 
 stamp() { echo "[$(( $(date +%s) - GRAFT_T0 ))s] $*"; }
 # Seconds left before GRAFT_DEADLINE (large when it is not set).
