@@ -69,6 +69,9 @@ int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d
 /* graft_graph_entry_point of the decoded codes, decoding a row at a time (no n x d copy); equal to
  * graft_graph_entry_point over graft_storage_decode's rows. */
 int64_t graft_graph_entry_point_codes(const graft_storage* st, const uint8_t* codes, int64_t n);
+/* Row i of what a build of v reads: a pointer into v->x, or its code decoded into buf (d floats,
+ * the caller's). */
+const float* graft_build_row(const graft_build_vectors* v, int64_t d, int64_t i, float* buf);
 /* The n codes decoded into a new n x d array (*x, malloc'd, the caller frees). GRAFT_ENOMEM. */
 int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float** x);
 
@@ -82,12 +85,21 @@ int64_t graft_grnnd_max_vectors_of(size_t row_bytes, const graft_grnnd_params* p
  * the CPU, 1: GRNND on the whole, P: GRNND in P pieces, with graft_graph_build_pieces's times).
  * v->dx (nullable): the same n vectors on b->device already (an index's device copy), which a
  * whole GRNND build reads instead of uploading x again. b->build_from = GRAFT_BUILD_FROM_CODES
- * (or no x) builds from v's FP16 / SQ8 codes: GRNND on the whole reads them on the GPU; the exact
- * start, the pieces and the CPU reference read FP32 rows, so they take the codes decoded whole
- * (n x 4 d host bytes for the build's time). Errors as the builders'. */
+ * (or no x) builds from v's FP16 / SQ8 codes: GRNND, on the whole or in pieces, reads them (the
+ * pieces decode a row at a time on the host, and GRNND reads each piece's codes on the GPU); the
+ * exact start and the CPU reference read FP32 rows, so they take the codes decoded whole (n x 4 d
+ * host bytes for the build's time). Errors as the builders'. */
 int graft_index_build_graph(int gpu, const graft_build_vectors* v, int64_t n, int64_t d,
                             const graft_grnnd_params* b, graft_graph* out, double* seconds,
                             graft_pieces_report* rep);
+
+/* graft_graph_build_pieces (graft/graph.h) over what a build reads: FP32 rows, or FP16 / SQ8
+ * codes (v->st with v->codes) that the partition and the merge decode a row at a time and GRNND
+ * (gpu) reads a piece at a time, so that no n x d FP32 copy is made (the CPU builder, gpu = 0,
+ * decodes a piece at a time). The graph of the decoded vectors. */
+int graft_graph_build_pieces_from(const graft_build_vectors* v, int64_t n, int64_t d,
+                                  const graft_grnnd_params* params, int gpu, int64_t piece_max,
+                                  graft_graph* out, graft_pieces_report* report);
 
 /* Gives every vertex of a built graph but the entry an in-edge (graph/orphans.c says why and
  * how): an orphan v goes into the row of one of its own neighbours, at its sorted place, a full

@@ -22,10 +22,11 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
      * n x R host graph and upload every vector, only to find no room for the pools. */
     const int64_t fit = gpu ? graft_grnnd_max_vectors_of(graft_build_row_bytes(&v, d), b) : 0;
     const int whole = gpu && n <= fit;
-    /* The builders that read FP32 rows on the host (the exact start, the pieces, the CPU
-     * reference) take the codes decoded whole: the graph of the decoded vectors either way. */
+    /* The builders that read FP32 rows on the host (the exact start, the CPU reference) take the
+     * codes decoded whole: the graph of the decoded vectors either way. The pieces read the
+     * codes (graft_graph_build_pieces_from). */
     float* decoded = NULL;
-    if (codes && (b->init_exact || !whole)) {
+    if (codes && b->init_exact) {
         int rc0 = graft_check_build_vectors(&v, n, d, &b->base, out, "graft_index_build_graph");
         if (rc0 == GRAFT_OK) rc0 = graft_build_decode(&v, n, d, &decoded);
         if (rc0 != GRAFT_OK) return rc0;
@@ -53,18 +54,18 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
                 gr.download_seconds, gr.host_seconds);
     *rep = (graft_pieces_report){.pieces = 1, .largest_piece = n, .rounds = rc == GRAFT_OK ? gr.rounds : 0,
                                  .linked = rc == GRAFT_OK ? gr.linked : 0};
-    /* A whole build from codes that found no room after all decodes them for the pieces now. */
+    for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && !init && piece >= GRAFT_PIECE_MIN; piece /= 2)
+        rc = graft_graph_build_pieces_from(&v, n, d, b, 1, piece, out, rep);
+    /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM && codes && !decoded) {
-        const int rc0 = graft_build_decode(&v, n, d, &decoded);
+        int rc0 = graft_check_build_vectors(&v, n, d, &b->base, out, "graft_index_build_graph");
+        if (rc0 == GRAFT_OK) rc0 = graft_build_decode(&v, n, d, &decoded);
         if (rc0 != GRAFT_OK) {
             free(init);
             return rc0;
         }
         x = decoded;
     }
-    for (int64_t piece = fit; rc == GRAFT_EGPU_NOMEM && !init && piece >= GRAFT_PIECE_MIN; piece /= 2)
-        rc = graft_graph_build_pieces(x, n, d, b, 1, piece, out, rep);
-    /* No GPU, or pieces below GRAFT_PIECE_MIN: the CPU reference (slow, but it finishes). */
     if (rc == GRAFT_EGPU_NOMEM) {
         int64_t linked = 0;
         rc = graft_rnnd_build_cpu_linked(x, n, d, &b->base, out, &linked);

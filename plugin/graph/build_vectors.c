@@ -43,6 +43,12 @@ int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d
     return GRAFT_OK;
 }
 
+const float* graft_build_row(const graft_build_vectors* v, int64_t d, int64_t i, float* buf) {
+    if (!graft_build_reads_codes(v)) return v->x + i * d;
+    graft_storage_decode(v->st, 1, v->codes + (size_t)i * graft_storage_code_size(v->st->kind, d), buf);
+    return buf;
+}
+
 int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float** x) {
     size_t bytes;
     if (graft_mul_overflow((size_t)n, (size_t)d * sizeof(float), &bytes) || !(*x = malloc(bytes)))

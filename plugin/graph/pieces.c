@@ -11,7 +11,9 @@
  *      for L2, pruned by a relaxed RNG rule (a candidate goes when a kept closer neighbour is much
  *      nearer to it than the vertex is: GRAFT_MERGE_ALPHA below), at most R kept.
  * The overlap (each vector in two pieces) is what joins the pieces' graphs: a vector's row holds
- * neighbours from both of its pieces. Deterministic for the CPU builder (the partition, the
+ * neighbours from both of its pieces. From codes (issue 48, graft_graph_build_pieces_from) every
+ * step reads a code row decoded at a time and GRNND builds each piece from its codes: no n x d
+ * FP32 copy on the host, the pieces sized by the codes' bytes. Deterministic for the CPU builder (the partition, the
  * per-piece builds and the merge depend on no thread count); with GRNND as the GPU's builds are.
  */
 #include <float.h>
@@ -66,15 +68,16 @@ static int nearest_centroids(const float* v, const float* cent, int P, int64_t d
 }
 
 /* Lloyd's k-means of ns sampled rows of x into P centroids (written, P x d). */
-static int partition_centroids(const float* x, int64_t n, int64_t d, int P, uint64_t seed,
-                               float* cent) {
+static int partition_centroids(const graft_build_vectors* x, int64_t n, int64_t d, int P,
+                               uint64_t seed, float* cent) {
     const int64_t ns = n < (int64_t)P * SAMPLE_PER_PIECE ? n : (int64_t)P * SAMPLE_PER_PIECE;
     int64_t* rows = malloc((size_t)ns * sizeof(int64_t));
     int* asg = malloc((size_t)ns * sizeof(int));
     int64_t* order = malloc((size_t)ns * sizeof(int64_t));
     int64_t* start = malloc(((size_t)P + 1) * sizeof(int64_t));
-    if (!rows || !asg || !order || !start) {
-        free(rows), free(asg), free(order), free(start);
+    float* buf = malloc((size_t)d * sizeof(float));
+    if (!rows || !asg || !order || !start || !buf) {
+        free(rows), free(asg), free(order), free(start), free(buf);
         return graft_fail(GRAFT_ENOMEM, "graft_graph_build_pieces: out of host memory");
     }
     /* Stratified sample (one row from each of ns equal strata), then P distinct rows of it as the
@@ -90,13 +93,24 @@ static int partition_centroids(const float* x, int64_t n, int64_t d, int P, uint
         const int64_t t = order[c];
         order[c] = order[j];
         order[j] = t;
-        memcpy(cent + (int64_t)c * d, x + rows[order[c]] * d, (size_t)d * sizeof(float));
+        memcpy(cent + (int64_t)c * d, graft_build_row(x, d, rows[order[c]], buf), (size_t)d * sizeof(float));
     }
     for (int it = 0; it < KMEANS_ITERS; it++) {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < ns; i++) {
-            float dd;
-            nearest_centroids(x + rows[i] * d, cent, P, d, 1, &asg[i], &dd);
+        int fail = 0;
+#pragma omp parallel reduction(| : fail)
+        {
+            float* tb = malloc((size_t)d * sizeof(float));
+            fail = !tb;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < ns; i++) {
+                float dd;
+                if (tb) nearest_centroids(graft_build_row(x, d, rows[i], tb), cent, P, d, 1, &asg[i], &dd);
+            }
+            free(tb);
+        }
+        if (fail) {
+            free(rows), free(asg), free(order), free(start), free(buf);
+            return graft_fail(GRAFT_ENOMEM, "graft_graph_build_pieces: out of host memory");
         }
         /* Members of each centroid in sample order (a counting sort), summed in that order: the
          * centroids do not depend on the thread count. */
@@ -106,58 +120,81 @@ static int partition_centroids(const float* x, int64_t n, int64_t d, int P, uint
         for (int64_t i = 0; i < ns; i++) order[start[asg[i]]++] = i;
         for (int c = P; c > 0; c--) start[c] = start[c - 1];
         start[0] = 0;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int c = 0; c < P; c++) {
-            const int64_t m = start[c + 1] - start[c];
-            if (m == 0) continue; /* an empty centroid keeps its place */
-            double acc[4096];
-            for (int64_t j0 = 0; j0 < d; j0 += 4096) {
-                const int64_t w = d - j0 < 4096 ? d - j0 : 4096;
-                memset(acc, 0, (size_t)w * sizeof(double));
-                for (int64_t t = start[c]; t < start[c + 1]; t++) {
-                    const float* v = x + rows[order[t]] * d + j0;
-                    for (int64_t j = 0; j < w; j++) acc[j] += v[j];
+#pragma omp parallel reduction(| : fail)
+        {
+            float* tb = malloc((size_t)d * sizeof(float));
+            fail = !tb;
+#pragma omp for schedule(dynamic, 1)
+            for (int c = 0; c < P; c++) {
+                const int64_t m = start[c + 1] - start[c];
+                if (m == 0 || !tb) continue; /* an empty centroid keeps its place */
+                double acc[4096];
+                for (int64_t j0 = 0; j0 < d; j0 += 4096) {
+                    const int64_t w = d - j0 < 4096 ? d - j0 : 4096;
+                    memset(acc, 0, (size_t)w * sizeof(double));
+                    for (int64_t t = start[c]; t < start[c + 1]; t++) {
+                        const float* v = graft_build_row(x, d, rows[order[t]], tb) + j0;
+                        for (int64_t j = 0; j < w; j++) acc[j] += v[j];
+                    }
+                    for (int64_t j = 0; j < w; j++) cent[(int64_t)c * d + j0 + j] = (float)(acc[j] / m);
                 }
-                for (int64_t j = 0; j < w; j++) cent[(int64_t)c * d + j0 + j] = (float)(acc[j] / m);
             }
+            free(tb);
+        }
+        if (fail) {
+            free(rows), free(asg), free(order), free(start), free(buf);
+            return graft_fail(GRAFT_ENOMEM, "graft_graph_build_pieces: out of host memory");
         }
     }
-    free(rows), free(asg), free(order), free(start);
+    free(rows), free(asg), free(order), free(start), free(buf);
     return GRAFT_OK;
 }
 
+/* A merging thread's scratch: candidates, ids, and (from codes) decoded rows: v's, a
+ * candidate's, and the kept ones' (R + 2 rows of d). */
+typedef struct {
+    cand* c;
+    int32_t* add;
+    int32_t* kept;
+    const float** kept_rows;
+    float* rows;
+} merge_scratch;
+
 /* Merges vertex v's current row (global ids) with the candidates add[0..na), writing at most R
  * survivors of the RNG rule back to the row. */
-static void merge_row(const float* x, int64_t d, int l2, int R, int64_t v, int32_t* row,
-                      const int32_t* add, int na, cand* c, int32_t* kept_scratch) {
+static void merge_row(const graft_build_vectors* x, int64_t d, int l2, int R, int64_t v, int32_t* row,
+                      const int32_t* add, int na, merge_scratch* sc) {
+    cand* c = sc->c;
     int m = 0;
     for (int j = 0; j < R && row[j] >= 0; j++) c[m++] = (cand){0, row[j]};
     for (int j = 0; j < na; j++) c[m++] = (cand){0, add[j]};
-    const float* xv = x + v * d;
-    for (int j = 0; j < m; j++) c[j].d = graft_vec_dist(xv, x + (int64_t)c[j].id * d, d, l2);
+    const float* xv = graft_build_row(x, d, v, sc->rows);
+    float* cbuf = sc->rows ? sc->rows + d : NULL; /* (NULL: FP32 rows, read in place) */
+    for (int j = 0; j < m; j++) c[j].d = graft_vec_dist(xv, graft_build_row(x, d, c[j].id, cbuf), d, l2);
     qsort(c, (size_t)m, sizeof(cand), cand_cmp);
     int kept = 0;
     for (int j = 0; j < m && kept < R; j++) {
         if (j && c[j].id == c[j - 1].id) continue; /* a neighbour both pieces found */
-        const float* xc = x + (int64_t)c[j].id * d;
+        /* decoded into the next kept row's place, which keeps it if it stays */
+        const float* xc = graft_build_row(x, d, c[j].id, sc->rows ? sc->rows + (int64_t)(2 + kept) * d : NULL);
         int ok = 1;
         for (int t = 0; t < kept && ok && l2; t++)
-            ok = !(GRAFT_MERGE_ALPHA * graft_vec_dist(x + (int64_t)kept_scratch[t] * d, xc, d, 1) < c[j].d);
-        if (ok) kept_scratch[kept++] = c[j].id;
+            ok = !(GRAFT_MERGE_ALPHA * graft_vec_dist(sc->kept_rows[t], xc, d, 1) < c[j].d);
+        if (ok) sc->kept_rows[kept] = xc, sc->kept[kept++] = c[j].id;
     }
-    for (int j = 0; j < R; j++) row[j] = j < kept ? kept_scratch[j] : -1;
+    for (int j = 0; j < R; j++) row[j] = j < kept ? sc->kept[j] : -1;
 }
 
 /* One piece's build: its vectors gathered into sub, then its graph (local ids) by the pieces'
  * builder. Runs on a thread of its own while the host merges the piece before it (GPU builds). */
 typedef struct {
-    const float* x;
+    const graft_build_vectors* x;
     int64_t d;
     const int64_t* mem; /* the piece's vectors (global ids) */
     int64_t m;
     const graft_grnnd_params* p;
     int gpu;
-    float* sub;        /* room for the largest piece */
+    uint8_t* sub;      /* room for the largest piece: its FP32 rows, or its codes for GRNND */
     graft_graph g;     /* out */
     int rc;
     double seconds;
@@ -168,12 +205,24 @@ static void* piece_build(void* arg) {
     piece_job* j = arg;
     const double t = graft_now_s();
     const int64_t d = j->d;
+    /* GRNND reads the piece's codes; the CPU builder its rows (decoded: one piece's transient). */
+    const int codes = j->gpu && graft_build_reads_codes(j->x);
+    const size_t row = codes ? graft_storage_code_size(j->x->st->kind, d) : (size_t)d * sizeof(float);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < j->m; i++)
-        memcpy(j->sub + i * d, j->x + j->mem[i] * d, (size_t)d * sizeof(float));
+    for (int64_t i = 0; i < j->m; i++) {
+        uint8_t* to = j->sub + (size_t)i * row;
+        if (codes)
+            memcpy(to, j->x->codes + (size_t)j->mem[i] * row, row);
+        else {
+            const float* r = graft_build_row(j->x, d, j->mem[i], (float*)(void*)to);
+            if (r != (const float*)(void*)to) memcpy(to, r, row);
+        }
+    }
     memset(&j->g, 0, sizeof j->g);
-    j->rc = j->gpu ? graft_grnnd_build_gpu(j->sub, j->m, d, j->p, &j->g, NULL)
-                   : graft_rnnd_build_cpu(j->sub, j->m, d, &j->p->base, &j->g);
+    const graft_build_vectors piece = {.x = codes ? NULL : (const float*)(void*)j->sub,
+                                       .st = codes ? j->x->st : NULL, .codes = codes ? j->sub : NULL};
+    j->rc = j->gpu ? graft_grnnd_build_gpu_from(&piece, j->m, d, j->p, &j->g, NULL)
+                   : graft_rnnd_build_cpu(piece.x, j->m, d, &j->p->base, &j->g);
     if (j->rc != GRAFT_OK) snprintf(j->err, sizeof j->err, "%s", graft_last_error());
     j->seconds = graft_now_s() - t;
     return NULL;
@@ -188,7 +237,7 @@ static int nonempty_piece(const int64_t* fill, int P, int c) {
 /* Merges piece c's graph (job->g, local ids over mem) into the rows (global ids): a vector's
  * first piece gives its row as built, the second is merged into it. 0, or 1 when out of host
  * memory. */
-static int merge_piece(const float* x, int64_t d, int l2, int R, const piece_job* job,
+static int merge_piece(const graft_build_vectors* x, int64_t d, int l2, int R, const piece_job* job,
                        int32_t* nbrs, uint8_t* seen) {
     const int64_t* mem = job->mem;
     const int64_t m = job->m;
@@ -196,11 +245,13 @@ static int merge_piece(const float* x, int64_t d, int l2, int R, const piece_job
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
-        cand* cs = malloc((size_t)2 * R * sizeof(cand));
-        int32_t* add = malloc((size_t)(R + R) * sizeof(int32_t));
+        merge_scratch sc = {malloc((size_t)2 * R * sizeof(cand)), malloc((size_t)R * sizeof(int32_t)),
+                            malloc((size_t)R * sizeof(int32_t)), malloc((size_t)R * sizeof(float*)),
+                            graft_build_reads_codes(x) ? malloc((size_t)(R + 2) * d * sizeof(float)) : NULL};
+        const int ok = sc.c && sc.add && sc.kept && sc.kept_rows && (sc.rows || !graft_build_reads_codes(x));
 #pragma omp for schedule(dynamic, 256)
         for (int64_t i = 0; i < m; i++) {
-            if (!cs || !add) { /* every thread still takes its share of the loop */
+            if (!ok) { /* every thread still takes its share of the loop */
                 fail = 1;
                 continue;
             }
@@ -209,15 +260,15 @@ static int merge_piece(const float* x, int64_t d, int l2, int R, const piece_job
             int na = 0;
             for (int j = 0; j < R; j++) {
                 const int32_t u = gn[i * R + j];
-                if (u >= 0) add[na++] = (int32_t)mem[u];
+                if (u >= 0) sc.add[na++] = (int32_t)mem[u];
             }
             if (!seen[v]) { /* v's first piece: its row as built */
-                for (int j = 0; j < R; j++) row[j] = j < na ? add[j] : -1;
+                for (int j = 0; j < R; j++) row[j] = j < na ? sc.add[j] : -1;
                 seen[v] = 1;
             } else
-                merge_row(x, d, l2, R, v, row, add, na, cs, add + R);
+                merge_row(x, d, l2, R, v, row, sc.add, na, &sc);
         }
-        free(cs), free(add);
+        free(sc.c), free(sc.add), free(sc.kept), free((void*)sc.kept_rows), free(sc.rows);
     }
     return fail;
 }
@@ -225,13 +276,20 @@ static int merge_piece(const float* x, int64_t d, int l2, int R, const piece_job
 int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_grnnd_params* params,
                              int gpu, int64_t piece_max, graft_graph* out,
                              graft_pieces_report* report) {
+    const graft_build_vectors v = {.x = x};
+    return graft_graph_build_pieces_from(&v, n, d, params, gpu, piece_max, out, report);
+}
+
+int graft_graph_build_pieces_from(const graft_build_vectors* x, int64_t n, int64_t d,
+                                  const graft_grnnd_params* params, int gpu, int64_t piece_max,
+                                  graft_graph* out, graft_pieces_report* report) {
     static const char* fn = "graft_graph_build_pieces";
     graft_grnnd_params p;
     if (params)
         p = *params;
     else
         graft_grnnd_params_defaults(&p);
-    GRAFT_TRY(graft_check_graph_build(x, n, d, &p.base, out, fn));
+    GRAFT_TRY(graft_check_build_vectors(x, n, d, &p.base, out, fn));
     GRAFT_TRY(graft_check_build_params(&p, gpu, fn)); /* GRNND's limits before any work */
     if (piece_max < GRAFT_PIECE_MIN)
         return graft_fail(GRAFT_EINVAL, "%s: piece_max=%lld, need at least %d vectors a piece", fn,
@@ -243,8 +301,12 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
         rep.pieces = 1;
         rep.largest_piece = n;
         graft_grnnd_report gr = {0};
-        const int rc = gpu ? graft_grnnd_build_gpu(x, n, d, &p, out, &gr)
-                           : graft_rnnd_build_cpu_linked(x, n, d, &p.base, out, &gr.linked);
+        float* rows = NULL; /* the CPU builder's rows of codes, decoded */
+        int rc = !gpu && graft_build_reads_codes(x) ? graft_build_decode(x, n, d, &rows) : GRAFT_OK;
+        if (rc == GRAFT_OK)
+            rc = gpu ? graft_grnnd_build_gpu_from(x, n, d, &p, out, &gr)
+                     : graft_rnnd_build_cpu_linked(rows ? rows : x->x, n, d, &p.base, out, &gr.linked);
+        free(rows);
         rep.build_seconds = graft_now_s() - t0;
         rep.linked = gr.linked;
         if (rc == GRAFT_OK && report) *report = rep;
@@ -269,22 +331,30 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     if (rc == GRAFT_OK) rc = partition_centroids(x, n, d, P, p.base.seed, cent);
     if (rc == GRAFT_OK) {
-#pragma omp parallel for schedule(static)
-        for (int64_t v = 0; v < n; v++) {
-            float dd[TOP_T];
-            nearest_centroids(x + v * d, cent, P, d, T, top + v * T, dd);
+        int fail = 0;
+#pragma omp parallel reduction(| : fail)
+        {
+            float* tb = malloc((size_t)d * sizeof(float));
+            fail = !tb;
+#pragma omp for schedule(static)
+            for (int64_t v = 0; v < n; v++) {
+                float dd[TOP_T];
+                if (tb) nearest_centroids(graft_build_row(x, d, v, tb), cent, P, d, T, top + v * T, dd);
+            }
+            free(tb);
         }
         /* Two pieces per vector, nearest first among those with room, in id order. */
         int64_t* size = fill + 1;
         int* all = malloc((size_t)P * sizeof(int)); /* the fallback's ranking of every piece */
         float* alld = malloc((size_t)P * sizeof(float));
-        if (!all || !alld) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
+        float* buf = malloc((size_t)d * sizeof(float));
+        if (fail || !all || !alld || !buf) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
         for (int64_t v = 0; v < n && rc == GRAFT_OK; v++) {
             int got = 0;
             for (int j = 0; j < T && got < 2; j++)
                 if (size[top[v * T + j]] < piece_max) asg[v * 2 + got++] = top[v * T + j];
             if (got < 2) { /* the T nearest are full: the nearest others with room */
-                nearest_centroids(x + v * d, cent, P, d, P, all, alld);
+                nearest_centroids(graft_build_row(x, d, v, buf), cent, P, d, P, all, alld);
                 for (int j = 0; j < P && got < 2; j++)
                     if (size[all[j]] < piece_max && (got == 0 || asg[v * 2] != all[j]))
                         asg[v * 2 + got++] = all[j];
@@ -297,7 +367,7 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
             if (got < 2) asg[v * 2 + 1] = -1;
             for (int j = 0; j < got; j++) size[asg[v * 2 + j]]++;
         }
-        free(all), free(alld);
+        free(all), free(alld), free(buf);
         free(top);
         top = NULL;
     }
@@ -319,7 +389,9 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
             free(at);
         }
     }
-    float* sub = rc == GRAFT_OK ? malloc((size_t)largest * (size_t)d * sizeof(float)) : NULL;
+    /* A piece as GRNND reads it (its codes, when the build reads codes) or the CPU builder. */
+    const size_t row_bytes = gpu ? graft_build_row_bytes(x, d) : (size_t)d * sizeof(float);
+    uint8_t* sub = rc == GRAFT_OK ? malloc((size_t)largest * row_bytes) : NULL;
     if (rc == GRAFT_OK && !sub) rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     /* Piece c + 1 builds while piece c merges: GPU builds on a thread of their own (the host's
      * cores are free while GRNND runs, the merge is host work), CPU builds after the merge (both
@@ -365,9 +437,10 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
      * can lose its in-edges of both pieces (graph/orphans.c). */
     graft_graph merged = {n, R, nbrs, 0};
     if (rc == GRAFT_OK) {
-        merged.entry = graft_graph_entry_point(x, n, d);
+        merged.entry = graft_build_reads_codes(x) ? graft_graph_entry_point_codes(x->st, x->codes, n)
+                                                  : graft_graph_entry_point(x->x, n, d);
         const double tm = graft_now_s();
-        rc = graft_graph_link_orphans(&merged, x, d, p.base.metric, &rep.linked);
+        rc = graft_graph_link_orphans_of(&merged, x, d, p.base.metric, &rep.linked);
         rep.merge_seconds += graft_now_s() - tm;
     }
     if (rc != GRAFT_OK) {

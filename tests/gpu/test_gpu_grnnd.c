@@ -430,21 +430,35 @@ static void test_degenerate(const graft_test_sift* s) {
 
 /* GRNND in pieces (graft_graph_build_pieces, gpu) against the same partition built by the CPU
  * RNN-Descent: the paper's comparison as above (recall within 0.01 at every L, all reachable),
- * and the whole GPU graph's recall as the bar it must stay within 0.01 of. */
-static void pieces(const char* what, const float* xb, int64_t nb, int64_t d, const float* xq,
+ * and the whole GPU graph's recall as the bar it must stay within 0.01 of. kind FP16 / SQ8: from
+ * the codes (graft_graph_build_pieces_from: GRNND reads each piece's codes), against the CPU
+ * pieces and the whole GPU build from the same codes, searched over the decoded vectors. */
+static void pieces(const char* what, int kind, const float* x0, int64_t nb, int64_t d, const float* xq,
                    int64_t nq, const int32_t* gt, int64_t gt_k, int64_t piece_max, const int* Ls,
                    int nL) {
     graft_grnnd_params gp;
     graft_grnnd_params_defaults(&gp);
     graft_graph cpu = {0}, gpu = {0}, whole = {0};
     graft_pieces_report rc = {0}, rg = {0};
+    graft_storage st;
+    uint8_t* codes = NULL;
+    float* dec = NULL;
+    if (kind != GRAFT_STORAGE_FP32) graft_test_encode(kind, x0, nb, d, &st, &codes, &dec);
+    const float* xb = dec ? dec : x0; /* what the graph is of */
+    const graft_build_vectors v = dec ? (graft_build_vectors){.st = &st, .codes = codes}
+                                      : (graft_build_vectors){.x = x0};
     double t0 = now();
-    CHECK_OK(graft_graph_build_pieces(xb, nb, d, &gp, 0, piece_max, &cpu, &rc));
+    CHECK_OK(graft_graph_build_pieces_from(&v, nb, d, &gp, 0, piece_max, &cpu, &rc));
     double t1 = now();
-    CHECK_OK(graft_graph_build_pieces(xb, nb, d, &gp, 1, piece_max, &gpu, &rg));
+    CHECK_OK(graft_graph_build_pieces_from(&v, nb, d, &gp, 1, piece_max, &gpu, &rg));
     double t2 = now();
-    CHECK_OK(graft_grnnd_build_gpu(xb, nb, d, &gp, &whole, NULL));
-    if (!cpu.nbrs || !gpu.nbrs || !whole.nbrs) return;
+    CHECK_OK(graft_grnnd_build_gpu_from(&v, nb, d, &gp, &whole, NULL));
+    if (dec) graft_storage_free(&st);
+    free(codes);
+    if (!cpu.nbrs || !gpu.nbrs || !whole.nbrs) {
+        free(dec);
+        return;
+    }
     graft_test_check_graph(&gpu, nb, gp.base.R, xb, d, 1, what);
     double md_c, md_g, md_w, reach_g;
     CHECK_OK(graft_graph_stats(&cpu, &md_c, NULL, NULL, NULL));
@@ -467,16 +481,19 @@ static void pieces(const char* what, const float* xb, int64_t nb, int64_t d, con
               Ls[i], g, w);
     }
     graft_graph_free(&cpu), graft_graph_free(&gpu), graft_graph_free(&whole);
+    free(dec);
 }
 
 static void test_pieces(const graft_test_sift* s) {
     const int Ls[] = {16, 32, 64};
-    pieces("sift5k", s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, 1500, Ls, 3);
+    pieces("sift5k", GRAFT_STORAGE_FP32, s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, 1500, Ls, 3);
+    pieces("sift5k SQ8 codes", GRAFT_STORAGE_SQ8, s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, 1500, Ls, 3);
+    pieces("sift5k FP16 codes", GRAFT_STORAGE_FP16, s->xb, s->nb, s->d, s->xq, s->nq, s->gt, s->gt_k, 1500, Ls, 3);
     float *xb = NULL, *xq = NULL;
     int64_t nb = 0, nq = 0, d = 0;
     if (graft_test_load_fmnist(20000, 200, &xb, &nb, &xq, &nq, &d) != 0) return;
     int32_t* gt = graft_test_exact_topk(xb, nb, xq, nq, d, GRAFT_METRIC_L2, 10);
-    pieces("fashion-mnist 20k", xb, nb, d, xq, nq, gt, 10, 5000, Ls, 3);
+    pieces("fashion-mnist 20k", GRAFT_STORAGE_FP32, xb, nb, d, xq, nq, gt, 10, 5000, Ls, 3);
     free(gt), free(xb), free(xq);
 }
 

@@ -2,8 +2,9 @@
  * build_from parameter (its values, its errors, PQ's refusal, state unchanged on a refusal), the
  * checks of what a build reads, the entry point of the decoded codes (a row at a time) against
  * graft_graph_entry_point over the decoded array, and the CPU index's graph from its codes against
- * RNN-Descent run on the decoded vectors (deterministic: equal row for row). The GPU build from
- * codes is tests/gpu/test_gpu_grnnd.c's. */
+ * RNN-Descent run on the decoded vectors (deterministic: equal row for row), and the pieces build
+ * from codes against the pieces over the decoded vectors. The GPU build from codes is
+ * tests/gpu/test_gpu_grnnd.c's. */
 #include <math.h>
 #include <string.h>
 
@@ -187,6 +188,43 @@ static void test_cpu_index(const graft_test_sift* s) {
     graft_gindex_free(g);
 }
 
+/* The pieces build from codes (graft_graph_build_pieces_from, the CPU builder: no GPU here) is the
+ * pieces build over the decoded vectors, row for row: the partition, the merge, the entry point and
+ * the orphans' links read the codes a row at a time, the same floats. (GRNND's pieces from codes:
+ * tests/gpu/test_gpu_grnnd.c.) */
+static void test_pieces(const graft_test_sift* s) {
+    const int64_t n = graft_test_quick() ? 1200 : 3000, d = s->d, piece_max = n / 3;
+    const int kinds[] = {GRAFT_STORAGE_FP16, GRAFT_STORAGE_SQ8};
+    graft_grnnd_params p;
+    graft_grnnd_params_defaults(&p);
+    for (int k = 0; k < 2; k++) {
+        graft_storage st;
+        uint8_t* codes;
+        float* dec;
+        graft_test_encode(kinds[k], s->xb, n, d, &st, &codes, &dec);
+        const graft_build_vectors v = {.st = &st, .codes = codes};
+        graft_graph a = {0}, b = {0};
+        graft_pieces_report ra, rb;
+        CHECK_OK(graft_graph_build_pieces_from(&v, n, d, &p, 0, piece_max, &a, &ra));
+        CHECK_OK(graft_graph_build_pieces(dec, n, d, &p, 0, piece_max, &b, &rb));
+        CHECK(a.nbrs && b.nbrs && ra.pieces > 2 && ra.pieces == rb.pieces && a.entry == b.entry &&
+                  ra.linked == rb.linked && memcmp(a.nbrs, b.nbrs, sizeof(int32_t) * n * b.R) == 0,
+              "%s: pieces from the codes (%d pieces, entry %lld) differ from pieces over the decoded "
+              "vectors (%d, entry %lld)", graft_storage_name(kinds[k]), ra.pieces, (long long)a.entry,
+              rb.pieces, (long long)b.entry);
+        printf("%s sift %lld in pieces of <= %lld from the codes: %d pieces, equal to the decoded "
+               "vectors' row for row\n", graft_storage_name(kinds[k]), (long long)n,
+               (long long)piece_max, ra.pieces);
+        graft_graph_free(&a), graft_graph_free(&b);
+        /* Codes of another dimension: refused before any work, the output untouched. */
+        graft_graph none = {0};
+        CHECK_ERR(graft_graph_build_pieces_from(&v, n, d + 1, &p, 0, piece_max, &none, NULL), GRAFT_EINVAL);
+        CHECK(none.nbrs == NULL, "a refused build wrote a graph");
+        graft_storage_free(&st);
+        free(codes), free(dec);
+    }
+}
+
 int main(void) {
     graft_test_sift s;
     graft_test_load_sift5k(&s);
@@ -194,6 +232,7 @@ int main(void) {
     test_checks(&s);
     test_entry_point(&s);
     test_cpu_index(&s);
+    test_pieces(&s);
     graft_test_free_sift(&s);
     return graft_test_finish("test_build_codes");
 }
