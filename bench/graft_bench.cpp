@@ -146,7 +146,8 @@ const char* kUsage =
     "  KNOB:  L (graft graph indexes), efSearch (HNSW), nprobe (IVF), tau (GGNN), itopk (CAGRA)\n"
     "  --graph-recall N: the graph's quality beside each graft graph index's records: of N sampled\n"
     "         vertices, the share of each one's k exact nearest neighbours that its graph row holds\n"
-    "         (params.graph_recall), and GRNND's rounds (params.build_rounds)\n"
+    "         (params.graph_recall), GRNND's rounds (params.build_rounds) and the vertices the\n"
+    "         build linked (params.build_linked: those no row held)\n"
     "  --refine GAP: after the sweep, more knob values until each recall bar (0.90, 0.95, 0.99)\n"
     "         lies between two points at most GAP apart in recall (default 0.02; 0: the sweep as given)\n";
 
@@ -1193,6 +1194,7 @@ struct IndexResult {
     double build_s = -1;
     double graph_recall = -1;  // --graph-recall (graph_row_recall)
     int build_rounds = 0;      // GRNND's inner rounds (graft's graph indexes)
+    long long build_linked = -1;  // vertices without an in-edge the build linked (-1: not read)
     size_t gpu_bytes = 0, host_bytes = 0;
     std::string multi_gpu_json;  // ,"gpu_bytes_per_device":[...] (and per shard): the records' tail
     std::pair<int, int> shards{0, 0};  // graft_shards()
@@ -1302,13 +1304,18 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
             double rounds = 0;
             if (faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "build_rounds", &rounds) == 0)
                 res.build_rounds = (int)rounds;
+            double linked = 0;
+            if (faiss_graft_get_param(reinterpret_cast<FaissIndex*>(index), "build_linked", &linked) == 0)
+                res.build_linked = (long long)linked;
         }
         if ((s.graft && contains(s.factory, "GraftGraph")) || s.cagra) {
             res.graph_recall = graph_row_recall(index, gs);
             if (res.graph_recall >= 0)
                 printf("%s: %s; graph rows hold %.4f of %zu sampled vertices' %lld exact neighbours\n",
                        s.desc.c_str(),
-                       s.cagra ? "CAGRA's graph" : s.cagra_graph ? "CAGRA's graph" : ("GRNND, " + std::to_string(res.build_rounds) + " rounds").c_str(),
+                       s.cagra || s.cagra_graph ? "CAGRA's graph"
+                                                : ("GRNND, " + std::to_string(res.build_rounds) + " rounds, " +
+                                                   std::to_string(res.build_linked) + " vertices linked").c_str(),
                        res.graph_recall, gs.ids.size(), (long long)gs.k);
         }
         fflush(stdout);
@@ -1346,6 +1353,7 @@ IndexResult run_index(const Options& o, const IndexSpec& s, const Dataset& D, be
                 }
                 r.build_s = res.build_s;
                 if (res.build_rounds > 0) r.params.add("build_rounds", res.build_rounds, false);
+                if (res.build_linked >= 0) r.params.add("build_linked", res.build_linked, false);
                 if (res.graph_recall >= 0) r.params.add("graph_recall", res.graph_recall, false);
 #ifdef GRAFT_BENCH_CAGRA
                 if (s.cagra) {

@@ -139,7 +139,7 @@ const char* const kKnownWalk =
         "keep_fp32 (FP16 / SQ8); filtered search: "
         "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
-        "read-only: device, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
+        "read-only: device, build_seconds, build_rounds, build_linked, build_pieces, build_pending, storage, gpu_bytes, "
         "host_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
         "and the adds' and removals' inserted, insert_batches, since_build, builds, "
@@ -150,7 +150,7 @@ const char* const kKnownPQ =
         "build (the next graph "
         "build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
-        "active_mode, build_seconds, build_rounds, build_pieces, build_pending, storage, gpu_bytes, "
+        "active_mode, build_seconds, build_rounds, build_linked, build_pieces, build_pending, storage, gpu_bytes, "
         "host_bytes, the last search's "
         "filter_path, filter_passing, filter_selectivity, filter_threshold, filter_L, filter_redone, "
         "and the adds' and removals' inserted, insert_batches, since_build, builds, "
@@ -274,7 +274,7 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
     }
     if (pq)
         GRAFT_REQUIRE(n != "M" && n != "device" && n != "active_mode" && n != "build_seconds" &&
-                              n != "build_pieces" && n != "build_pending" && n != "gpu_bytes" &&
+                              n != "build_rounds" && n != "build_linked" && n != "build_pieces" && n != "build_pending" && n != "gpu_bytes" &&
                               n != "host_bytes" && n != "storage",
                       "GraftIndexGraphPQ: '%s' is read-only (M and the device are fixed at "
                       "creation: faiss_GraftIndexGraphPQ_new, or factory strings "
@@ -282,7 +282,8 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
                       "set through \"mode\")",
                       name_);
     else
-        GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_pieces" &&
+        GRAFT_REQUIRE(n != "device" && n != "build_seconds" && n != "build_rounds" &&
+                              n != "build_linked" && n != "build_pieces" &&
                               n != "build_pending" && n != "storage" && n != "gpu_bytes" &&
                               n != "host_bytes",
                       "GraftIndexGraph: '%s' is read-only (the device and the storage are fixed at "
@@ -325,6 +326,11 @@ double GraftIndexGraph::get_param(const char* name_) const {
         graft_pieces_report r;
         throw_if_error(graft_gindex_build_report(gindex, &r), (std::string(cls) + "::get_param").c_str());
         return r.pieces == 1 ? r.rounds : 0;
+    }
+    if (n == "build_linked") {
+        graft_pieces_report r;
+        throw_if_error(graft_gindex_build_report(gindex, &r), (std::string(cls) + "::get_param").c_str());
+        return (double)r.linked;
     }
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
     if (n == "build_pending") return graft_gindex_build_pending(gindex);

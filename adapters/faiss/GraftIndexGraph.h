@@ -88,6 +88,7 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //             "rebuild_share_applied", "gpu_inserts" (1: inserts run on the GPU);
     //             "device" (-1 = CPU), "build_seconds" (wall time of the last graph build),
     //             "build_rounds" (GRNND's inner rounds in it; 0 for pieces, the CPU, a given graph),
+    //             "build_linked" (vertices without an in-edge the build linked in; 0 for a given graph),
     //             "build_pieces" (how it was built: 1 GRNND, P > 1 GRNND in P pieces, 0 CPU,
     //             -1 a graph given: set_data, a file, a replica's copy), "build_pending" (1 while
     //             adds wait for the graph build the next search or write runs, else 0),

@@ -177,6 +177,8 @@ static void test_params(void) {
           param(g, "bloom_log2") == 20 && param(g, "S") == 16 && param(g, "T1") == 2 && param(g, "T2") == 4 &&
           param(g, "rho") == 0.5 && param(g, "R") == 32, "parameters read back");
     CHECK(param(g, "build_pieces") == 0, "a CPU index's build_pieces %g", param(g, "build_pieces"));
+    CHECK(param(g, "build_linked") >= 0 && param(g, "build_rounds") == 0, "build_linked %g, build_rounds %g",
+          param(g, "build_linked"), param(g, "build_rounds"));
 
     FAISS_FAILS(faiss_graft_set_param(g, "L", 0), "L=0");
     FAISS_FAILS(faiss_graft_set_param(g, "L", 2.5), "integer");
@@ -187,6 +189,8 @@ static void test_params(void) {
     FAISS_FAILS(faiss_graft_set_param(g, "device", 0), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "build_seconds", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "build_pieces", 1), "read-only");
+    FAISS_FAILS(faiss_graft_set_param(g, "build_linked", 1), "read-only");
+    FAISS_FAILS(faiss_graft_set_param(g, "build_rounds", 1), "read-only");
     FAISS_FAILS(faiss_graft_set_param(g, "allow_tf32", 1), "unknown parameter 'allow_tf32'");
     /* One table for every storage: the PQ storage's names are unknown to an FP32 index. */
     FAISS_FAILS(faiss_graft_set_param(g, "max_expand", 64), "unknown parameter 'max_expand'");
