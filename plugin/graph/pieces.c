@@ -67,6 +67,25 @@ static int nearest_centroids(const float* v, const float* cent, int P, int64_t d
     return m;
 }
 
+/* The T nearest of P centroids (out, T a row) to each of m rows of x: rows[i], or i when rows is
+ * NULL; each thread decodes its rows (codes) into a row of its own. 0, or 1 when out of memory. */
+static int nearest_of_rows(const graft_build_vectors* x, int64_t d, const int64_t* rows, int64_t m,
+                           const float* cent, int P, int T, int* out) {
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        float* tb = malloc((size_t)d * sizeof(float));
+        fail = !tb;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < m; i++) {
+            float dd[TOP_T];
+            if (tb) nearest_centroids(graft_build_row(x, d, rows ? rows[i] : i, tb), cent, P, d, T, out + i * T, dd);
+        }
+        free(tb);
+    }
+    return fail;
+}
+
 /* Lloyd's k-means of ns sampled rows of x into P centroids (written, P x d). */
 static int partition_centroids(const graft_build_vectors* x, int64_t n, int64_t d, int P,
                                uint64_t seed, float* cent) {
@@ -96,18 +115,7 @@ static int partition_centroids(const graft_build_vectors* x, int64_t n, int64_t 
         memcpy(cent + (int64_t)c * d, graft_build_row(x, d, rows[order[c]], buf), (size_t)d * sizeof(float));
     }
     for (int it = 0; it < KMEANS_ITERS; it++) {
-        int fail = 0;
-#pragma omp parallel reduction(| : fail)
-        {
-            float* tb = malloc((size_t)d * sizeof(float));
-            fail = !tb;
-#pragma omp for schedule(static)
-            for (int64_t i = 0; i < ns; i++) {
-                float dd;
-                if (tb) nearest_centroids(graft_build_row(x, d, rows[i], tb), cent, P, d, 1, &asg[i], &dd);
-            }
-            free(tb);
-        }
+        int fail = nearest_of_rows(x, d, rows, ns, cent, P, 1, asg);
         if (fail) {
             free(rows), free(asg), free(order), free(start), free(buf);
             return graft_fail(GRAFT_ENOMEM, "graft_graph_build_pieces: out of host memory");
@@ -331,18 +339,7 @@ int graft_graph_build_pieces_from(const graft_build_vectors* x, int64_t n, int64
         rc = graft_fail(GRAFT_ENOMEM, "%s: out of host memory", fn);
     if (rc == GRAFT_OK) rc = partition_centroids(x, n, d, P, p.base.seed, cent);
     if (rc == GRAFT_OK) {
-        int fail = 0;
-#pragma omp parallel reduction(| : fail)
-        {
-            float* tb = malloc((size_t)d * sizeof(float));
-            fail = !tb;
-#pragma omp for schedule(static)
-            for (int64_t v = 0; v < n; v++) {
-                float dd[TOP_T];
-                if (tb) nearest_centroids(graft_build_row(x, d, v, tb), cent, P, d, T, top + v * T, dd);
-            }
-            free(tb);
-        }
+        const int fail = nearest_of_rows(x, d, NULL, n, cent, P, T, top);
         /* Two pieces per vector, nearest first among those with room, in id order. */
         int64_t* size = fill + 1;
         int* all = malloc((size_t)P * sizeof(int)); /* the fallback's ranking of every piece */
