@@ -190,6 +190,7 @@ typedef struct graft_gpu_grnnd_params {
                             neighbours instead of S random ones (-1 and the vertex itself skipped) */
     int init_k;
     float alpha2; /* sorted order: the pruning's slack squared (graft_rnnd_params.alpha); 1 = RNG */
+    int verbose;  /* 1: a line a round on stdout (graft_rnnd_params.verbose) */
 } graft_gpu_grnnd_params;
 
 /* The vectors a GRNND build reads, as a storage keeps them (graft/storage.h's kinds; device

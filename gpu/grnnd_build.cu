@@ -820,9 +820,11 @@ int run_build(graft_gpu_ctx* ctx, Source x, int64_t n, int d, const graft_gpu_gr
                 unsigned long long added = 0;
                 GRAFT_CUDA_TRY(cudaMemcpyAsync(&added, inserted, sizeof added, cudaMemcpyDeviceToHost, st));
                 GRAFT_CUDA_TRY(cudaStreamSynchronize(st));
-                if (prof.on || getenv("GRAFT_GRNND_ROUNDS"))  // diagnostic: the rule's input
-                    fprintf(stderr, "GRNND round %d.%d: %llu new entries (%.5f of n R)\n", t1, t2,
-                            added, added / ((double)n * R));
+                if (prof.on || p->verbose || getenv("GRAFT_GRNND_ROUNDS")) {  // the rule's input
+                    fprintf(p->verbose ? stdout : stderr, "GRNND round %d.%d: %llu new entries (%.5f of n R)\n",
+                            t1, t2, added, added / ((double)n * R));
+                    fflush(p->verbose ? stdout : stderr);
+                }
                 if (t2 == 0) {
                     last_outer = t1 > 0 && (double)added >= (double)p->churn_floor * (double)first_added;
                     first_added = added;

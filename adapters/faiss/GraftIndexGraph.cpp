@@ -46,7 +46,15 @@ const char* GraftIndexGraph::name() const {
     return graft_gindex_storage(gindex)->kind == GRAFT_STORAGE_PQ ? "GraftIndexGraphPQ" : "GraftIndexGraph";
 }
 
+void GraftIndexGraph::sync_verbose() const {
+    graft_grnnd_params b = graft_gindex_get_params(gindex).build;
+    if ((b.base.verbose != 0) == verbose) return;
+    b.base.verbose = verbose ? 1 : 0;
+    throw_if_error(graft_gindex_set_build_params(gindex, &b), (std::string(name()) + ": verbose").c_str());
+}
+
 void GraftIndexGraph::train(idx_t n, const float* x) {
+    sync_verbose();
     throw_if_error(graft_gindex_train(gindex, n, x), (std::string(name()) + "::train").c_str());
     is_trained = graft_gindex_is_trained(gindex);
 }
@@ -57,6 +65,7 @@ void GraftIndexGraph::add(idx_t n, const float* x) {
                   "GraftIndexGraphPQ::add: the index is not trained: call train() first (it "
                   "learns the PQ codebooks, at least %d vectors, as for FAISS's IndexPQ)",
                   GRAFT_PQ_KSUB);
+    sync_verbose();
     throw_if_error(graft_gindex_add(gindex, n, x), (std::string(name()) + "::add").c_str());
     ntotal = graft_gindex_ntotal(gindex);
 }
@@ -66,12 +75,14 @@ void GraftIndexGraph::add_u8(idx_t n, const uint8_t* x) {
                   "GraftIndexGraphPQ::add_u8: the index is not trained: call train() first (it "
                   "learns the PQ codebooks, at least %d vectors, as for FAISS's IndexPQ)",
                   GRAFT_PQ_KSUB);
+    sync_verbose();
     throw_if_error(graft_gindex_add_u8(gindex, n, x), (std::string(name()) + "::add_u8").c_str());
     ntotal = graft_gindex_ntotal(gindex);
 }
 
 void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                              const faiss::SearchParameters* params) const {
+    sync_verbose();  // a search after adds builds the graph
     graft_search_params p = graft_gindex_get_params(gindex).search;
     // -1 keeps the index's value; anything else is checked by the search (fields of the other
     // storages' searches are ignored).

@@ -22,6 +22,13 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
      * n x R host graph and upload every vector, only to find no room for the pools. */
     const int64_t fit = gpu ? graft_grnnd_max_vectors_of(graft_build_row_bytes(&v, d), b) : 0;
     const int whole = gpu && n <= fit;
+    if (b->base.verbose) {
+        printf("graft build: the graph of %lld vectors (d = %lld, R = %d) from %s, %s\n", (long long)n,
+               (long long)d, b->base.R, codes ? graft_storage_name(v.st->kind) : "FP32",
+               !gpu ? "RNN-Descent on the CPU"
+                    : whole ? "GRNND on the GPU" : "GRNND on the GPU in pieces (the whole does not fit)");
+        fflush(stdout);
+    }
     /* The builders that read FP32 rows on the host (the exact start, the CPU reference) take the
      * codes decoded whole: the graph of the decoded vectors either way. The pieces read the
      * codes (graft_graph_build_pieces_from). */
@@ -75,5 +82,11 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
     free(decoded);
     *seconds = graft_now_s() - t0;
     if (rep->pieces < 2) rep->build_seconds = *seconds;
+    if (b->base.verbose && rc == GRAFT_OK) {
+        printf("graft build: done in %.2f s (%s%d, %lld vertices linked)\n", *seconds,
+               rep->pieces > 1 ? "pieces " : "rounds ", rep->pieces > 1 ? rep->pieces : rep->rounds,
+               (long long)rep->linked);
+        fflush(stdout);
+    }
     return rc;
 }

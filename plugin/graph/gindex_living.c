@@ -594,6 +594,8 @@ static int add_locked(graft_gindex* g, int64_t m, const rowsrc* x, const char* f
     const int grown = do_insert && lp.policy == GRAFT_ADD_AUTO &&
                       (double)t->since_build > share * (double)(t->n - t->ndead);
     if (grown && !lp.background) snap_drop_graph(t);
+    const int verbose = t->p.build.base.verbose;
+    const int64_t now_held = t->n;
     gindex_publish(g, t);
     pthread_mutex_lock(&g->slock);
     g->rep.last_add = do_insert ? GRAFT_ADD_INSERT : GRAFT_ADD_REBUILD;
@@ -604,6 +606,11 @@ static int add_locked(graft_gindex* g, int64_t m, const rowsrc* x, const char* f
         g->rep.on_gpu_inserts = on_gpu;
     }
     pthread_mutex_unlock(&g->slock);
+    if (verbose) {
+        printf("graft add: %lld vectors in %.2f s, %lld held; %s\n", (long long)m, graft_now_s() - t0,
+               (long long)now_held, do_insert ? "inserted into the graph" : "the graph is built by the next search");
+        fflush(stdout);
+    }
     if (grown && lp.background) start_background(g);
     return GRAFT_OK;
 }

@@ -98,7 +98,8 @@ int graft_grnnd_build_gpu_from(const graft_build_vectors* src, int64_t n, int64_
                                  p.order == GRAFT_GRNND_SORTED, p.pairs, staged,
                                  b->metric == GRAFT_METRIC_L2, b->seed,
                                  b->delta > 0.0f ? graft_rnnd_converged_below(n, b->R, b->delta) : -1,
-                                 GRAFT_RNND_CHURN_FLOOR, &rounds, NULL, 0, b->alpha * b->alpha};
+                                 GRAFT_RNND_CHURN_FLOOR, &rounds, NULL, 0, b->alpha * b->alpha,
+                                 b->verbose};
     const double t1 = graft_now_s();
     graft_gpu_ctx* ctx = NULL;
     int rc = graft_gpu_ctx_create(p.device, budget, &ctx);

@@ -369,6 +369,11 @@ int graft_graph_build_pieces_from(const graft_build_vectors* x, int64_t n, int64
         top = NULL;
     }
     rep.partition_seconds = graft_now_s() - t0;
+    if (p.base.verbose && rc == GRAFT_OK) {
+        printf("graft pieces: %lld vectors into %d pieces of at most %lld (partition %.2f s)\n",
+               (long long)n, P, (long long)piece_max, rep.partition_seconds);
+        fflush(stdout);
+    }
     /* Members of each piece in id order (fill[c] = start of piece c). */
     int64_t largest = 0;
     if (rc == GRAFT_OK) {
@@ -403,6 +408,11 @@ int graft_graph_build_pieces_from(const graft_build_vectors* x, int64_t n, int64
     while (rc == GRAFT_OK && c < P) {
         piece_job* job = &jobs[cur];
         rep.build_seconds += job->seconds;
+        if (p.base.verbose) {
+            printf("graft pieces: piece %d of %d (%lld vectors) built in %.2f s\n", c + 1, P,
+                   (long long)job->m, job->seconds);
+            fflush(stdout);
+        }
         if (job->rc != GRAFT_OK) {
             rc = graft_fail(job->rc, "%s: piece %d of %d (%lld vectors): %s", fn, c + 1, P,
                             (long long)job->m, job->err);

@@ -26,6 +26,7 @@
  */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,7 @@ void graft_rnnd_params_defaults(graft_rnnd_params* p) {
     p->init = NULL;
     p->init_k = 0;
     p->alpha = 1.0f;
+    p->verbose = 0;
 }
 
 int64_t graft_rnnd_converged_below(int64_t n, int R, float delta) {
@@ -292,6 +294,11 @@ int graft_rnnd_build_cpu_linked(const float* x, int64_t n, int64_t d, const graf
             for (int64_t v = 0; v < n; v++) nred[v] = update_vertex(&g, v, red + v * p.R);
             rounds++;
             const int64_t added = apply_redirects(&g, red, nred, 1);
+            if (p.verbose) {
+                printf("RNN-Descent round %d.%d: %lld new entries (%.5f of n R)\n", t1, t2,
+                       (long long)added, (double)added / ((double)n * p.R));
+                fflush(stdout);
+            }
             if (t2 == 0) {
                 last_outer = t1 > 0 && (double)added >= (double)GRAFT_RNND_CHURN_FLOOR * (double)first_added;
                 first_added = added;

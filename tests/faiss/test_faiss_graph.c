@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <faiss/c_api/IndexFlat_c.h>
 #include <faiss/c_api/Index_c.h>
@@ -484,6 +485,48 @@ static void test_add_u8(void) {
     free(xu);
 }
 
+/* FAISS's `verbose` on a graft graph index: the add and the build (run by the first search) print
+ * their progress on stdout, a line each round; silent again once verbose is cleared. */
+static void test_verbose(void) {
+    printf("verbose\n");
+    fflush(stdout);
+    char path[600];
+    snprintf(path, sizeof path, "%s/verbose.txt", dir);
+    FaissIndex* index = make("GraftGraph,cpu");
+    if (!index) return;
+    const int saved = dup(1);
+    FILE* f = fopen(path, "w");
+    if (saved < 0 || !f) {
+        CHECK(0, "cannot redirect stdout to %s", path);
+        faiss_Index_free(index);
+        return;
+    }
+    dup2(fileno(f), 1);
+    faiss_Index_set_verbose(index, 1);
+    FAISS_OK(faiss_Index_add(index, 1000, s.xb));
+    float dist[10];
+    idx_t lab[10];
+    FAISS_OK(faiss_Index_search(index, 1, s.xq, 10, dist, lab)); /* builds the graph */
+    faiss_Index_set_verbose(index, 0);
+    FAISS_OK(faiss_Index_add(index, 10, s.xb + 1000 * s.d));
+    FAISS_OK(faiss_Index_search(index, 1, s.xq, 10, dist, lab));
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    fclose(f);
+    char text[1 << 16] = {0};
+    f = fopen(path, "r");
+    const size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[got] = 0;
+    CHECK(strstr(text, "graft add: 1000 vectors") != NULL, "no add line in: %s", text);
+    CHECK(strstr(text, "graft build: the graph of 1000 vectors") != NULL, "no build line in: %s", text);
+    CHECK(strstr(text, "RNN-Descent round 0.0:") != NULL, "no round line in: %s", text);
+    CHECK(strstr(text, "graft build: done in") != NULL, "no end-of-build line in: %s", text);
+    CHECK(strstr(text, "graft add: 10 vectors") == NULL, "verbose 0 still printed: %s", text);
+    faiss_Index_free(index);
+}
+
 int main(void) {
     graft_test_temp_dir(dir, sizeof dir, "graph");
     graft_test_load_sift5k(&s);
@@ -496,6 +539,7 @@ int main(void) {
     test_export();
     test_errors();
     test_add_u8();
+    test_verbose();
     graft_test_remove_dir(dir);
     free(truth);
     graft_test_free_sift(&s);

@@ -50,6 +50,8 @@ typedef struct graft_rnnd_params {
                      squared). 1 (default) = the RNG rule; larger keeps more edges a row (denser
                      rows, fewer steps a walk, longer builds). L2 only: must be 1 with inner
                      product. At least 1. */
+    int verbose;  /* 1: the build's progress on stdout, a line each round and phase (an index's
+                     build: FAISS's Index::verbose); 0 (default): silent */
 } graft_rnnd_params;
 
 /* Defaults: S = 32, R = 64, T1 = 8, T2 = 30 (limits), delta = 0.002, rho = 1, alpha = 1,
