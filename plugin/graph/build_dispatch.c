@@ -26,7 +26,8 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
         printf("graft build: the graph of %lld vectors (d = %lld, R = %d) from %s, %s\n", (long long)n,
                (long long)d, b->base.R, codes ? graft_storage_name(v.st->kind) : "FP32",
                !gpu ? "RNN-Descent on the CPU"
-                    : whole ? "GRNND on the GPU" : "GRNND on the GPU in pieces (the whole does not fit)");
+                    : whole ? "GRNND on the GPU"
+                            : "GRNND on the GPU in pieces (the whole does not fit)");
         fflush(stdout);
     }
     /* The builders that read FP32 rows on the host (the exact start, the CPU reference) take the

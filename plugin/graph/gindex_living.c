@@ -608,7 +608,8 @@ static int add_locked(graft_gindex* g, int64_t m, const rowsrc* x, const char* f
     pthread_mutex_unlock(&g->slock);
     if (verbose) {
         printf("graft add: %lld vectors in %.2f s, %lld held; %s\n", (long long)m, graft_now_s() - t0,
-               (long long)now_held, do_insert ? "inserted into the graph" : "the graph is built by the next search");
+               (long long)now_held,
+               do_insert ? "inserted into the graph" : "the graph is built by the next search");
         fflush(stdout);
     }
     if (grown && lp.background) start_background(g);

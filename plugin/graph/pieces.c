@@ -13,8 +13,9 @@
  * The overlap (each vector in two pieces) is what joins the pieces' graphs: a vector's row holds
  * neighbours from both of its pieces. From codes (issue 48, graft_graph_build_pieces_from) every
  * step reads a code row decoded at a time and GRNND builds each piece from its codes: no n x d
- * FP32 copy on the host, the pieces sized by the codes' bytes. Deterministic for the CPU builder (the partition, the
- * per-piece builds and the merge depend on no thread count); with GRNND as the GPU's builds are.
+ * FP32 copy on the host, the pieces sized by the codes' bytes. Deterministic for the CPU builder
+ * (the partition, the per-piece builds and the merge depend on no thread count); with GRNND as the
+ * GPU's builds are.
  */
 #include <float.h>
 #include <omp.h>
@@ -79,7 +80,8 @@ static int nearest_of_rows(const graft_build_vectors* x, int64_t d, const int64_
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < m; i++) {
             float dd[TOP_T];
-            if (tb) nearest_centroids(graft_build_row(x, d, rows ? rows[i] : i, tb), cent, P, d, T, out + i * T, dd);
+            if (tb)
+                nearest_centroids(graft_build_row(x, d, rows ? rows[i] : i, tb), cent, P, d, T, out + i * T, dd);
         }
         free(tb);
     }
@@ -112,7 +114,8 @@ static int partition_centroids(const graft_build_vectors* x, int64_t n, int64_t 
         const int64_t t = order[c];
         order[c] = order[j];
         order[j] = t;
-        memcpy(cent + (int64_t)c * d, graft_build_row(x, d, rows[order[c]], buf), (size_t)d * sizeof(float));
+        const float* row = graft_build_row(x, d, rows[order[c]], buf);
+        memcpy(cent + (int64_t)c * d, row, (size_t)d * sizeof(float));
     }
     for (int it = 0; it < KMEANS_ITERS; it++) {
         int fail = nearest_of_rows(x, d, rows, ns, cent, P, 1, asg);
@@ -184,7 +187,8 @@ static void merge_row(const graft_build_vectors* x, int64_t d, int l2, int R, in
     for (int j = 0; j < m && kept < R; j++) {
         if (j && c[j].id == c[j - 1].id) continue; /* a neighbour both pieces found */
         /* decoded into the next kept row's place, which keeps it if it stays */
-        const float* xc = graft_build_row(x, d, c[j].id, sc->rows ? sc->rows + (int64_t)(2 + kept) * d : NULL);
+        float* slot = sc->rows ? sc->rows + (int64_t)(2 + kept) * d : NULL;
+        const float* xc = graft_build_row(x, d, c[j].id, slot);
         int ok = 1;
         for (int t = 0; t < kept && ok && l2; t++)
             ok = !(GRAFT_MERGE_ALPHA * graft_vec_dist(sc->kept_rows[t], xc, d, 1) < c[j].d);
@@ -253,10 +257,11 @@ static int merge_piece(const graft_build_vectors* x, int64_t d, int l2, int R, c
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
+        const int codes = graft_build_reads_codes(x);
         merge_scratch sc = {malloc((size_t)2 * R * sizeof(cand)), malloc((size_t)R * sizeof(int32_t)),
                             malloc((size_t)R * sizeof(int32_t)), malloc((size_t)R * sizeof(float*)),
-                            graft_build_reads_codes(x) ? malloc((size_t)(R + 2) * d * sizeof(float)) : NULL};
-        const int ok = sc.c && sc.add && sc.kept && sc.kept_rows && (sc.rows || !graft_build_reads_codes(x));
+                            codes ? malloc((size_t)(R + 2) * d * sizeof(float)) : NULL};
+        const int ok = sc.c && sc.add && sc.kept && sc.kept_rows && (sc.rows || !codes);
 #pragma omp for schedule(dynamic, 256)
         for (int64_t i = 0; i < m; i++) {
             if (!ok) { /* every thread still takes its share of the loop */
