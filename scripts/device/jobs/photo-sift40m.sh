@@ -6,8 +6,9 @@
 # made in the background from the carried .deps/data/photo-images/part1. Starts only when named,
 # or when GRAFT_GQ_SETS names one of the three (the graph-quality job waits for each).
 # Writes to $OUT: setup.log (its log, once waited for).
-# Time: ~5 minutes on nvidia-h200 (16 cores) for the 40M set, ~1.5 more for the subsets (estimated
-# from photo-sift10m's 102 + 19 s; 55.8M grid points).
+# Time: 430 s on nvidia-h200 (16 cores) for the 40M set, 123 s more for the subsets
+# (bench/logs/photo-sift40m-9d87fc6-h200.log): a call that makes them has little time left, and
+# the next call on the warm machine finds them on its disk.
 # background: yes
 . "$(dirname "$0")/../lib.sh"
 s=.data/photo-sift40m
