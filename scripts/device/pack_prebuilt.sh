@@ -7,7 +7,9 @@
 #   GRAFT_PREBUILT=1 GRAFT_GQ_SETS=... bash scripts/device/run.sh graph-quality   # on the device,
 #       carrying .deps/carry (run.sh unpacks it into .deps/prebuilt; lib.sh points the jobs at it)
 #   GRAFT_DATA_DIR=.deps/data .deps/prebuilt/test_gpu_grnnd    # a packed test, after the unpack
-# Only for jobs whose targets are graft-bench alone (graph-quality, graft-bench without peers).
+# Only for jobs whose targets are graft-bench alone (graph-quality, graft-bench without its FAISS
+# GPU and GGNN peers, and cagra when build/ was configured with -DGRAFT_CAGRA_PEER_LIB=
+# $PWD/.deps/cagra/libgraft_cagra_peer.so: carry .deps/carry/cagra.tar.xz beside it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -q 'CMAKE_CUDA_ARCHITECTURES:[A-Z]*=.*90' build/CMakeCache.txt ||
