@@ -84,8 +84,11 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
     *seconds = graft_now_s() - t0;
     if (rep->pieces < 2) rep->build_seconds = *seconds;
     if (b->base.verbose && rc == GRAFT_OK) {
-        printf("graft build: done in %.2f s (%s%d, %lld vertices linked)\n", *seconds,
-               rep->pieces > 1 ? "pieces " : "rounds ", rep->pieces > 1 ? rep->pieces : rep->rounds,
+        char how[64];
+        if (rep->pieces > 1) snprintf(how, sizeof how, "%d pieces", rep->pieces);
+        else if (rep->pieces == 1) snprintf(how, sizeof how, "GRNND, %d rounds", rep->rounds);
+        else snprintf(how, sizeof how, "on the CPU");
+        printf("graft build: done in %.2f s (%s, %lld vertices linked)\n", *seconds, how,
                (long long)rep->linked);
         fflush(stdout);
     }
