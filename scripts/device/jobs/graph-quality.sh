@@ -12,7 +12,8 @@
 # its subsets photo-sift40m-10m, photo-sift40m-1m, by the photo-sift40m job), in the order given.
 # A set named NAME-xC is the d = 128 set NAME grown to C synthetic copies (graft-bench --scale:
 # build time and L against n, or an index past the real sets, e.g. photo-sift10m-x9 = 90M).
-# GRAFT_GQ_BATCH: graft-bench's --batch (default 10000; "100,1000" for the small-batch walk).
+# GRAFT_GQ_BATCH: graft-bench's --batch (default 10000; "100,1000" for the small-batch walk);
+# GRAFT_GQ_LATENCY=N: batch-1 latency over N queries too (default 0: none).
 # Writes to $OUT: graph-quality.log, graph-quality.jsonl (records).
 # Time: 11-19 s a 1M set for four variants after the build on nvidia-h200; 40M: 211 s for two;
 # dense-sift1m-x10 ~85 s more (bench/logs/graph-quality-0e8bb22-h200.log).
@@ -30,7 +31,7 @@ gq() {  # NAME BASE QUERY [graft-bench options]: NAME-xC-synthetic with the set'
   [ "$secs" -gt 60 ] || { stamp "$name skipped: ${secs}s left" | tee -a "$log"; return; }
   stamp "graph-quality on $name (${secs}s at most)" | tee -a "$log"
   GRAFT_GRNND_ROUNDS=1 GRAFT_DEVICE_NAME="$(device_name)" timeout "$secs" ./build-device/bench/graft-bench \
-    --name "$name" --base "$base" --query "$query" --k 10 --batch "${GRAFT_GQ_BATCH:-10000}" --latency-queries 0 --min-time 0.2 \
+    --name "$name" --base "$base" --query "$query" --k 10 --batch "${GRAFT_GQ_BATCH:-10000}" --latency-queries "${GRAFT_GQ_LATENCY:-0}" --min-time 0.2 \
     --graph-recall 2000 --out /tmp/graph-quality --gt-cache /tmp/graft-bench-gt --commit "$commit" \
     --deadline $(( secs - 20 )) "${index_args[@]}" "${scale[@]}" "$@" 2>&1 | tr '\r' '\n' | grep -v '^ *$' >>"$log"
   grep -E "built in|GRNND, [0-9]+ rounds|CAGRA.s graph|^GraftGraph.*~" "$log" | tail -n $(( 3 * ${#indexes[@]} ))
