@@ -57,8 +57,19 @@ typedef struct graft_build_vectors {
     const void* dcodes;      /* the same codes on the build's device already, or NULL */
 } graft_build_vectors;
 
-/* 1 when a build of v reads the codes: an FP16 or SQ8 storage with its codes. */
-int graft_build_reads_codes(const graft_build_vectors* v);
+/* 1 when a build of v reads the codes: an FP16 or SQ8 storage with its codes. Inline, as
+ * graft_build_row: graph.c and orphans.c read rows through them, and a call into build_vectors.c
+ * (which calls the builds' shared checks in rnnd.c) would close a circle of calls. */
+static inline int graft_build_reads_codes(const graft_build_vectors* v) {
+    return v && v->st && (v->st->kind == GRAFT_STORAGE_FP16 || v->st->kind == GRAFT_STORAGE_SQ8);
+}
+/* Row i of what a build of v reads: a pointer into v->x, or its code decoded into buf (d floats,
+ * the caller's; unused for FP32 rows). */
+static inline const float* graft_build_row(const graft_build_vectors* v, int64_t d, int64_t i, float* buf) {
+    if (!graft_build_reads_codes(v)) return v->x + i * d;
+    graft_storage_decode(v->st, 1, v->codes + (size_t)i * graft_storage_code_size(v->st->kind, d), buf);
+    return buf;
+}
 /* Bytes a vector of what a build of v reads on the device: 4 d, or the code size. */
 size_t graft_build_row_bytes(const graft_build_vectors* v, int64_t d);
 /* The checks of graft_check_graph_build (x finite unless dx is given) or, reading codes, of the
@@ -66,12 +77,9 @@ size_t graft_build_row_bytes(const graft_build_vectors* v, int64_t d);
  * to Inf). */
 int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d,
                               const graft_rnnd_params* p, const graft_graph* out, const char* fn);
-/* graft_graph_entry_point of the decoded codes, decoding a row at a time (no n x d copy); equal to
- * graft_graph_entry_point over graft_storage_decode's rows. */
-int64_t graft_graph_entry_point_codes(const graft_storage* st, const uint8_t* codes, int64_t n);
-/* Row i of what a build of v reads: a pointer into v->x, or its code decoded into buf (d floats,
- * the caller's). */
-const float* graft_build_row(const graft_build_vectors* v, int64_t d, int64_t i, float* buf);
+/* graft_graph_entry_point over what a build reads: FP32 rows, or codes decoded a row at a time
+ * (no n x d copy), equal to graft_graph_entry_point over graft_storage_decode's rows. */
+int64_t graft_graph_entry_point_of(const graft_build_vectors* v, int64_t n, int64_t d);
 /* The n codes decoded into a new n x d array (*x, malloc'd, the caller frees). GRAFT_ENOMEM. */
 int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float** x);
 

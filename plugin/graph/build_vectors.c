@@ -1,16 +1,12 @@
 /* What a graph build reads (graph/build.h, graft_build_vectors): FP32 vectors or an FP16 / SQ8
  * storage's codes (issue 48), their checks, and the whole decode for the builders that read FP32
- * rows (the codes' entry point is graph.c's, graft_graph_entry_point_codes). */
+ * rows (the codes' entry point is graph.c's, graft_graph_entry_point_of). */
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "core/validate.h"
 #include "graph/build.h"
 #include "storage/decode.h"
-
-int graft_build_reads_codes(const graft_build_vectors* v) {
-    return v && v->st && (v->st->kind == GRAFT_STORAGE_FP16 || v->st->kind == GRAFT_STORAGE_SQ8);
-}
 
 size_t graft_build_row_bytes(const graft_build_vectors* v, int64_t d) {
     return graft_build_reads_codes(v) ? graft_storage_code_size(v->st->kind, d)
@@ -41,12 +37,6 @@ int graft_check_build_vectors(const graft_build_vectors* v, int64_t n, int64_t d
                           fn, (long long)(bad / d), (long long)(bad % d));
     }
     return GRAFT_OK;
-}
-
-const float* graft_build_row(const graft_build_vectors* v, int64_t d, int64_t i, float* buf) {
-    if (!graft_build_reads_codes(v)) return v->x + i * d;
-    graft_storage_decode(v->st, 1, v->codes + (size_t)i * graft_storage_code_size(v->st->kind, d), buf);
-    return buf;
 }
 
 int graft_build_decode(const graft_build_vectors* v, int64_t n, int64_t d, float** x) {

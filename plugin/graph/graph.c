@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "graft/graph.h"
+#include "graph/build.h"
 #include "graph/graph_gpu.h"
 #include "core/validate.h"
 #include "core/vec_dist.h"
@@ -19,21 +20,13 @@ void graft_graph_free(graft_graph* g) {
     memset(g, 0, sizeof *g);
 }
 
-/* Row i of the vectors an entry point is chosen over: x's, or a code decoded into buf. */
-static inline const float* entry_row(const float* x, const graft_storage* st, const uint8_t* codes,
-                                     size_t cs, int64_t i, int64_t d, float* buf) {
-    if (x) return x + i * d;
-    graft_storage_decode(st, 1, codes + (size_t)i * cs, buf);
-    return buf;
-}
-
-/* The vertex nearest the vectors' mean, over FP32 rows x or (x NULL) st's codes decoded a row at
- * a time (no n x d copy); the same sums in the same order either way. */
-static int64_t entry_point_of(const float* x, const graft_storage* st, const uint8_t* codes,
-                              int64_t n, int64_t d) {
-    double* c = (x || (st && codes)) && n > 0 && d > 0 ? calloc((size_t)d, sizeof(double)) : NULL;
+/* The vertex nearest the vectors' mean, over FP32 rows or FP16 / SQ8 codes decoded a row at a
+ * time (graft_build_row: no n x d copy); the same sums in the same order either way. */
+int64_t graft_graph_entry_point_of(const graft_build_vectors* v, int64_t n, int64_t d) {
+    const int codes = graft_build_reads_codes(v);
+    const int held = codes ? v->codes != NULL : v->x != NULL;
+    double* c = held && n > 0 && d > 0 ? calloc((size_t)d, sizeof(double)) : NULL;
     if (!c) return 0;
-    const size_t cs = x ? 0 : graft_storage_code_size(st->kind, d);
     int failed = 0; /* a thread without its decode buffer: vertex 0, a valid (worse) start */
     /* Column sums per block of rows (OpenMP), then added in block order: the result does not
      * depend on the thread count. Falls back to one pass when the partial sums do not fit. */
@@ -42,12 +35,12 @@ static int64_t entry_point_of(const float* x, const graft_storage* st, const uin
     if (part) {
 #pragma omp parallel reduction(| : failed)
         {
-            float* buf = x ? NULL : malloc((size_t)d * sizeof(float));
-            failed |= !x && !buf;
+            float* buf = codes ? malloc((size_t)d * sizeof(float)) : NULL;
+            failed |= codes && !buf;
 #pragma omp for schedule(static)
             for (int64_t b = 0; b < B; b++)
-                for (int64_t i = b * rows; (x || buf) && i < n && i < (b + 1) * rows; i++) {
-                    const float* r = entry_row(x, st, codes, cs, i, d, buf);
+                for (int64_t i = b * rows; (!codes || buf) && i < n && i < (b + 1) * rows; i++) {
+                    const float* r = graft_build_row(v, d, i, buf);
                     for (int64_t j = 0; j < d; j++) part[b * d + j] += r[j];
                 }
             free(buf);
@@ -56,10 +49,10 @@ static int64_t entry_point_of(const float* x, const graft_storage* st, const uin
             for (int64_t j = 0; j < d; j++) c[j] += part[b * d + j];
         free(part);
     } else {
-        float* buf = x ? NULL : malloc((size_t)d * sizeof(float));
-        failed = !x && !buf;
+        float* buf = codes ? malloc((size_t)d * sizeof(float)) : NULL;
+        failed = codes && !buf;
         for (int64_t i = 0; !failed && i < n; i++) {
-            const float* r = entry_row(x, st, codes, cs, i, d, buf);
+            const float* r = graft_build_row(v, d, i, buf);
             for (int64_t j = 0; j < d; j++) c[j] += r[j];
         }
         free(buf);
@@ -69,14 +62,14 @@ static int64_t entry_point_of(const float* x, const graft_storage* st, const uin
     double best = INFINITY;
 #pragma omp parallel reduction(| : failed)
     {
-        float* buf = x ? NULL : malloc((size_t)d * sizeof(float));
-        failed |= !x && !buf;
+        float* buf = codes ? malloc((size_t)d * sizeof(float)) : NULL;
+        failed |= codes && !buf;
         int64_t e = 0;
         double b = INFINITY;
 #pragma omp for schedule(static) nowait
         for (int64_t i = 0; i < n; i++) {
-            if (!x && !buf) continue;
-            const float* r = entry_row(x, st, codes, cs, i, d, buf);
+            if (codes && !buf) continue;
+            const float* r = graft_build_row(v, d, i, buf);
             double s = 0;
             for (int64_t j = 0; j < d; j++) s += (r[j] - c[j]) * (r[j] - c[j]);
             if (s < b) b = s, e = i;
@@ -90,11 +83,8 @@ static int64_t entry_point_of(const float* x, const graft_storage* st, const uin
 }
 
 int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d) {
-    return entry_point_of(x, NULL, NULL, n, d);
-}
-
-int64_t graft_graph_entry_point_codes(const graft_storage* st, const uint8_t* codes, int64_t n) {
-    return st && codes ? entry_point_of(NULL, st, codes, n, st->d) : 0;
+    const graft_build_vectors v = {.x = x};
+    return graft_graph_entry_point_of(&v, n, d);
 }
 
 /* What the walk reads a vertex's distance from: the FP32 vectors (st NULL or FP32) or the codes

@@ -160,9 +160,7 @@ int graft_grnnd_build_gpu_from(const graft_build_vectors* src, int64_t n, int64_
     }
     const double t5 = graft_now_s();
     /* The pools have no rule that keeps an outlier's last in-edge (graph/orphans.c). */
-    graft_graph g = {n, b->R, nbrs,
-                     codes ? graft_graph_entry_point_codes(src->st, src->codes, n)
-                           : graft_graph_entry_point(src->x, n, d)};
+    graft_graph g = {n, b->R, nbrs, graft_graph_entry_point_of(src, n, d)};
     int64_t linked = 0;
     rc = graft_graph_link_orphans_of(&g, src, d, b->metric, &linked);
     if (rc != GRAFT_OK) {

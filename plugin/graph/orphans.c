@@ -46,23 +46,18 @@
  * uint16: a count can pass IN_SAT by one per thread before the clamp. */
 #define IN_SAT 8
 
-/* The vectors: FP32 rows x, or (a build from codes, x NULL) the codes of st, decoded a row at a
- * time into ra and rb (the linking runs on one thread; the orphans are few). */
+/* The vectors: FP32 rows, or (a build from codes) codes decoded a row at a time into ra and rb
+ * (graft_build_row; the linking runs on one thread, and the orphans are few). */
 typedef struct {
-    const float* x;
+    const graft_build_vectors* v;
     int64_t d;
     int l2;
-    const graft_storage* st;
-    const uint8_t* codes;
-    size_t code_size;
     float *ra, *rb;
 } space;
 
 static float dist(const space* s, int64_t a, int64_t b) {
-    if (s->x) return graft_vec_dist(s->x + a * s->d, s->x + b * s->d, s->d, s->l2);
-    graft_storage_decode(s->st, 1, s->codes + (size_t)a * s->code_size, s->ra);
-    graft_storage_decode(s->st, 1, s->codes + (size_t)b * s->code_size, s->rb);
-    return graft_vec_dist(s->ra, s->rb, s->d, s->l2);
+    return graft_vec_dist(graft_build_row(s->v, s->d, a, s->ra), graft_build_row(s->v, s->d, b, s->rb),
+                          s->d, s->l2);
 }
 
 /* (distance, id) order, the rows' order (graft/graph.h). */
@@ -146,16 +141,13 @@ int graft_graph_link_orphans_of(graft_graph* g, const graft_build_vectors* vec, 
     /* Sweeps over the orphans left, in id order: the rule's, then last resorts while one links
      * any (a displacement leaves a row another last entry, which an orphan refused before may
      * take the place of). */
-    /* graft_build_reads_codes's test (build_vectors.c calls into this file's callers) */
-    const int codes = vec->st && (vec->st->kind == GRAFT_STORAGE_FP16 || vec->st->kind == GRAFT_STORAGE_SQ8);
+    const int codes = graft_build_reads_codes(vec);
     float* rows = codes ? malloc(2 * (size_t)d * sizeof(float)) : NULL;
     if (codes && !rows) {
         free(indeg), free(left);
         return graft_fail(GRAFT_ENOMEM, "graft_graph_link_orphans: out of host memory");
     }
-    const space s = {codes ? NULL : vec->x, d, metric == GRAFT_METRIC_L2, codes ? vec->st : NULL,
-                     codes ? vec->codes : NULL,
-                     codes ? graft_storage_code_size(vec->st->kind, d) : 0, rows, rows ? rows + d : NULL};
+    const space s = {vec, d, metric == GRAFT_METRIC_L2, rows, rows ? rows + d : NULL};
     for (int sweep = 0, progress = 1; nleft > 0 && (sweep < 2 || progress); sweep++) {
         int64_t kept = 0;
         for (int64_t i = 0; i < nleft; i++) {

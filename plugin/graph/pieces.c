@@ -449,8 +449,7 @@ int graft_graph_build_pieces_from(const graft_build_vectors* x, int64_t n, int64
      * can lose its in-edges of both pieces (graph/orphans.c). */
     graft_graph merged = {n, R, nbrs, 0};
     if (rc == GRAFT_OK) {
-        merged.entry = graft_build_reads_codes(x) ? graft_graph_entry_point_codes(x->st, x->codes, n)
-                                                  : graft_graph_entry_point(x->x, n, d);
+        merged.entry = graft_graph_entry_point_of(x, n, d);
         const double tm = graft_now_s();
         rc = graft_graph_link_orphans_of(&merged, x, d, p.base.metric, &rep.linked);
         rep.merge_seconds += graft_now_s() - tm;

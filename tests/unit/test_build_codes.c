@@ -124,12 +124,14 @@ static void test_entry_point(const graft_test_sift* s) {
         float* dec;
         graft_test_encode(kinds[k], s->xb, s->nb, s->d, &st, &codes, &dec);
         for (int i = 0; i < 6; i++) {
-            const int64_t a = graft_graph_entry_point_codes(&st, codes, ns[i]);
+            const graft_build_vectors v = {.st = &st, .codes = codes};
+            const int64_t a = graft_graph_entry_point_of(&v, ns[i], s->d);
             const int64_t b = graft_graph_entry_point(dec, ns[i], s->d);
             CHECK(a == b, "%s n=%lld: entry %lld from the codes, %lld from the decoded vectors",
                   graft_storage_name(kinds[k]), (long long)ns[i], (long long)a, (long long)b);
         }
-        CHECK(graft_graph_entry_point_codes(&st, NULL, 10) == 0, "no codes: vertex 0");
+        const graft_build_vectors none = {.st = &st};
+        CHECK(graft_graph_entry_point_of(&none, 10, s->d) == 0, "no codes: vertex 0");
         graft_storage_free(&st);
         free(codes), free(dec);
     }
