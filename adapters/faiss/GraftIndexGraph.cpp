@@ -46,44 +46,44 @@ const char* GraftIndexGraph::name() const {
     return graft_gindex_storage(gindex)->kind == GRAFT_STORAGE_PQ ? "GraftIndexGraphPQ" : "GraftIndexGraph";
 }
 
-void GraftIndexGraph::sync_verbose() const {
-    graft_grnnd_params b = graft_gindex_get_params(gindex).build;
+void GraftIndexGraph::sync_verbose(graft_grnnd_params b) const {
     if ((b.base.verbose != 0) == verbose) return;
     b.base.verbose = verbose ? 1 : 0;
     throw_if_error(graft_gindex_set_build_params(gindex, &b), (std::string(name()) + ": verbose").c_str());
 }
 
 void GraftIndexGraph::train(idx_t n, const float* x) {
-    sync_verbose();
+    sync_verbose(graft_gindex_get_params(gindex).build);
     throw_if_error(graft_gindex_train(gindex, n, x), (std::string(name()) + "::train").c_str());
     is_trained = graft_gindex_is_trained(gindex);
 }
 
-void GraftIndexGraph::add(idx_t n, const float* x) {
+void GraftIndexGraph::before_add(const char* op) const {
     // FAISS's own check (IndexPQ, IndexIVF), with the way out in the message.
     GRAFT_REQUIRE(is_trained || graft_gindex_storage(gindex)->kind != GRAFT_STORAGE_PQ,
-                  "GraftIndexGraphPQ::add: the index is not trained: call train() first (it "
+                  "GraftIndexGraphPQ::%s: the index is not trained: call train() first (it "
                   "learns the PQ codebooks, at least %d vectors, as for FAISS's IndexPQ)",
-                  GRAFT_PQ_KSUB);
-    sync_verbose();
+                  op, GRAFT_PQ_KSUB);
+    sync_verbose(graft_gindex_get_params(gindex).build);
+}
+
+void GraftIndexGraph::add(idx_t n, const float* x) {
+    before_add("add");
     throw_if_error(graft_gindex_add(gindex, n, x), (std::string(name()) + "::add").c_str());
     ntotal = graft_gindex_ntotal(gindex);
 }
 
 void GraftIndexGraph::add_u8(idx_t n, const uint8_t* x) {
-    GRAFT_REQUIRE(is_trained || graft_gindex_storage(gindex)->kind != GRAFT_STORAGE_PQ,
-                  "GraftIndexGraphPQ::add_u8: the index is not trained: call train() first (it "
-                  "learns the PQ codebooks, at least %d vectors, as for FAISS's IndexPQ)",
-                  GRAFT_PQ_KSUB);
-    sync_verbose();
+    before_add("add_u8");
     throw_if_error(graft_gindex_add_u8(gindex, n, x), (std::string(name()) + "::add_u8").c_str());
     ntotal = graft_gindex_ntotal(gindex);
 }
 
 void GraftIndexGraph::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                              const faiss::SearchParameters* params) const {
-    sync_verbose();  // a search after adds builds the graph
-    graft_search_params p = graft_gindex_get_params(gindex).search;
+    const graft_gindex_params now = graft_gindex_get_params(gindex);
+    sync_verbose(now.build);  // a search after adds builds the graph
+    graft_search_params p = now.search;
     // -1 keeps the index's value; anything else is checked by the search (fields of the other
     // storages' searches are ignored).
     if (auto* gp = dynamic_cast<const SearchParametersGraftGraph*>(params)) {

@@ -107,10 +107,13 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
   protected:
     // The class name in messages: "GraftIndexGraphPQ" for the PQ storage (its FAISS face).
     const char* name() const;
-    // FAISS's `verbose` (a field the user sets at any time) into the build's parameters, before
-    // each call that may add or build: with it the adds and builds print their progress (the
-    // graph build a line a round, the pieces a line a piece) on stdout, as FAISS's indexes do.
-    void sync_verbose() const;
+    // FAISS's `verbose` (a field the user sets at any time) into the build's parameters b (the
+    // index's now), before each call that may add or build: with it the adds and builds print
+    // their progress (the graph build a line a round, the pieces a line a piece) on stdout, as
+    // FAISS's indexes do.
+    void sync_verbose(graft_grnnd_params b) const;
+    // Before an add (op: its name in messages): FAISS's trained check, then sync_verbose.
+    void before_add(const char* op) const;
 };
 
 // Per-search parameters of a GraftIndexGraph; -1 = the index's default. `sel` (inherited): only

@@ -22,7 +22,7 @@ static graft_gindex* new_index(int64_t d, int kind, int keep, const float* xt, i
     p.living.policy = GRAFT_ADD_INSERT; /* the second add inserts into the first add's graph */
     graft_gindex* g = NULL;
     CHECK_OK(graft_gindex_new(d, &p, &g));
-    if (g && kind == GRAFT_STORAGE_SQ8) CHECK_OK(graft_gindex_train(g, nt, xt));
+    if (g && kind == GRAFT_STORAGE_SQ8 && xt) CHECK_OK(graft_gindex_train(g, nt, xt)); /* xt NULL: untrained */
     return g;
 }
 
@@ -128,12 +128,7 @@ static void refusals(const graft_test_sift* s, const uint8_t* xu) {
     free(before);
     graft_gindex_free(g);
     /* An untrained SQ8 index: graft_gindex_add's GRAFT_ESTATE, nothing added. */
-    graft_gindex_params p;
-    graft_gindex_params_defaults(&p);
-    p.device = -1;
-    p.storage = GRAFT_STORAGE_SQ8;
-    graft_gindex* u = NULL;
-    CHECK_OK(graft_gindex_new(d, &p, &u));
+    graft_gindex* u = new_index(d, GRAFT_STORAGE_SQ8, 1, NULL, 0);
     if (!u) return;
     CHECK_ERR(graft_gindex_add_u8(u, 10, xu), GRAFT_ESTATE);
     CHECK(strstr(graft_last_error(), "graft_gindex_add_u8") != NULL, "message: %s", graft_last_error());
