@@ -6,8 +6,9 @@
  *  - well formed: labels -1 only after the found ones, each a stored id (inside the selector's
  *    range), none twice, distances in order and equal to the true distance of that id;
  *  - exact where it must be: GraftFlat equals the exact k-NN (rank by rank, distances within
- *    1e-4 relative); graph indexes without a selector reach recall@k >= 0.7 (per case, ties
- *    with the exact k-th counting as hits; graph + PQ where L >= 2k; the soak prints the lowest);
+ *    1e-4 relative); graph indexes without a selector reach recall@k >= 0.7 (per case of at least
+ *    60 results, ties with the exact k-th counting as hits; graph + PQ where L >= 2k; the soak
+ *    prints the lowest); smaller cases' results pooled, >= 0.9 over the run;
  *  - I/O: the index written and read back searches bit for bit like the original;
  *  - GPU (where one is visible): the index is built on GPU 0, its record read back onto the CPU
  *    reference, and both search the same graph: ids agree >= 0.99 (exactly for GraftFlat up to
@@ -49,6 +50,11 @@ typedef struct soak_case {
 
 static int failures_before;
 static double min_recall = 1.0, min_coarse_recall = 1.0; /* held to 0.7 / printed only */
+/* Graph cases of under kMinResults results (nq x k) are pooled: their recall is held to
+ * kSmallPoolFloor over the whole run once they are ten times that many (run_case says why). */
+enum { kMinResults = 60 };
+static const double kSmallPoolFloor = 0.9;
+static double small_hits, small_results;
 static long n_cases, n_gpu_cases, n_roundtrips, n_results;
 
 static idx_t id_of(const soak_case* c, int64_t row) { return c->idmap ? 10 * row + 7 : row; }
@@ -251,8 +257,17 @@ static void run_case(uint64_t seed, int gpu) {
          * at 1 bit a dimension (M = d / 8) the CPU reference itself falls to 0.65-0.69 at
          * L = 2-5 k on inner product (seeds 1795594917, 1795595269), so those cases are held to
          * every other check (form, true distances, I/O, GPU = CPU) with their recall printed. */
+        /* The floor is for a case's recall over at least kMinResults results: below that it is
+         * one or two queries' draw from a long tail (seed 1795953784: one query, k = 6,
+         * GraftGraph16 at L = 17 on inner product finds 3 of its 6, 0.905 over 100 queries of
+         * that set; FAISS's HNSW8 finds 5 there), so those cases' results are pooled, and a pool of
+         * 10 kMinResults or more is held to kSmallPoolFloor at the end. */
         const int fine_codes = c.kind == 2 && 4 * M >= c.d;
-        if (c.kind > 0 && !c.sel && (c.kind == 1 || (fine_codes && c.L >= 2 * c.k))) {
+        const double results = (double)(c.k < c.n ? c.k : c.n) * c.nq;
+        if (c.kind > 0 && !c.sel && (c.kind == 1 || (fine_codes && c.L >= 2 * c.k)) &&
+            results < kMinResults) {
+            small_hits += rec * results, small_results += results;
+        } else if (c.kind > 0 && !c.sel && (c.kind == 1 || (fine_codes && c.L >= 2 * c.k))) {
             CHECK(rec >= 0.7, "seed %llu %s L=%d: recall@%d %.3f < 0.7", (unsigned long long)seed, c.desc,
                   c.L, c.k, rec);
             if (rec < min_recall) min_recall = rec;
@@ -304,10 +319,14 @@ int main(void) {
     do {
         run_case(seed++, gpu);
     } while (now() < end && graft_test_failures < 20);
+    const double pooled = small_results > 0 ? small_hits / small_results : 1.0;
+    CHECK(small_results < 10 * kMinResults || pooled >= kSmallPoolFloor, "graph cases of under %d results: pooled recall %.3f < %.2f",
+          kMinResults, pooled, kSmallPoolFloor);
     printf("soak: %ld cases (%ld on the GPU), %ld results checked, %ld I/O round trips, lowest "
-           "graph recall %.3f (graph + PQ at 1 bit a dimension: %.3f), %d failures\n",
+           "graph recall %.3f (graph + PQ at 1 bit a dimension: %.3f; cases of under %d results "
+           "pooled: %.3f over %.0f), %d failures\n",
            n_cases, n_gpu_cases, n_results, n_roundtrips, min_recall, min_coarse_recall,
-           graft_test_failures);
+           kMinResults, pooled, small_results, graft_test_failures);
     graft_test_free_sift(&S);
     return graft_test_finish("test_soak");
 }
