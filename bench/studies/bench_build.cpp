@@ -2,14 +2,19 @@
 // in one run, on real data.
 //
 //   bench_build --out results.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
-//               [--dense-sift DIR] [--only DATASET] [--gpu-default-only 1] [--pieces 1]
+//               [--dense-sift DIR] [--kde DIR] [--only DATASET] [--gpu-default-only 1]
+//               [--pieces 1] [--chain 1] [--max-base N]
 //
-// --only: one of sift5k, fashion-mnist, dense-sift1m. --gpu-default-only 1: GRNND at its
+// --only: one of sift5k, fashion-mnist, dense-sift1m, kde-patches1m. --max-base N: N base rows
+// spread evenly over the set. --gpu-default-only 1: GRNND at its
 // defaults alone (no variants, no CPU peers), e.g. under GRAFT_GRNND_PROFILE=1.
 // --pieces 1: instead of the above, GRNND in pieces (graft_graph_build_pieces) of n/2, n/4 and
 // n/8 vectors against GRNND on the whole set and the CPU RNN-Descent (what data past GRNND's
 // GPU pools got before), plus the CPU pieces reference at n/4; one timed build each after a
 // warm-up.
+// --chain 1: instead of the above, the CPU walk's steps a query (its chain: what bounds a GPU walk
+// at small batches) on the CPU RNN-Descent graph at alpha 1, 1.1, 1.2 and with its rows filled
+// (chain_bench); runs without a GPU.
 //
 // Every graph built here is searched with the same algorithm (graft_graph_search_cpu, beam L)
 // for graft's graphs; FAISS HNSW uses its own search (efSearch), as the paper does for
@@ -43,8 +48,10 @@ struct Data {
     std::vector<int64_t> gt;  // nq x 10, from FAISS IndexFlatL2
 };
 
+// max_base > 0: every (nb / max_base)-th base row, max_base of them (a subset spread over the
+// whole set; its name gets "-<n>").
 bool load(Data& D, const std::string& name, const std::string& base, const std::string& query,
-          bool fmnist, int64_t max_q) {
+          bool fmnist, int64_t max_q, int64_t max_base) {
     float *xb = nullptr, *xq = nullptr;
     int64_t nb, nq, d, d2;
     int rc = fmnist ? graft_fmnist_read(base.c_str(), -1, &xb, &nb, &d)
@@ -59,6 +66,12 @@ bool load(Data& D, const std::string& name, const std::string& base, const std::
     }
     nq = std::min(nq, max_q);
     D.name = name;
+    if (max_base > 0 && max_base < nb) {
+        for (int64_t i = 0; i < max_base; i++)
+            std::copy(xb + i * (nb / max_base) * d, xb + (i * (nb / max_base) + 1) * d, xb + i * d);
+        nb = max_base;
+        D.name += "-" + std::to_string(nb);
+    }
     D.xb.assign(xb, xb + nb * d);
     D.xq.assign(xq, xq + nq * d);
     free(xb);
@@ -201,12 +214,119 @@ void pieces_bench(Out& out, const Data& D, const graft_grnnd_params& gp, int thr
         whole("reference", "RNN-Descent", now_s() - t0, threads, 0);
 }
 
+// Rows of src filled to R into g (n x R, allocated here): each with its vertex's nearest two-hop
+// vertices in src that the row lacks, then sorted by distance: the pruned graph's edges kept, the
+// slots the RNG rule emptied given to near neighbours, as a k-NN-style graph like CAGRA's has
+// them (issue 47: at small batches the walk is a chain of steps, and fuller rows shorten it).
+void fill_rows(const Data& D, const graft_graph& src, graft_graph& g) {
+    const int R = src.R;
+    g = src;
+    g.nbrs = static_cast<int32_t*>(malloc(sizeof(int32_t) * src.n * R));
+#pragma omp parallel
+    {
+        std::vector<std::pair<float, int32_t>> cand;
+        std::vector<int32_t> mark(D.nb, -1);
+        auto dist = [&](int64_t a, int64_t b) {
+            const float *x = &D.xb[a * D.d], *y = &D.xb[b * D.d];
+            float s = 0;
+            for (int64_t j = 0; j < D.d; j++) s += (x[j] - y[j]) * (x[j] - y[j]);
+            return s;
+        };
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t v = 0; v < D.nb; v++) {
+            const int32_t* row = src.nbrs + v * R;
+            cand.clear();
+            mark[v] = (int32_t)v;
+            int deg = 0;
+            for (; deg < R && row[deg] >= 0; deg++) mark[row[deg]] = (int32_t)v;
+            for (int i = 0; i < deg; i++) cand.push_back({dist(v, row[i]), row[i]});
+            const size_t kept = cand.size();
+            for (int i = 0; i < deg; i++)
+                for (int j = 0; j < R; j++) {
+                    const int32_t u = src.nbrs[(int64_t)row[i] * R + j];
+                    if (u < 0) break;
+                    if (mark[u] == (int32_t)v) continue;
+                    mark[u] = (int32_t)v;
+                    cand.push_back({dist(v, u), u});
+                }
+            const size_t want = std::min<size_t>(cand.size(), R);
+            std::partial_sort(cand.begin() + kept, cand.begin() + std::max(want, kept), cand.end());
+            std::sort(cand.begin(), cand.begin() + want);
+            for (int i = 0; i < R; i++) g.nbrs[v * R + i] = i < (int)want ? cand[i].second : -1;
+        }
+    }
+}
+
+// --chain 1: the walk's chain of steps against the graph's rows (issue 47). At small batches a GPU
+// walk is a chain of dependent steps, each a row and then its candidates fetched (bench/RESULTS.md,
+// "Walk modes"), and the CPU reference walks the same steps as the GPU's single walk. For the
+// CPU RNN-Descent graph at alpha 1 (the default), 1.1 and 1.2 and the default graph's rows filled
+// to R (fill_rows), each at probes 1, 2 and 4: recall@10, steps and distances a query by L.
+void chain_bench(Out& out, const Data& D, int threads) {
+    graft_graph base{};
+    for (const char* what : {"alpha=1", "alpha=1+fill", "alpha=1.1", "alpha=1.2"}) {
+        const std::string w = what;
+        graft_graph g{};
+        double t0 = now_s();
+        if (w == "alpha=1+fill") {
+            fill_rows(D, base, g);
+        } else {
+            graft_rnnd_params p;
+            graft_rnnd_params_defaults(&p);
+            p.alpha = std::stof(w.substr(6));
+            if (graft_rnnd_build_cpu(D.xb.data(), D.nb, D.d, &p, &g) != GRAFT_OK) {
+                printf("%s: build failed: %s\n", what, graft_last_error());
+                continue;
+            }
+        }
+        const double build_s = now_s() - t0;
+        double md, reach;
+        int mx;
+        int64_t full;
+        graft_graph_stats(&g, &md, &mx, &full, &reach);
+        printf(" %-13s %s: built in %.1f s (%d threads), mean degree %.2f\n", what, D.name.c_str(), build_s,
+               threads, md);
+        std::vector<float> dist(D.nq * 10);
+        std::vector<int64_t> I(D.nq * 10);
+        for (int probes : {1, 2, 4}) {
+            printf("   probes=%d  L: recall / steps / distances a query\n   ", probes);
+            for (int L : {10, 11, 12, 14, 16, 18, 20, 24, 28, 32, 36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 256}) {
+                graft_search_params sp;
+                graft_search_params_defaults(&sp);
+                sp.L = L, sp.probes = probes;
+                graft_search_report rep{};
+                double s0 = now_s();
+                if (graft_graph_search_cpu_report(&g, D.xb.data(), D.d, GRAFT_METRIC_L2, D.xq.data(), D.nq, 10, &sp,
+                                                  dist.data(), I.data(), &rep) != GRAFT_OK)
+                    break;
+                const double t = now_s() - s0, r = recall10(D, I.data());
+                const double steps = (double)rep.iterations / D.nq, dists = (double)rep.distances / D.nq;
+                char ps[320];
+                snprintf(ps, sizeof ps,
+                         "{\"variant\":\"%s\",\"probes\":%d,\"L\":%d,\"steps_per_query\":%.1f,"
+                         "\"distances_per_query\":%.1f,\"mean_degree\":%.2f,\"reachable\":%.5f}",
+                         what, probes, L, steps, dists, md, reach);
+                out.rec("reference", "graph", "RNN-Descent", D, ps, build_s, r, D.nq / t, threads, 0);
+                printf(" %d: %.3f/%.0f/%.0f", L, r, steps, dists);
+                if (r > 0.995) break;
+            }
+            printf("\n");
+        }
+        if (w == "alpha=1")
+            base = g;
+        else
+            graft_graph_free(&g);
+    }
+    graft_graph_free(&base);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string out_path = "bench_build.jsonl", commit = "unknown", run_id, data = "../shared/data",
-                fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
-    bool gpu_default_only = false, pieces = false;
+                fmnist = "/usr/share/datasets/fashion-mnist", dense, kde, only;
+    bool gpu_default_only = false, pieces = false, chain = false;
+    int64_t max_base = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--out") out_path = argv[i + 1];
@@ -218,6 +338,9 @@ int main(int argc, char** argv) {
         else if (a == "--only") only = argv[i + 1];
         else if (a == "--gpu-default-only") gpu_default_only = std::string(argv[i + 1]) == "1";
         else if (a == "--pieces") pieces = std::string(argv[i + 1]) == "1";
+        else if (a == "--chain") chain = std::string(argv[i + 1]) == "1";
+        else if (a == "--kde") kde = argv[i + 1];
+        else if (a == "--max-base") max_base = std::stoll(argv[i + 1]);
     }
     const std::string date = bench::utc_date();
     if (run_id.empty()) run_id = "build-" + date;
@@ -225,18 +348,23 @@ int main(int argc, char** argv) {
     Out out{fopen(out_path.c_str(), "a"), run_id, date, commit, dev ? dev : "unknown"};
     const int threads = omp_get_max_threads();
 
-    std::vector<Data> sets(3);
+    std::vector<Data> sets(4);
     auto want = [&](const char* name) { return only.empty() || only == name; };
-    bool ok[3] = {want("sift5k") && load(sets[0], "sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false, 500),
-                  want("fashion-mnist") && load(sets[1], "fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true, 1000),
-                  want("dense-sift1m") && !dense.empty() && load(sets[2], "dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false, 1000)};
-    for (int s = 0; s < 3; s++) {
+    bool ok[4] = {want("sift5k") && load(sets[0], "sift5k", data + "/sift5k/sift5k_base.fvecs", data + "/sift5k/sift5k_query.fvecs", false, 500, max_base),
+                  want("fashion-mnist") && load(sets[1], "fashion-mnist", fmnist + "/train-images-idx3-ubyte.gz", fmnist + "/t10k-images-idx3-ubyte.gz", true, 1000, max_base),
+                  want("dense-sift1m") && !dense.empty() && load(sets[2], "dense-sift1m", dense + "/base.u8bin", dense + "/query.u8bin", false, 1000, max_base),
+                  want("kde-patches1m") && !kde.empty() && load(sets[3], "kde-patches1m", kde + "/base.u8bin", kde + "/query.u8bin", false, 1000, max_base)};
+    for (int s = 0; s < 4; s++) {
         if (!ok[s]) continue;
         const Data& D = sets[s];
         printf("== %s: n=%lld d=%lld nq=%lld, %d host threads\n", D.name.c_str(), (long long)D.nb, (long long)D.d,
                (long long)D.nq, threads);
         graft_grnnd_params gp;
         graft_grnnd_params_defaults(&gp);
+        if (chain) {
+            chain_bench(out, D, threads);
+            continue;
+        }
         if (pieces) {
             pieces_bench(out, D, gp, threads);
             continue;
@@ -344,7 +472,7 @@ int main(int argc, char** argv) {
         }
     }
     // FAISS NSG32 last (its NN-Descent k-NN graph build is the slowest peer), small sets only.
-    for (int si = 0; si < 3 && !gpu_default_only && !pieces; si++) {
+    for (int si = 0; si < 4 && !gpu_default_only && !pieces && !chain; si++) {
         if (!ok[si]) continue;
         const Data& D = sets[si];
         if (D.nb <= 100000) {   // FAISS NSG32 (builds its k-NN graph with NN-Descent first).

@@ -111,19 +111,21 @@ static inline float walk_dist(const walk_store* w, const float* q, int32_t u, in
  * the k best allowed vertices seen. Returns the worklist size; *nres gets the result list's. */
 static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int l2, const float* q,
                       const int32_t* start, int nstart, int L, int probes, const uint8_t* allowed,
-                      int k, cand* list, cand* res, int* nres, uint32_t* seen, uint32_t stamp) {
-    int size = 0;
+                      int k, cand* list, cand* res, int* nres, uint32_t* seen, uint32_t stamp,
+                      int64_t* steps, int64_t* dists) {
+    int size = 0, computed = 0;
     *nres = 0;
     for (int i = 0; i < nstart; i++) {
         const int32_t u = start[i];
         if (seen[u] == stamp) continue;
         seen[u] = stamp;
         const float du = walk_dist(w, q, u, d, l2);
+        computed++;
         if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
         list_insert(list, &size, L, du, u);
     }
     int32_t sel[8];
-    for (;;) {
+    for (;; (*steps)++) {
         int ns = 0;
         for (int i = 0; i < size && ns < probes; i++)
             if (!list[i].expanded) {
@@ -138,11 +140,13 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
                 if (u < 0 || u >= g->n || seen[u] == stamp) continue;
                 seen[u] = stamp;
                 float du = walk_dist(w, q, u, d, l2);
+                computed++;
                 if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
                 list_insert(list, &size, L, du, u);
             }
         }
     }
+    *dists += computed;
     return size;
 }
 
@@ -251,15 +255,30 @@ int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, g
     else
         graft_search_params_defaults(&p);
     GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0, "graft_graph_search_cpu"));
-    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, &p, D, I);
+    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, &p, D, I, NULL);
+}
+
+int graft_graph_search_cpu_report(const graft_graph* g, const float* x, int64_t d,
+                                  graft_metric metric, const float* xq, int64_t nq, int64_t k,
+                                  const graft_search_params* params, float* D, int64_t* I,
+                                  graft_search_report* report) {
+    graft_search_params p;
+    if (params)
+        p = *params;
+    else
+        graft_search_params_defaults(&p);
+    GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0, "graft_graph_search_cpu"));
+    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, &p, D, I, report);
 }
 
 int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
                                  const uint8_t* codes, int64_t d, graft_metric metric,
                                  const float* xq, int64_t nq, int64_t k,
-                                 const graft_search_params* params, float* D, int64_t* I) {
+                                 const graft_search_params* params, float* D, int64_t* I,
+                                 graft_search_report* report) {
     /* Trusts its arguments (graft_graph_search_cpu_ex and graft_gindex_search checked them) but the
      * queries' values, which each walk checks where it reads them. */
+    if (report) memset(report, 0, sizeof *report);
     const graft_search_params p = *params;
     GRAFT_TRY(graft_check_finite(xq, nq, d, "graft_graph_search_cpu"));
     if (st && st->kind == GRAFT_STORAGE_FP32) codes = NULL;
@@ -268,7 +287,8 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
      * wave to fill: auto is one walk, and multi's walks = 0 is two. */
     const int W = p.mode == GRAFT_SEARCH_MULTI ? (p.walks ? p.walks : 2) : 1;
     int failed = 0;
-#pragma omp parallel
+    int64_t steps = 0, dists = 0;
+#pragma omp parallel reduction(+ : steps, dists)
     {
         cand* list = malloc((size_t)(L + k + (W > 1 ? W * k : 0)) * sizeof(cand));
         cand* merged = list + L + k; /* W > 1: the walks' k best */
@@ -301,7 +321,8 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
                 const int nstart = walk_starts(g, h, walk, L, start);
                 int nres = 0;
                 const int size = search_one(g, &w, d, l2, qv, start, nstart, L, p.probes, p.allowed,
-                                            (int)k, list, list + L, &nres, seen, stamp);
+                                            (int)k, list, list + L, &nres, seen, stamp, &steps,
+                                            &dists);
                 out = p.allowed ? list + L : list;
                 found = p.allowed ? nres : size;
                 if (codes && x) { /* x NULL: codes only (keep_fp32 = 0), no re-rank */
@@ -330,6 +351,7 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
         free(w.buf);
     }
     if (failed) return graft_fail(GRAFT_ENOMEM, "graft_graph_search_cpu: out of host memory");
+    if (report) report->iterations = steps, report->distances = dists;
     return GRAFT_OK;
 }
 

@@ -45,11 +45,13 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
  * decoded codes (codes: n codes of st; st NULL or FP32: x itself), then, for a compressed
  * storage, exact re-ranking of the final list's first p->rerank entries (0 = all; with a filter,
  * of the k allowed results) with x; x NULL (a compressed storage whose codes are the only copy,
- * keep_fp32 = 0): no re-rank, the codes' distances. Trusts its arguments (p not NULL): its callers checked them. */
+ * keep_fp32 = 0): no re-rank, the codes' distances. Trusts its arguments (p not NULL): its callers checked them.
+ * report (NULL: none): zeroed, then the walks' iterations and distances, summed over queries. */
 int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const graft_storage* st,
                                  const uint8_t* codes, int64_t d, graft_metric metric,
                                  const float* xq, int64_t nq, int64_t k,
-                                 const graft_search_params* p, float* D, int64_t* I);
+                                 const graft_search_params* p, float* D, int64_t* I,
+                                 graft_search_report* report);
 
 /* Copies graph and x (n x d) to ctx's device into *out (zeroed first). On failure nothing is
  * held. */

@@ -437,7 +437,7 @@ static int walk(void* arg, int L, float* D, int64_t* I) {
     }
     if (!g->ctx)
         return graft_graph_search_cpu_store(&s->graph, xb, &c->st, codes, g->d, s->p.metric, w->xq,
-                                            w->nq, w->k, &p, D, I);
+                                            w->nq, w->k, &p, D, I, w->report);
     graft_graph_dev v = walk_view(g, s);
     rc = graft_graph_dev_search(&v, s->p.metric, w->xq, w->nq, w->k, &p, D, I, w->report);
     walk_keep(g, &v);

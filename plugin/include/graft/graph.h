@@ -371,6 +371,15 @@ typedef struct graft_search_report {
     size_t gpu_peak_bytes;  /* device bytes held: resident data + the largest batch's scratch */
 } graft_search_report;
 
+/* graft_graph_search_cpu_ex, with what its walks did: report (may be NULL) zeroed, then its
+ * iterations (each expands up to `probes` vertices: the chain of dependent steps a GPU walk of
+ * the same query runs) and distances, summed over queries (bench/studies/bench_build.cpp's
+ * `--chain`). */
+int graft_graph_search_cpu_report(const graft_graph* graph, const float* x, int64_t d,
+                                  graft_metric metric, const float* xq, int64_t nq, int64_t k,
+                                  const graft_search_params* params, float* D, int64_t* I,
+                                  graft_search_report* report);
+
 /* One-shot GPU search (gpu/graph_search.cu): uploads the graph and the vectors to
  * params->device, searches, frees. Same parameters, results and errors as
  * graft_graph_search_cpu_ex, plus bloom_log2 outside 10..24, an unknown visited/merge kind,
