@@ -451,13 +451,28 @@ static void test_search_params(void) {
     CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I));
     CHECK(!memcmp(I, I0, sizeof(int64_t) * nq * k), "probes = 1 differs from graft_graph_search_cpu");
     const double r1 = graft_test_recall(I, k, s.gt, s.gt_k, nq, 10);
-    /* multi-step probing expands more vertices per iteration: never worse by more than noise */
+    /* the walk's counts (graft_graph_search_cpu_report): the same results; a walk fills its list of
+     * L (L distances at least) and expands every entry of it, probes a step (L / probes steps at
+     * least) */
+    graft_search_report rep;
+    CHECK_OK(graft_graph_search_cpu_report(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I, &rep));
+    CHECK(!memcmp(I, I0, sizeof(int64_t) * nq * k), "the reporting search differs from graft_graph_search_cpu");
+    const int64_t steps1 = rep.iterations;
+    CHECK(steps1 >= nq * p.L && rep.distances >= nq * p.L && rep.gpu_seconds == 0,
+          "probes=1: %lld steps, %lld distances for %lld queries at L = %d", (long long)steps1,
+          (long long)rep.distances, (long long)nq, p.L);
+    CHECK_OK(graft_graph_search_cpu_report(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I, NULL));
+    /* multi-step probing expands more vertices per iteration: never worse by more than noise, in
+     * fewer steps */
     for (int pr = 2; pr <= 8; pr *= 2) {
         p.probes = pr;
-        CHECK_OK(graft_graph_search_cpu_ex(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I));
+        CHECK_OK(graft_graph_search_cpu_report(&g, s.xb, s.d, GRAFT_METRIC_L2, s.xq, nq, k, &p, D, I, &rep));
         const double r = graft_test_recall(I, k, s.gt, s.gt_k, nq, 10);
-        printf("L=32 probes=%d: recall@10 %.4f (probes=1: %.4f)\n", pr, r, r1);
+        printf("L=32 probes=%d: recall@10 %.4f (probes=1: %.4f), %.1f steps a query (probes=1: %.1f)\n", pr, r,
+               r1, (double)rep.iterations / nq, (double)steps1 / nq);
         CHECK(r >= r1 - 0.005, "probes=%d recall %.4f below probes=1's %.4f", pr, r, r1);
+        CHECK(rep.iterations >= nq * p.L / pr && rep.iterations < steps1, "probes=%d: %lld steps (probes=1: "
+              "%lld)", pr, (long long)rep.iterations, (long long)steps1);
     }
     /* the multi mode's reference (graft/graph.h): W walks a query, walk 0 the single walk, merged:
      * every query's i-th distance at most the single walk's (walk 0's k best are merged in), so
