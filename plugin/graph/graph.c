@@ -249,13 +249,7 @@ int graft_check_search_args(const graft_graph* g, const float* x, int64_t d, gra
 int graft_graph_search_cpu_ex(const graft_graph* g, const float* x, int64_t d, graft_metric metric,
                               const float* xq, int64_t nq, int64_t k,
                               const graft_search_params* params, float* D, int64_t* I) {
-    graft_search_params p;
-    if (params)
-        p = *params;
-    else
-        graft_search_params_defaults(&p);
-    GRAFT_TRY(graft_check_search_args(g, x, d, metric, xq, nq, k, &p, D, I, 0, "graft_graph_search_cpu"));
-    return graft_graph_search_cpu_store(g, x, NULL, NULL, d, metric, xq, nq, k, &p, D, I, NULL);
+    return graft_graph_search_cpu_report(g, x, d, metric, xq, nq, k, params, D, I, NULL);
 }
 
 int graft_graph_search_cpu_report(const graft_graph* g, const float* x, int64_t d,
