@@ -333,15 +333,10 @@ double GraftIndexGraph::get_param(const char* name_) const {
     }
     if (n == "device") return graft_gindex_device(gindex);
     if (n == "build_seconds") return graft_gindex_build_seconds(gindex);
-    if (n == "build_rounds") {
+    if (n == "build_rounds" || n == "build_linked") {  // the last build's report
         graft_pieces_report r;
         throw_if_error(graft_gindex_build_report(gindex, &r), (std::string(cls) + "::get_param").c_str());
-        return r.pieces == 1 ? r.rounds : 0;
-    }
-    if (n == "build_linked") {
-        graft_pieces_report r;
-        throw_if_error(graft_gindex_build_report(gindex, &r), (std::string(cls) + "::get_param").c_str());
-        return (double)r.linked;
+        return n == "build_linked" ? (double)r.linked : r.pieces == 1 ? r.rounds : 0;
     }
     if (n == "build_pieces") return graft_gindex_build_pieces(gindex);
     if (n == "build_pending") return graft_gindex_build_pending(gindex);

@@ -263,17 +263,19 @@ void fill_rows(const Data& D, const graft_graph& src, graft_graph& g) {
 // CPU RNN-Descent graph at alpha 1 (the default), 1.1 and 1.2 and the default graph's rows filled
 // to R (fill_rows), each at probes 1, 2 and 4: recall@10, steps and distances a query by L.
 void chain_bench(Out& out, const Data& D, int threads) {
+    struct Variant { const char* what; float alpha; bool filled; };  // filled: the first graph's rows
     graft_graph base{};
-    for (const char* what : {"alpha=1", "alpha=1+fill", "alpha=1.1", "alpha=1.2"}) {
-        const std::string w = what;
+    for (const Variant& v : {Variant{"alpha=1", 1.0f, false}, Variant{"alpha=1+fill", 1.0f, true},
+                             Variant{"alpha=1.1", 1.1f, false}, Variant{"alpha=1.2", 1.2f, false}}) {
+        const char* what = v.what;
         graft_graph g{};
         double t0 = now_s();
-        if (w == "alpha=1+fill") {
+        if (v.filled) {
             fill_rows(D, base, g);
         } else {
             graft_rnnd_params p;
             graft_rnnd_params_defaults(&p);
-            p.alpha = std::stof(w.substr(6));
+            p.alpha = v.alpha;
             if (graft_rnnd_build_cpu(D.xb.data(), D.nb, D.d, &p, &g) != GRAFT_OK) {
                 printf("%s: build failed: %s\n", what, graft_last_error());
                 continue;
@@ -312,7 +314,7 @@ void chain_bench(Out& out, const Data& D, int threads) {
             }
             printf("\n");
         }
-        if (w == "alpha=1")
+        if (!base.nbrs)
             base = g;
         else
             graft_graph_free(&g);

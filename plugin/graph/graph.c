@@ -113,7 +113,7 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
                       const int32_t* start, int nstart, int L, int probes, const uint8_t* allowed,
                       int k, cand* list, cand* res, int* nres, uint32_t* seen, uint32_t stamp,
                       int64_t* steps, int64_t* dists) {
-    int size = 0, computed = 0;
+    int size = 0, computed = 0, expansions = 0;
     *nres = 0;
     for (int i = 0; i < nstart; i++) {
         const int32_t u = start[i];
@@ -125,7 +125,7 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
         list_insert(list, &size, L, du, u);
     }
     int32_t sel[8];
-    for (;; (*steps)++) {
+    for (;; expansions++) {
         int ns = 0;
         for (int i = 0; i < size && ns < probes; i++)
             if (!list[i].expanded) {
@@ -146,7 +146,7 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
             }
         }
     }
-    *dists += computed;
+    *steps += expansions, *dists += computed;
     return size;
 }
 
