@@ -148,7 +148,7 @@ namespace {
 const char* const kKnownWalk =
         "search: L, probes, visited, merge, bloom_log2, rerank; storage (before the first add): "
         "keep_fp32 (FP16 / SQ8); filtered search: "
-        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; adds and removals: add_policy, "
+        "filter_exact_below; build (next build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from, fill; adds and removals: add_policy, "
         "insert_L, rebuild_share, consolidate_share, background; "
         "read-only: device, build_seconds, build_rounds, build_linked, build_pieces, build_pending, storage, gpu_bytes, "
         "host_bytes, the last search's "
@@ -159,7 +159,7 @@ const char* const kKnownWalk =
 const char* const kKnownPQ =
         "search: L, rerank, max_expand, bloom_log2; memory: mode, gpu_budget, keep_fp32 (1 only); "
         "build (the next graph "
-        "build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from; filtered search: filter_exact_below; adds and removals: "
+        "build): R, S, T1, T2, rho, delta, alpha, init_exact, build_from, fill; filtered search: filter_exact_below; adds and removals: "
         "add_policy, insert_L, rebuild_share, consolidate_share, background; read-only: M, device, "
         "active_mode, build_seconds, build_rounds, build_linked, build_pieces, build_pending, storage, gpu_bytes, "
         "host_bytes, the last search's "
@@ -258,6 +258,7 @@ void GraftIndexGraph::set_param(const char* name_, double value) {
     }
     int* f = n == "init_exact" ? &p.build.init_exact
              : n == "build_from" ? &p.build.build_from  // 0 fp32, 1 codes
+             : n == "fill"       ? &p.build.fill        // 0 pruned rows, 1 rows filled to R
                                  : build_field(p.build.base, n);
     float* r = build_real_field(p.build.base, n);
     if (f || r) {
@@ -314,6 +315,7 @@ double GraftIndexGraph::get_param(const char* name_) const {
     if (int* f = build_field(p.build.base, n)) return *f;
     if (n == "init_exact") return p.build.init_exact;
     if (n == "build_from") return p.build.build_from;
+    if (n == "fill") return p.build.fill;
     if (float* f = build_real_field(p.build.base, n)) return *f;
     if (n == "filter_exact_below") return p.search.filter_exact_below;
     if (is_filter_report_param(n)) {

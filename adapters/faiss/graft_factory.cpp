@@ -38,7 +38,7 @@ const char* const kAccepted =
         "copy and no re-rank), on GPU 0 when one is visible, else the CPU "
         "reference; \"GraftFlat,cpu\" and \"GraftFlat,gpu=N\" (the same for the others) choose "
         "the device, \"GraftGraph,L=NN\" the search beam, \"GraftGraph,T1=6,T2=15\" the graph "
-        "build (S=N, T1=N, T2=N, rho=X, delta=X, alpha=X; \"GraftGraph,SQ8,build_from=codes\" "
+        "build (S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, fill=1; \"GraftGraph,SQ8,build_from=codes\" "
         "builds from the FP16 / SQ8 codes), \"GraftGraph,PQ16,ooc\" / \",inmem\" "
         "force the PQ index's memory mode (out-of-core / in-memory) and \",budget=MiB\" its GPU "
         "budget; \",gpus=all\", \",gpus=0-3\" or \",gpus=0,1\" spread the index over those GPUs "
@@ -157,6 +157,7 @@ struct GraftSpec {
     std::vector<std::pair<std::string, double>> build;  // graph: GRNND's S=, T1=, T2=, rho=, delta=, alpha=
     int init_exact = -1;  // graph: init=exact (1) / init=random (0), -1 = default
     int build_from = -1;  // graph: build_from=codes (1) / build_from=fp32 (0), -1 = default
+    int fill = -1;        // graph: fill=1 (rows filled to R) / fill=0, -1 = default
     int M = 0;        // graph + PQ: code bytes per vector; 0 = a graph index without PQ
     int storage = GRAFT_STORAGE_FP32;  // graph: what the walk reads (",FP16", ",SQ8")
     int keep_fp32 = -1;  // graph, FP16 / SQ8: keep_fp32=0|1 (0: the codes only), -1 = default (1)
@@ -219,6 +220,7 @@ struct GraftSpec {
             apply_build(&p.build.base);
             if (init_exact >= 0) p.build.init_exact = init_exact;
             if (build_from >= 0) p.build.build_from = build_from;  // codes: the core refuses PQ
+            if (fill >= 0) p.build.fill = fill;
             if (L > 0) p.search.L = L;
             if (mode >= 0) p.mode = (graft_bang_mode)mode;
             if (budget_mib >= 0) p.gpu_budget = (size_t)budget_mib << 20;
@@ -237,6 +239,7 @@ struct GraftSpec {
         apply_build(&p.build.base);
         if (init_exact >= 0) p.build.init_exact = init_exact;
         if (build_from >= 0) p.build.build_from = build_from;
+        if (fill >= 0) p.build.fill = fill;
         if (L > 0) p.search.L = L;
         if (probes > 0) p.search.probes = probes;
         if (walks > 0) p.search.walks = walks, p.search.mode = GRAFT_SEARCH_MULTI;  // walks=N: multi
@@ -363,6 +366,13 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "graph, n^2 d work) or init=random (the default), once; %s",
                           c.c_str(), desc.c_str(), kAccepted);
             spec.init_exact = c == "init=exact";
+        } else if (spec.graph && starts_with(c, "fill=")) {
+            GRAFT_REQUIRE(spec.fill < 0 && (c == "fill=1" || c == "fill=0"),
+                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
+                          "fill=1 (the graph's rows filled to R with two-hop neighbours: fewer "
+                          "steps a query, more distances a step) or fill=0 (the default), once; %s",
+                          c.c_str(), desc.c_str(), kAccepted);
+            spec.fill = c == "fill=1";
         } else if (spec.graph && starts_with(c, "build_from=")) {
             GRAFT_REQUIRE(spec.build_from < 0 && (c == "build_from=codes" || c == "build_from=fp32"),
                           "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
@@ -433,8 +443,8 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                       "faiss_graft_index_factory: \"%s\" after %s in \"%s\" is neither a graft "
                       "option (cpu, gpu=N%s) nor a FAISS suffix graft composes with; %s",
                       comps[s].c_str(), comps[graft_at].c_str(), desc.c_str(),
-                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=fp32, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
-                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=codes, keep_fp32=0|1 (FP16, SQ8), gpus=LIST, shards=N, replicas"
+                      pq ? ", L=NN, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=fp32, fill=1, ooc, inmem, budget=MiB, gpus=LIST, shards=N, replicas"
+                         : spec.graph ? ", L=NN, probes=N, search_mode=auto|single|multi, walks=N, S=N, T1=N, T2=N, rho=X, delta=X, alpha=X, init=exact, build_from=codes, fill=1, keep_fp32=0|1 (FP16, SQ8), gpus=LIST, shards=N, replicas"
                                       : ", gpus=LIST, shards=N, replicas",
                       kAccepted);
     }

@@ -22,6 +22,9 @@ int graft_check_build_params(const graft_grnnd_params* b, int gpu, const char* f
         return graft_fail(GRAFT_EINVAL,
                           "%s: build_from = %d (0: the FP32 vectors, 1: an FP16 or SQ8 storage's "
                           "codes)", fn, b->build_from);
+    if (b->fill != 0 && b->fill != 1)
+        return graft_fail(GRAFT_EINVAL, "%s: fill = %d (0: the pruned rows, 1: rows filled to R)", fn,
+                          b->fill);
     GRAFT_TRY(graft_check_graph_build(&one_vector, 1, 1, &b->base, &unused, fn));
     if (gpu && (b->base.R > GRAFT_GPU_BUILD_MAX_R || b->pairs < 0 || b->pairs > 256 || b->staged < -1 ||
                 b->staged > 1 || (b->order != GRAFT_GRNND_SORTED && b->order != GRAFT_GRNND_RANDOM)))

@@ -79,6 +79,13 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
         rc = graft_rnnd_build_cpu_linked(x, n, d, &b->base, out, &linked);
         *rep = (graft_pieces_report){.pieces = 0, .largest_piece = n, .linked = linked};
     }
+    /* fill: the empty slots given to two-hop neighbours (fill.c), over what the build read. */
+    int64_t added = 0;
+    if (rc == GRAFT_OK && b->fill) {
+        const graft_build_vectors fv = decoded ? (graft_build_vectors){.x = decoded} : v;
+        rc = graft_graph_fill_rows(out, &fv, d, b->base.metric, &added);
+        if (rc != GRAFT_OK) graft_graph_free(out);
+    }
     free(init);
     free(decoded);
     *seconds = graft_now_s() - t0;
@@ -88,8 +95,8 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
         if (rep->pieces > 1) snprintf(how, sizeof how, "%d pieces", rep->pieces);
         else if (rep->pieces == 1) snprintf(how, sizeof how, "GRNND, %d rounds", rep->rounds);
         else snprintf(how, sizeof how, "on the CPU");
-        printf("graft build: done in %.2f s (%s, %lld vertices linked)\n", *seconds, how,
-               (long long)rep->linked);
+        printf("graft build: done in %.2f s (%s, %lld vertices linked, %lld entries filled)\n",
+               *seconds, how, (long long)rep->linked, (long long)added);
         fflush(stdout);
     }
     return rc;

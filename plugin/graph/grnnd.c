@@ -24,6 +24,7 @@ void graft_grnnd_params_defaults(graft_grnnd_params* p) {
     p->memory_budget = 0;
     p->init_exact = 0;
     p->build_from = GRAFT_BUILD_FROM_FP32;
+    p->fill = 0;
 }
 
 /* The device scratch GRNND takes: two pools of n x R 8-byte keys, each rounded up to 256 bytes,

@@ -98,6 +98,11 @@ typedef struct graft_grnnd_params {
                        graph of the decoded vectors); FP32 storage builds from its vectors
                        either way; a PQ index refuses it (GRAFT_EINVAL). graft_grnnd_build_gpu
                        ignores it */
+    int fill;       /* index builds: 1 = each row's slots that the RNG rule left empty are filled
+                       with its vertex's nearest two-hop vertices after the build (rows of R
+                       entries, as a k-NN graph's: a shorter chain of steps for a walk at small
+                       batches, more distances a step; bench/RESULTS.md); 0 (default) = the
+                       pruned rows. graft_grnnd_build_gpu ignores it */
 } graft_grnnd_params;
 
 enum { GRAFT_GRNND_SORTED = 0, GRAFT_GRNND_RANDOM = 1 };

@@ -1,0 +1,130 @@
+/* Rows filled to R (graph/build.h, graft_graph_fill_rows; graft_grnnd_params.fill; issue 47).
+ *
+ * Why: the RNG rule that GRNND and RNN-Descent prune with leaves a row 9-12 entries on average at
+ * R = 64, so a walk at small batches is a long chain of dependent steps, each a graph row and then
+ * its candidates fetched. On the CPU reference (bench/RESULTS.md, "The chain against the graph's
+ * rows"), rows filled from two hops made the chain to recall 0.95 1.7-2.5x shorter for 1.25-1.67x
+ * the distances: a trade that pays where the walk waits on latency (small batches) and costs where
+ * it is throughput-bound (a full GPU).
+ *
+ * The rule: vertex v's row keeps every entry it has and takes, into its empty slots, its nearest
+ * vertices among its neighbours' neighbours that the row lacks (v excepted), nearest first, ties
+ * to the smaller id; the row is then sorted by (distance, id) as every row is (graft/graph.h).
+ * Every row reads the graph as it was before the pass, so the result depends on no thread count.
+ * A row's two-hop set is at most R x R ids: a hash set of 2 R^2 slots a thread, stamped per
+ * vertex, so that nothing of size n is kept a thread.
+ *
+ * Cost: about (mean degree x R) distances a vertex. dense-SIFT 1M on 2 cores: 19 s
+ * (bench_build --chain's fill_rows, the same rule). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/vec_dist.h"
+#include "graph/build.h"
+
+typedef struct {
+    float d;
+    int32_t id;
+} entry;
+
+/* (distance, id) order, the rows' order (graft/graph.h). */
+static int closer(entry a, entry b) { return a.d < b.d || (a.d == b.d && a.id < b.id); }
+
+/* Inserts e into best (m of at most cap, sorted); returns the new count. */
+static int keep_best(entry* best, int m, int cap, entry e) {
+    if (m == cap && !closer(e, best[m - 1])) return m;
+    int i = m < cap ? m++ : m - 1;
+    for (; i > 0 && closer(e, best[i - 1]); i--) best[i] = best[i - 1];
+    best[i] = e;
+    return m;
+}
+
+/* A per-thread set of ids, cleared per vertex by a stamp: slot = (stamp << 32) | id. */
+typedef struct {
+    uint64_t* slot;
+    uint32_t mask, stamp;
+} idset;
+
+/* 1 if id was new to the set (and is now in it). */
+static int idset_add(idset* s, int32_t id) {
+    const uint64_t key = ((uint64_t)s->stamp << 32) | (uint32_t)id;
+    for (uint32_t h = ((uint32_t)id * 2654435761u) & s->mask;; h = (h + 1) & s->mask) {
+        if (s->slot[h] == key) return 0;
+        if ((s->slot[h] >> 32) != s->stamp) {
+            s->slot[h] = key;
+            return 1;
+        }
+    }
+}
+
+/* Fills row v of dst from src (see the file comment); a, b: d floats of scratch. */
+static void fill_row(const graft_graph* src, int32_t* dst, int64_t v, const graft_build_vectors* vec,
+                     int64_t d, int l2, idset* seen, entry* best, float* a, float* b) {
+    const int R = src->R;
+    const int32_t* row = src->nbrs + v * R;
+    int deg = 0;
+    while (deg < R && row[deg] >= 0) deg++;
+    if (deg == R || deg == 0) {
+        memcpy(dst, row, (size_t)R * sizeof(int32_t));
+        return;
+    }
+    seen->stamp++;
+    idset_add(seen, (int32_t)v);
+    for (int i = 0; i < deg; i++) idset_add(seen, row[i]);
+    const float* xv = graft_build_row(vec, d, v, a);
+    const int room = R - deg;
+    int m = 0;
+    for (int i = 0; i < deg; i++) {
+        const int32_t* hop = src->nbrs + (int64_t)row[i] * R;
+        for (int j = 0; j < R && hop[j] >= 0; j++) {
+            if (!idset_add(seen, hop[j])) continue;
+            const entry e = {graft_vec_dist(xv, graft_build_row(vec, d, hop[j], b), d, l2), hop[j]};
+            m = keep_best(best, m, room, e);
+        }
+    }
+    /* The row's own entries join the new ones in (distance, id) order. */
+    entry* all = best + room;
+    int t = 0;
+    for (int i = 0; i < deg; i++)
+        t = keep_best(all, t, R, (entry){graft_vec_dist(xv, graft_build_row(vec, d, row[i], b), d, l2), row[i]});
+    for (int i = 0; i < m; i++) t = keep_best(all, t, R, best[i]);
+    for (int i = 0; i < R; i++) dst[i] = i < t ? all[i].id : -1;
+}
+
+int graft_graph_fill_rows(graft_graph* g, const graft_build_vectors* vec, int64_t d, graft_metric metric,
+                          int64_t* added) {
+    const int64_t n = g->n;
+    const int R = g->R;
+    if (added) *added = 0;
+    int32_t* out = malloc((size_t)n * (size_t)R * sizeof(int32_t));
+    if (!out) return graft_fail(GRAFT_ENOMEM, "graft_graph_fill_rows: out of host memory");
+    uint32_t slots = 1;
+    while (slots < 2u * (uint32_t)R * (uint32_t)R + 2u) slots <<= 1;
+    int failed = 0;
+    int64_t sum = 0;
+#pragma omp parallel reduction(+ : sum) reduction(| : failed)
+    {
+        idset seen = {calloc(slots, sizeof(uint64_t)), slots - 1, 0};
+        entry* best = malloc(2 * (size_t)R * sizeof(entry));
+        float* rows = malloc(2 * (size_t)d * sizeof(float));
+        failed = !seen.slot || !best || !rows;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t v = 0; v < n; v++) {
+            if (failed) continue;
+            int32_t* dst = out + v * R;
+            fill_row(g, dst, v, vec, d, metric == GRAFT_METRIC_L2, &seen, best, rows, rows + d);
+            for (int i = 0; i < R; i++) sum += (dst[i] >= 0) - (g->nbrs[v * R + i] >= 0);
+        }
+        free(seen.slot), free(best), free(rows);
+    }
+    if (failed) {
+        free(out);
+        return graft_fail(GRAFT_ENOMEM, "graft_graph_fill_rows: out of host memory");
+    }
+    free(g->nbrs);
+    g->nbrs = out;
+    if (added) *added = sum;
+    return GRAFT_OK;
+}
