@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -214,54 +215,11 @@ void pieces_bench(Out& out, const Data& D, const graft_grnnd_params& gp, int thr
         whole("reference", "RNN-Descent", now_s() - t0, threads, 0);
 }
 
-// Rows of src filled to R into g (n x R, allocated here): each with its vertex's nearest two-hop
-// vertices in src that the row lacks, then sorted by distance: the pruned graph's edges kept, the
-// slots the RNG rule emptied given to near neighbours, as a k-NN-style graph like CAGRA's has
-// them (issue 47: at small batches the walk is a chain of steps, and fuller rows shorten it).
-void fill_rows(const Data& D, const graft_graph& src, graft_graph& g) {
-    const int R = src.R;
-    g = src;
-    g.nbrs = static_cast<int32_t*>(malloc(sizeof(int32_t) * src.n * R));
-#pragma omp parallel
-    {
-        std::vector<std::pair<float, int32_t>> cand;
-        std::vector<int32_t> mark(D.nb, -1);
-        auto dist = [&](int64_t a, int64_t b) {
-            const float *x = &D.xb[a * D.d], *y = &D.xb[b * D.d];
-            float s = 0;
-            for (int64_t j = 0; j < D.d; j++) s += (x[j] - y[j]) * (x[j] - y[j]);
-            return s;
-        };
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t v = 0; v < D.nb; v++) {
-            const int32_t* row = src.nbrs + v * R;
-            cand.clear();
-            mark[v] = (int32_t)v;
-            int deg = 0;
-            for (; deg < R && row[deg] >= 0; deg++) mark[row[deg]] = (int32_t)v;
-            for (int i = 0; i < deg; i++) cand.push_back({dist(v, row[i]), row[i]});
-            const size_t kept = cand.size();
-            for (int i = 0; i < deg; i++)
-                for (int j = 0; j < R; j++) {
-                    const int32_t u = src.nbrs[(int64_t)row[i] * R + j];
-                    if (u < 0) break;
-                    if (mark[u] == (int32_t)v) continue;
-                    mark[u] = (int32_t)v;
-                    cand.push_back({dist(v, u), u});
-                }
-            const size_t want = std::min<size_t>(cand.size(), R);
-            std::partial_sort(cand.begin() + kept, cand.begin() + std::max(want, kept), cand.end());
-            std::sort(cand.begin(), cand.begin() + want);
-            for (int i = 0; i < R; i++) g.nbrs[v * R + i] = i < (int)want ? cand[i].second : -1;
-        }
-    }
-}
-
 // --chain 1: the walk's chain of steps against the graph's rows (issue 47). At small batches a GPU
 // walk is a chain of dependent steps, each a row and then its candidates fetched (bench/RESULTS.md,
 // "Walk modes"), and the CPU reference walks the same steps as the GPU's single walk. For the
 // CPU RNN-Descent graph at alpha 1 (the default), 1.1 and 1.2 and the default graph's rows filled
-// to R (fill_rows), each at probes 1, 2 and 4: recall@10, steps and distances a query by L.
+// to R (graft_graph_fill_rows), each at probes 1, 2 and 4: recall@10, steps and distances a query by L.
 void chain_bench(Out& out, const Data& D, int threads) {
     struct Variant { const char* what; float alpha; bool filled; };  // filled: the first graph's rows
     graft_graph base{};
@@ -271,7 +229,14 @@ void chain_bench(Out& out, const Data& D, int threads) {
         graft_graph g{};
         double t0 = now_s();
         if (v.filled) {
-            fill_rows(D, base, g);
+            g = base;
+            g.nbrs = static_cast<int32_t*>(malloc(sizeof(int32_t) * base.n * base.R));
+            memcpy(g.nbrs, base.nbrs, sizeof(int32_t) * base.n * base.R);
+            if (graft_graph_fill_rows(&g, D.xb.data(), D.d, GRAFT_METRIC_L2, nullptr) != GRAFT_OK) {
+                printf("%s: fill failed: %s\n", what, graft_last_error());
+                graft_graph_free(&g);
+                continue;
+            }
         } else {
             graft_rnnd_params p;
             graft_rnnd_params_defaults(&p);

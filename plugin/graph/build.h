@@ -120,12 +120,10 @@ int graft_graph_link_orphans(graft_graph* graph, const float* x, int64_t d, graf
 /* The same over what a build read (a build from codes: the decoded codes, a row at a time). */
 int graft_graph_link_orphans_of(graft_graph* graph, const graft_build_vectors* v, int64_t d,
                                 graft_metric metric, int64_t* linked);
-/* Fills each row's empty slots with its vertex's nearest two-hop vertices, keeping every entry,
- * rows sorted (graph/fill.c; graft_grnnd_params.fill). v: what the graph was built over, metric
- * the build's. *added (nullable): entries added. Deterministic. Errors: GRAFT_ENOMEM (the graph
- * unchanged). */
-int graft_graph_fill_rows(graft_graph* graph, const graft_build_vectors* v, int64_t d,
-                          graft_metric metric, int64_t* added);
+/* graft_graph_fill_rows (graft/graph.h) over what a build read (a build from codes: the decoded
+ * codes, a row at a time). */
+int graft_graph_fill_rows_of(graft_graph* graph, const graft_build_vectors* v, int64_t d,
+                             graft_metric metric, int64_t* added);
 
 /* graft_rnnd_build_cpu, and *linked (nullable) gets graft_graph_link_orphans's count. */
 int graft_rnnd_build_cpu_linked(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,

@@ -83,7 +83,7 @@ int graft_index_build_graph(int gpu, const graft_build_vectors* vin, int64_t n, 
     int64_t added = 0;
     if (rc == GRAFT_OK && b->fill) {
         const graft_build_vectors fv = decoded ? (graft_build_vectors){.x = decoded} : v;
-        rc = graft_graph_fill_rows(out, &fv, d, b->base.metric, &added);
+        rc = graft_graph_fill_rows_of(out, &fv, d, b->base.metric, &added);
         if (rc != GRAFT_OK) graft_graph_free(out);
     }
     free(init);

@@ -1,4 +1,4 @@
-/* Rows filled to R (graph/build.h, graft_graph_fill_rows; graft_grnnd_params.fill; issue 47).
+/* Rows filled to R (graft/graph.h, graft_graph_fill_rows; graft_grnnd_params.fill; issue 47).
  *
  * Why: the RNG rule that GRNND and RNN-Descent prune with leaves a row 9-12 entries on average at
  * R = 64, so a walk at small batches is a long chain of dependent steps, each a graph row and then
@@ -11,8 +11,8 @@
  * vertices among its neighbours' neighbours that the row lacks (v excepted), nearest first, ties
  * to the smaller id; the row is then sorted by (distance, id) as every row is (graft/graph.h).
  * Every row reads the graph as it was before the pass, so the result depends on no thread count.
- * A row's two-hop set is at most R x R ids: a hash set of 2 R^2 slots a thread, stamped per
- * vertex, so that nothing of size n is kept a thread.
+ * A row's two-hop set is at most R + R^2 ids: a hash set of twice the largest a thread, stamped
+ * per vertex, so that nothing of size n is kept a thread.
  *
  * Cost: about (mean degree x R) distances a vertex. dense-SIFT 1M on 2 cores: 19 s
  * (bench_build --chain's fill_rows, the same rule). */
@@ -93,15 +93,39 @@ static void fill_row(const graft_graph* src, int32_t* dst, int64_t v, const graf
     for (int i = 0; i < R; i++) dst[i] = i < t ? all[i].id : -1;
 }
 
-int graft_graph_fill_rows(graft_graph* g, const graft_build_vectors* vec, int64_t d, graft_metric metric,
-                          int64_t* added) {
+int graft_graph_fill_rows(graft_graph* g, const float* x, int64_t d, graft_metric metric, int64_t* added) {
+    if (added) *added = 0;
+    GRAFT_TRY(graft_check_graph_rows(g ? g->n : 0, g, 0, "graft_graph_fill_rows"));
+    if (!x || d < 1 || (metric != GRAFT_METRIC_L2 && metric != GRAFT_METRIC_INNER_PRODUCT))
+        return graft_fail(GRAFT_EINVAL, "graft_graph_fill_rows: x NULL, d = %lld or metric %d (L2 or "
+                          "inner product)", (long long)d, (int)metric);
+    const graft_build_vectors v = {.x = x};
+    return graft_graph_fill_rows_of(g, &v, d, metric, added);
+}
+
+int graft_graph_fill_rows_of(graft_graph* g, const graft_build_vectors* vec, int64_t d, graft_metric metric,
+                             int64_t* added) {
     const int64_t n = g->n;
     const int R = g->R;
     if (added) *added = 0;
     int32_t* out = malloc((size_t)n * (size_t)R * sizeof(int32_t));
     if (!out) return graft_fail(GRAFT_ENOMEM, "graft_graph_fill_rows: out of host memory");
+    /* The hash sets: twice the largest two-hop set (R + R^2 ids at most, far fewer in a pruned
+     * graph), so that a set of a large R costs what its rows hold. */
+    int64_t most = 0;
+#pragma omp parallel for schedule(static) reduction(max : most)
+    for (int64_t v = 0; v < n; v++) {
+        const int32_t* row = g->nbrs + v * R;
+        int64_t m = 1;
+        for (int i = 0; i < R && row[i] >= 0; i++) {
+            const int32_t* hop = g->nbrs + (int64_t)row[i] * R;
+            m++;
+            for (int j = 0; j < R && hop[j] >= 0; j++) m++;
+        }
+        most = m > most ? m : most;
+    }
     uint32_t slots = 1;
-    while (slots < 2u * (uint32_t)R * (uint32_t)R + 2u) slots <<= 1;
+    while (slots < 2 * (uint64_t)most) slots <<= 1;
     int failed = 0;
     int64_t sum = 0;
 #pragma omp parallel reduction(+ : sum) reduction(| : failed)

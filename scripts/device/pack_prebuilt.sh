@@ -19,7 +19,8 @@ ninja -C build "${targets[@]}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for t in "${targets[@]}"; do
-  bin=$(find build -type f -name "$t" -perm -u+x | head -n1)
+  # The newest: build/ also holds installed copies (tests' prefixes) of older builds.
+  bin=$(find build -type f -name "$t" -perm -u+x -printf '%T@ %p\n' | sort -nr | head -n1 | cut -d' ' -f2-)
   [ -n "$bin" ] || { echo "no program $t under build/" >&2; exit 1; }
   cp "$bin" "$tmp/"
   ldd "$bin" | awk '/libgraft|libhdf5|libsz|libaec/ { print $3 }' | xargs -I{} cp -L {} "$tmp/"

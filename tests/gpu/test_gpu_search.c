@@ -386,6 +386,13 @@ static void build(dataset* s) {
     CHECK_OK(graft_rnnd_build_cpu(s->xb, s->nb, s->d, &bp, &s->g));
 }
 
+/* The graph's rows filled to R (graft_graph_fill_rows, the build option fill): a step then has
+ * up to 64 candidates instead of about 12, more than one staging buffer's 32 rows on sm_90. */
+static void fill(dataset* s) {
+    CHECK_OK(graft_graph_fill_rows(&s->g, s->xb, s->d, s->metric, NULL));
+    s->name = "sift5k, rows filled";
+}
+
 int main(void) {
     GRAFT_TEST_REQUIRE_GPU();
     graft_test_sift sift;
@@ -410,6 +417,10 @@ int main(void) {
         const int Lq[] = {32};
         multi_walks(&s, Lq, 1);
         edges(&s);
+        fill(&s);
+        p.L = 32;
+        compare(&s, &p, 0);
+        multi_walks(&s, Lq, 1);
         graft_graph_free(&s.g);
         free(gt10);
         graft_test_free_sift(&sift);
@@ -421,6 +432,10 @@ int main(void) {
     multi_walks(&s, Lm, 3);
     batches(&s);
     edges(&s);
+    fill(&s);
+    const int Lfill[] = {10, 16, 32, 64};
+    sweep(&s, Lfill, 4);
+    multi_walks(&s, Lfill, 2);
     graft_graph_free(&s.g);
 
     /* cosine: inner product on normalized sift5k, graph built for it */

@@ -210,6 +210,16 @@ int graft_graph_build_pieces(const float* x, int64_t n, int64_t d, const graft_g
                              int gpu, int64_t piece_max, graft_graph* out,
                              graft_pieces_report* report);
 
+/* Fills each row's empty slots with its vertex's nearest vertices among its neighbours' neighbours
+ * that the row lacks (itself excepted), keeping every entry it had; rows stay sorted by distance
+ * (ties: smaller id), -1 padded and duplicate-free (plugin/graph/fill.c says why; an index does
+ * it after its build with graft_grnnd_params.fill = 1). Every row reads the graph as it was, so
+ * the result depends on no thread count. x: the n x d vectors the graph is over, metric its
+ * build's. *added (nullable): entries added. Errors: GRAFT_EINVAL (NULL or malformed graph, x
+ * NULL, d < 1, unknown metric), GRAFT_ENOMEM (n x R ids of scratch; the graph is then unchanged). */
+int graft_graph_fill_rows(graft_graph* graph, const float* x, int64_t d, graft_metric metric,
+                          int64_t* added);
+
 /* The search entry point of every graft graph: the vertex nearest (squared L2, ties to the smaller
  * id) the centroid of x (n x d), a cheap medoid stand-in. 0 when n < 1, d < 1 or x is NULL. */
 int64_t graft_graph_entry_point(const float* x, int64_t n, int64_t d);

@@ -5,7 +5,9 @@
 # threads), on dense-SIFT 1M, Fashion-MNIST and KDE-patches 1M,
 # at batch 10,000 and 100 (GRAFT_CAGRA_BATCHES) and batch-1 latency over 200 queries; then one
 # graph, two walks: CAGRA's search on graft's graph ("CAGRA,graph=graft") and graft's on CAGRA's
-# ("GraftGraph,graph=cagra"). GRAFT_CAGRA_INDEXES replaces the lists. --graph-recall 2000 puts
+# ("GraftGraph,graph=cagra"). GRAFT_CAGRA_INDEXES replaces the lists; GRAFT_CAGRA_ARGS adds
+# graft-bench options (e.g. "--sweep L=8,10,12,16,24,32,64,128,256": batch 1 is timed at the
+# sweep's values only, not at the refined ones). --graph-recall 2000 puts
 # each graph's quality beside it. CAGRA comes as four libraries carried in .deps/cagra (libcuvs.so, librmm.so,
 # librapids_logger.so, libgraft_cagra_peer.so), built off the GPU machine by
 # scripts/device/build_cuvs.sh (64 MiB a carry: see docs/developing.md), or here by the cuvs job.
@@ -46,7 +48,7 @@ cb() {  # NAME SHARE BASE QUERY [ARGS...]: SHARE percent of the seconds left
     --name "$name" --base "$base" --query "$query" --k 10 --batch "${GRAFT_CAGRA_BATCHES:-10000,100}" \
     --latency-queries 200 --min-time 0.2 --graph-recall 2000 --out /tmp/cagra-bench \
     --gt-cache /tmp/graft-bench-gt --commit "$commit" --deadline $(( secs - 20 )) \
-    "${indexes[@]}" "$@" 2>&1 |
+    ${GRAFT_CAGRA_ARGS:-} "${indexes[@]}" "$@" 2>&1 |
     tr '\r' '\n' | grep -v '^ *$' >>"$log"
   grep -E "built in|graph rows hold|~" "$log" | tail -n 24
 }
