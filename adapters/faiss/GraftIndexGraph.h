@@ -77,7 +77,8 @@ struct GraftIndexGraph : faiss::Index, NamedParameters {
     //                   "delta" (convergence: graft/graph.h), "alpha" (the pruning's slack),
     //                   "init_exact" (1: start from the
     //                   exact R nearest, the oracle graph), "build_from" (0: the FP32 vectors,
-    //                   1: an FP16 / SQ8 index's codes; a PQ index refuses 1)
+    //                   1: an FP16 / SQ8 index's codes; a PQ index refuses 1), "fill" (1: the
+    //                   rows filled to R with two-hop neighbours after the build)
     //  adds and removals (graft_living_params): "add_policy" (0 auto, 1 insert, 2 rebuild),
     //                   "insert_L" (0 = default), "rebuild_share" (< 0: the cost model),
     //                   "consolidate_share", "background" (0 / 1)

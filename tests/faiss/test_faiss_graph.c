@@ -139,6 +139,22 @@ static void test_factory(void) {
                 "build_from=codes");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,PQ16,cpu,build_from=codes", METRIC_L2), "PQ");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,build_from=codes", METRIC_L2), "build_from");
+    /* fill=1: the rows filled to R after the build (tests/unit/test_fill.c holds the rule). */
+    FaissIndex* filled = built("GraftGraph,cpu,fill=1,L=10");
+    if (filled) {
+        const double r = recall_of(filled);
+        printf("  %-26s recall@10 %.4f\n", "GraftGraph,cpu,fill=1,L=10", r);
+        /* sift5k at L = 10 on the CPU (7433747): 0.955 filled, 0.838 pruned */
+        CHECK(param(filled, "fill") == 1 && r >= 0.93, "fill=1: fill %g, recall@10 %.4f", param(filled, "fill"), r);
+        FAISS_FAILS(faiss_graft_set_param(filled, "fill", 2), "fill");
+        CHECK(param(filled, "fill") == 1, "a refused fill changed it to %g", param(filled, "fill"));
+        FAISS_OK(faiss_graft_set_param(filled, "fill", 0));
+        CHECK(param(filled, "fill") == 0, "fill set to 0 reads %g", param(filled, "fill"));
+    }
+    faiss_Index_free(filled);
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,fill=2", METRIC_L2), "fill=1");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,fill=1,fill=0", METRIC_L2), "fill=1");
+    FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftFlat,fill=1", METRIC_L2), "fill");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,cpu,HNSW32", METRIC_L2), "HNSW32");
     if (!graft_gpu_available())
         FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,gpu=0", METRIC_L2), "device");
