@@ -3,7 +3,8 @@
  * configuration must give recall@10 within 0.01 of graft_graph_search_cpu_ex with the same L and
  * probes, at every L of a sweep, and the same result ids for 99% of the slots; repeated searches of a batch must give identical results; the
  * filter must return only allowed ids; sizes and bad arguments as documented. The multi mode
- * (several walks a query) is checked against the single walk's reference (multi_walks).
+ * (several walks a query) is checked against the single walk's reference (multi_walks). sift5k's
+ * graph is searched again with its rows filled to R (graft_graph_fill_rows, the build option fill).
  * GRAFT_TEST_QUICK=1: small batches of each variant (for compute-sanitizer). */
 #include <float.h>
 #include <math.h>
