@@ -37,9 +37,6 @@
 #include "bench_common.h"
 #include "graft/dataset.h"
 #include "graft/graph.h"
-extern "C" {
-#include "graph/build.h"  // graft_graph_fill_rows_from (--chain's fill2)
-}
 
 namespace {
 
@@ -224,24 +221,18 @@ void pieces_bench(Out& out, const Data& D, const graft_grnnd_params& gp, int thr
 // CPU RNN-Descent graph at alpha 1 (the default), 1.1 and 1.2 and the default graph's rows filled
 // to R (graft_graph_fill_rows), each at probes 1, 2 and 4: recall@10, steps and distances a query by L.
 void chain_bench(Out& out, const Data& D, int threads) {
-    // fills: the first graph's rows filled once (graft_graph_fill_rows), or twice (fill2: its RNG
-    // rows again, from the two hops of the filled graph: one NN-descent round more).
-    struct Variant { const char* what; float alpha; int fills; };
-    graft_graph base{}, filled{};
-    for (const Variant& v : {Variant{"alpha=1", 1.0f, 0}, Variant{"alpha=1+fill", 1.0f, 1},
-                             Variant{"alpha=1+fill2", 1.0f, 2}, Variant{"alpha=1.1", 1.1f, 0},
-                             Variant{"alpha=1.2", 1.2f, 0}}) {
+    struct Variant { const char* what; float alpha; bool filled; };  // filled: the first graph's rows
+    graft_graph base{};
+    for (const Variant& v : {Variant{"alpha=1", 1.0f, false}, Variant{"alpha=1+fill", 1.0f, true},
+                             Variant{"alpha=1.1", 1.1f, false}, Variant{"alpha=1.2", 1.2f, false}}) {
         const char* what = v.what;
         graft_graph g{};
         double t0 = now_s();
-        if (v.fills && (!base.nbrs || (v.fills == 2 && !filled.nbrs))) continue;
-        if (v.fills) {
+        if (v.filled) {
             g = base;
             g.nbrs = static_cast<int32_t*>(malloc(sizeof(int32_t) * base.n * base.R));
             memcpy(g.nbrs, base.nbrs, sizeof(int32_t) * base.n * base.R);
-            const graft_build_vectors x = {D.xb.data(), nullptr, nullptr, nullptr, nullptr};
-            if (graft_graph_fill_rows_from(&g, v.fills == 1 ? &base : &filled, &x, D.d, GRAFT_METRIC_L2,
-                                           nullptr) != GRAFT_OK) {
+            if (graft_graph_fill_rows(&g, D.xb.data(), D.d, GRAFT_METRIC_L2, nullptr) != GRAFT_OK) {
                 printf("%s: fill failed: %s\n", what, graft_last_error());
                 graft_graph_free(&g);
                 continue;
@@ -290,13 +281,10 @@ void chain_bench(Out& out, const Data& D, int threads) {
         }
         if (!base.nbrs)
             base = g;
-        else if (v.fills == 1)
-            filled = g;
         else
             graft_graph_free(&g);
     }
     graft_graph_free(&base);
-    graft_graph_free(&filled);
 }
 
 }  // namespace

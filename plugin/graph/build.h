@@ -124,12 +124,6 @@ int graft_graph_link_orphans_of(graft_graph* graph, const graft_build_vectors* v
  * codes, a row at a time). */
 int graft_graph_fill_rows_of(graft_graph* graph, const graft_build_vectors* v, int64_t d,
                              graft_metric metric, int64_t* added);
-/* The same with the two-hop sets read from hops (n x R as graph; may be graph itself): graph's
- * rows are kept and take the nearest of hops' row of v and of its entries' rows that they lack.
- * With hops the graph filled before, one more round, NN-descent style (bench_build --chain's
- * fill2: rows nearer the k-NN graph's). */
-int graft_graph_fill_rows_from(graft_graph* graph, const graft_graph* hops, const graft_build_vectors* v,
-                               int64_t d, graft_metric metric, int64_t* added);
 
 /* graft_rnnd_build_cpu, and *linked (nullable) gets graft_graph_link_orphans's count. */
 int graft_rnnd_build_cpu_linked(const float* x, int64_t n, int64_t d, const graft_rnnd_params* params,

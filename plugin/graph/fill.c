@@ -60,14 +60,11 @@ static int idset_add(idset* s, int32_t id) {
     }
 }
 
-/* Fills row v of dst (see the file comment): keep's row, and the nearest of hops' two-hop set from
- * v that it lacks; a, b: d floats of scratch. hops == keep is the rule; another graph (the filled
- * one, graft_graph_fill_rows_from) also offers its own row's entries. */
-static void fill_row(const graft_graph* keep, const graft_graph* hops, int32_t* dst, int64_t v,
-                     const graft_build_vectors* vec, int64_t d, int l2, idset* seen, entry* best,
-                     float* a, float* b) {
-    const int R = keep->R;
-    const int32_t* row = keep->nbrs + v * R;
+/* Fills row v of dst from src (see the file comment); a, b: d floats of scratch. */
+static void fill_row(const graft_graph* src, int32_t* dst, int64_t v, const graft_build_vectors* vec,
+                     int64_t d, int l2, idset* seen, entry* best, float* a, float* b) {
+    const int R = src->R;
+    const int32_t* row = src->nbrs + v * R;
     int deg = 0;
     while (deg < R && row[deg] >= 0) deg++;
     if (deg == R || deg == 0) {
@@ -80,13 +77,12 @@ static void fill_row(const graft_graph* keep, const graft_graph* hops, int32_t* 
     const float* xv = graft_build_row(vec, d, v, a);
     const int room = R - deg;
     int m = 0;
-    const int32_t* first = hops->nbrs + v * R;
-    for (int i = 0; i < R && first[i] >= 0; i++) {
-        const int32_t* hop = hops->nbrs + (int64_t)first[i] * R;
-        for (int j = -1; j < R && (j < 0 || hop[j] >= 0); j++) {
-            const int32_t u = j < 0 ? first[i] : hop[j];
-            if (!idset_add(seen, u)) continue;
-            m = keep_best(best, m, room, (entry){graft_vec_dist(xv, graft_build_row(vec, d, u, b), d, l2), u});
+    for (int i = 0; i < deg; i++) {
+        const int32_t* hop = src->nbrs + (int64_t)row[i] * R;
+        for (int j = 0; j < R && hop[j] >= 0; j++) {
+            if (!idset_add(seen, hop[j])) continue;
+            const entry e = {graft_vec_dist(xv, graft_build_row(vec, d, hop[j], b), d, l2), hop[j]};
+            m = keep_best(best, m, room, e);
         }
     }
     /* The row's own entries join the new ones in (distance, id) order. */
@@ -110,11 +106,6 @@ int graft_graph_fill_rows(graft_graph* g, const float* x, int64_t d, graft_metri
 
 int graft_graph_fill_rows_of(graft_graph* g, const graft_build_vectors* vec, int64_t d, graft_metric metric,
                              int64_t* added) {
-    return graft_graph_fill_rows_from(g, g, vec, d, metric, added);
-}
-
-int graft_graph_fill_rows_from(graft_graph* g, const graft_graph* hops, const graft_build_vectors* vec,
-                               int64_t d, graft_metric metric, int64_t* added) {
     const int64_t n = g->n;
     const int R = g->R;
     if (added) *added = 0;
@@ -125,10 +116,10 @@ int graft_graph_fill_rows_from(graft_graph* g, const graft_graph* hops, const gr
     int64_t most = 0;
 #pragma omp parallel for schedule(static) reduction(max : most)
     for (int64_t v = 0; v < n; v++) {
-        const int32_t* row = hops->nbrs + v * R;
-        int64_t m = 1 + R;  /* v and its own row */
+        const int32_t* row = g->nbrs + v * R;
+        int64_t m = 1;
         for (int i = 0; i < R && row[i] >= 0; i++) {
-            const int32_t* hop = hops->nbrs + (int64_t)row[i] * R;
+            const int32_t* hop = g->nbrs + (int64_t)row[i] * R;
             m++;
             for (int j = 0; j < R && hop[j] >= 0; j++) m++;
         }
@@ -148,7 +139,7 @@ int graft_graph_fill_rows_from(graft_graph* g, const graft_graph* hops, const gr
         for (int64_t v = 0; v < n; v++) {
             if (failed) continue;
             int32_t* dst = out + v * R;
-            fill_row(g, hops, dst, v, vec, d, metric == GRAFT_METRIC_L2, &seen, best, rows, rows + d);
+            fill_row(g, dst, v, vec, d, metric == GRAFT_METRIC_L2, &seen, best, rows, rows + d);
             for (int i = 0; i < R; i++) sum += (dst[i] >= 0) - (g->nbrs[v * R + i] >= 0);
         }
         free(seen.slot), free(best), free(rows);
