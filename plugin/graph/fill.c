@@ -24,23 +24,7 @@
 #include "core/error.h"
 #include "core/vec_dist.h"
 #include "graph/build.h"
-
-typedef struct {
-    float d;
-    int32_t id;
-} entry;
-
-/* (distance, id) order, the rows' order (graft/graph.h). */
-static int closer(entry a, entry b) { return a.d < b.d || (a.d == b.d && a.id < b.id); }
-
-/* Inserts e into best (m of at most cap, sorted); returns the new count. */
-static int keep_best(entry* best, int m, int cap, entry e) {
-    if (m == cap && !closer(e, best[m - 1])) return m;
-    int i = m < cap ? m++ : m - 1;
-    for (; i > 0 && closer(e, best[i - 1]); i--) best[i] = best[i - 1];
-    best[i] = e;
-    return m;
-}
+#include "graph/worklist.h"
 
 /* A per-thread set of ids, cleared per vertex by a stamp: slot = (stamp << 32) | id. */
 typedef struct {
@@ -60,16 +44,17 @@ static int idset_add(idset* s, int32_t id) {
     }
 }
 
-/* Fills row v of dst from src (see the file comment); a, b: d floats of scratch. */
-static void fill_row(const graft_graph* src, int32_t* dst, int64_t v, const graft_build_vectors* vec,
-                     int64_t d, int l2, idset* seen, entry* best, float* a, float* b) {
+/* Fills row v of dst from src (see the file comment); a, b: d floats of scratch. Returns the
+ * entries added. */
+static int fill_row(const graft_graph* src, int32_t* dst, int64_t v, const graft_build_vectors* vec,
+                    int64_t d, int l2, idset* seen, cand* best, float* a, float* b) {
     const int R = src->R;
     const int32_t* row = src->nbrs + v * R;
     int deg = 0;
     while (deg < R && row[deg] >= 0) deg++;
     if (deg == R || deg == 0) {
         memcpy(dst, row, (size_t)R * sizeof(int32_t));
-        return;
+        return 0;
     }
     seen->stamp++;
     idset_add(seen, (int32_t)v);
@@ -81,17 +66,17 @@ static void fill_row(const graft_graph* src, int32_t* dst, int64_t v, const graf
         const int32_t* hop = src->nbrs + (int64_t)row[i] * R;
         for (int j = 0; j < R && hop[j] >= 0; j++) {
             if (!idset_add(seen, hop[j])) continue;
-            const entry e = {graft_vec_dist(xv, graft_build_row(vec, d, hop[j], b), d, l2), hop[j]};
-            m = keep_best(best, m, room, e);
+            list_insert(best, &m, room, graft_vec_dist(xv, graft_build_row(vec, d, hop[j], b), d, l2), hop[j]);
         }
     }
     /* The row's own entries join the new ones in (distance, id) order. */
-    entry* all = best + room;
+    cand* all = best + room;
     int t = 0;
     for (int i = 0; i < deg; i++)
-        t = keep_best(all, t, R, (entry){graft_vec_dist(xv, graft_build_row(vec, d, row[i], b), d, l2), row[i]});
-    for (int i = 0; i < m; i++) t = keep_best(all, t, R, best[i]);
+        list_insert(all, &t, R, graft_vec_dist(xv, graft_build_row(vec, d, row[i], b), d, l2), row[i]);
+    for (int i = 0; i < m; i++) list_insert(all, &t, R, best[i].d, best[i].id);
     for (int i = 0; i < R; i++) dst[i] = i < t ? all[i].id : -1;
+    return t - deg;
 }
 
 int graft_graph_fill_rows(graft_graph* g, const float* x, int64_t d, graft_metric metric, int64_t* added) {
@@ -132,15 +117,13 @@ int graft_graph_fill_rows_of(graft_graph* g, const graft_build_vectors* vec, int
 #pragma omp parallel reduction(+ : sum) reduction(| : failed)
     {
         idset seen = {calloc(slots, sizeof(uint64_t)), slots - 1, 0};
-        entry* best = malloc(2 * (size_t)R * sizeof(entry));
+        cand* best = malloc(2 * (size_t)R * sizeof(cand));
         float* rows = malloc(2 * (size_t)d * sizeof(float));
         failed = !seen.slot || !best || !rows;
 #pragma omp for schedule(dynamic, 256)
         for (int64_t v = 0; v < n; v++) {
             if (failed) continue;
-            int32_t* dst = out + v * R;
-            fill_row(g, dst, v, vec, d, metric == GRAFT_METRIC_L2, &seen, best, rows, rows + d);
-            for (int i = 0; i < R; i++) sum += (dst[i] >= 0) - (g->nbrs[v * R + i] >= 0);
+            sum += fill_row(g, out + v * R, v, vec, d, metric == GRAFT_METRIC_L2, &seen, best, rows, rows + d);
         }
         free(seen.slot), free(best), free(rows);
     }
