@@ -81,6 +81,18 @@ bool starts_with(const std::string& s, const char* prefix) {
     return s.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
+// A two-valued option NAME=ON|OFF (OFF the default) given at most once (`given`: the spec's field,
+// < 0 while unset): whether ON was chosen; anything else, or a repeat, is refused.
+bool two_way(const std::string& c, const std::string& desc, const char* name, const char* on,
+             const char* what_on, const char* off, int given) {
+    const std::string a = std::string(name) + "=" + on, b = std::string(name) + "=" + off;
+    GRAFT_REQUIRE(given < 0 && (c == a || c == b),
+                  "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use %s (%s) or "
+                  "%s (the default), once; %s",
+                  c.c_str(), desc.c_str(), a.c_str(), what_on, b.c_str(), kAccepted);
+    return c == a;
+}
+
 // "0.002", "1", ".5" -> the value; false unless `s` is a plain non-negative decimal.
 bool parse_real(const std::string& s, double* out) {
     if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789.") != std::string::npos ||
@@ -353,34 +365,18 @@ faiss::Index* graft_factory(int d, const std::string& desc, faiss::MetricType me
                           "the vectors)%s; %s",
                           desc.c_str(), pq ? ", not to PQ" : ", not to FP32 (its vectors are its codes)",
                           kAccepted);
-            GRAFT_REQUIRE(spec.keep_fp32 < 0 && (c == "keep_fp32=0" || c == "keep_fp32=1"),
-                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
-                          "keep_fp32=0 (the codes only: no FP32 copy on the host or the GPU, no "
-                          "exact re-rank) or keep_fp32=1 (the default), once; %s",
-                          c.c_str(), desc.c_str(), kAccepted);
-            spec.keep_fp32 = c == "keep_fp32=0" ? 0 : 1;
+            spec.keep_fp32 = two_way(c, desc, "keep_fp32", "0", "the codes only: no FP32 copy on the "
+                                     "host or the GPU, no exact re-rank", "1", spec.keep_fp32) ? 0 : 1;
         } else if (spec.graph && starts_with(c, "init=")) {
-            GRAFT_REQUIRE(spec.init_exact < 0 && (c == "init=exact" || c == "init=random"),
-                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
-                          "init=exact (each vertex starts from its exact R nearest: the oracle "
-                          "graph, n^2 d work) or init=random (the default), once; %s",
-                          c.c_str(), desc.c_str(), kAccepted);
-            spec.init_exact = c == "init=exact";
+            spec.init_exact = two_way(c, desc, "init", "exact", "each vertex starts from its exact R "
+                                      "nearest: the oracle graph, n^2 d work", "random", spec.init_exact);
         } else if (spec.graph && starts_with(c, "fill=")) {
-            GRAFT_REQUIRE(spec.fill < 0 && (c == "fill=1" || c == "fill=0"),
-                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
-                          "fill=1 (the graph's rows filled to R with two-hop neighbours: fewer "
-                          "steps a query, more distances a step) or fill=0 (the default), once; %s",
-                          c.c_str(), desc.c_str(), kAccepted);
-            spec.fill = c == "fill=1";
+            spec.fill = two_way(c, desc, "fill", "1", "the graph's rows filled to R with two-hop "
+                                "neighbours: fewer steps a query, more distances a step", "0", spec.fill);
         } else if (spec.graph && starts_with(c, "build_from=")) {
-            GRAFT_REQUIRE(spec.build_from < 0 && (c == "build_from=codes" || c == "build_from=fp32"),
-                          "faiss_graft_index_factory: bad or repeated option '%s' in \"%s\": use "
-                          "build_from=codes (an FP16 or SQ8 index builds its graph from its codes, "
-                          "\"GraftGraph,SQ8,build_from=codes\") or build_from=fp32 (the default), "
-                          "once; %s",
-                          c.c_str(), desc.c_str(), kAccepted);
-            spec.build_from = c == "build_from=codes";
+            spec.build_from = two_way(c, desc, "build_from", "codes", "an FP16 or SQ8 index builds its "
+                                      "graph from its codes, \"GraftGraph,SQ8,build_from=codes\"",
+                                      "fp32", spec.build_from);
         } else if (c == "ooc" || c == "inmem" || starts_with(c, "budget=")) {
             GRAFT_REQUIRE(pq,
                           "faiss_graft_index_factory: \"%s\": option '%s' belongs to the graph + "

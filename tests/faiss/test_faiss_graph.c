@@ -26,6 +26,15 @@
 
 /* desc built over sift5k: trained first where it needs it (PCA), ids 0..nb-1 given explicitly
  * to an IDMap (whose add refuses to invent ids). */
+/* A build parameter that reads `now`, refuses `bad` (naming it) and stays, then takes `other`. */
+static void param_round_trip(FaissIndex* index, const char* name, double now, double bad, double other) {
+    CHECK(param(index, name) == now, "%s reads %g, not %g", name, param(index, name), now);
+    FAISS_FAILS(faiss_graft_set_param(index, name, bad), name);
+    CHECK(param(index, name) == now, "a refused %s changed it to %g", name, param(index, name));
+    FAISS_OK(faiss_graft_set_param(index, name, other));
+    CHECK(param(index, name) == other, "%s set to %g reads %g", name, other, param(index, name));
+}
+
 static FaissIndex* built(const char* desc) {
     FaissIndex* index = make(desc);
     if (!index) return NULL;
@@ -126,13 +135,7 @@ static void test_factory(void) {
     /* build_from=codes: an FP16 / SQ8 index builds from its codes (the graph of the decoded
      * vectors: tests/unit/test_build_codes.c, tests/gpu/test_gpu_grnnd.c); PQ refuses it. */
     FaissIndex* coded = make("GraftGraph,SQ8,cpu,build_from=codes");
-    if (coded) {
-        CHECK(param(coded, "build_from") == 1, "build_from=codes read back %g", param(coded, "build_from"));
-        FAISS_FAILS(faiss_graft_set_param(coded, "build_from", 2), "build_from");
-        CHECK(param(coded, "build_from") == 1, "a refused build_from changed it to %g", param(coded, "build_from"));
-        FAISS_OK(faiss_graft_set_param(coded, "build_from", 0));
-        CHECK(param(coded, "build_from") == 0, "build_from set to 0 reads %g", param(coded, "build_from"));
-    }
+    if (coded) param_round_trip(coded, "build_from", 1, 2, 0);
     faiss_Index_free(coded);
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,build_from=int8", METRIC_L2), "build_from=codes");
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,build_from=codes,build_from=fp32", METRIC_L2),
@@ -145,11 +148,8 @@ static void test_factory(void) {
         const double r = recall_of(filled);
         printf("  %-26s recall@10 %.4f\n", "GraftGraph,cpu,fill=1,L=10", r);
         /* sift5k at L = 10 on the CPU (7433747): 0.955 filled, 0.838 pruned */
-        CHECK(param(filled, "fill") == 1 && r >= 0.93, "fill=1: fill %g, recall@10 %.4f", param(filled, "fill"), r);
-        FAISS_FAILS(faiss_graft_set_param(filled, "fill", 2), "fill");
-        CHECK(param(filled, "fill") == 1, "a refused fill changed it to %g", param(filled, "fill"));
-        FAISS_OK(faiss_graft_set_param(filled, "fill", 0));
-        CHECK(param(filled, "fill") == 0, "fill set to 0 reads %g", param(filled, "fill"));
+        CHECK(r >= 0.93, "fill=1: recall@10 %.4f", r);
+        param_round_trip(filled, "fill", 1, 2, 0);
     }
     faiss_Index_free(filled);
     FAISS_FAILS(faiss_graft_index_factory(&index, (int)s.d, "GraftGraph,fill=2", METRIC_L2), "fill=1");
