@@ -52,7 +52,7 @@ constexpr double kRecallBars[] = {0.90, 0.95, 0.99};
 struct Options {
     std::string bench;  // the records' "bench" field; also names the defaults below
     std::string out_path, commit = "unknown", run_id, data = "../shared/data",
-                fmnist = "/usr/share/datasets/fashion-mnist", dense, only;
+                fmnist = "/usr/share/datasets/fashion-mnist", dense, kde, only;
     bool quick = false;
     double deadline_s = 1e9;
     int replicate = 1;
@@ -65,8 +65,9 @@ struct Options {
 
 // The datasets (k = 10, L2), in the order they run: dense-sift1m (--dense-sift DIR holding
 // base.u8bin and query.u8bin), fashion-mnist (--fmnist DIR: the 60k training images are the base,
-// the 10k test images the queries), sift5k (DIR/sift5k of --data). Default: the first two;
-// --quick: sift5k; --only NAME: that one.
+// the 10k test images the queries), sift5k (DIR/sift5k of --data), kde-patches1m (--kde DIR, as
+// dense-sift1m's). Default: all but sift5k (dense-sift1m and kde-patches1m where their DIR is
+// given); --quick: sift5k; --only NAME: that one.
 struct Source {
     std::string name, base, query;
     bool fmnist;
@@ -75,7 +76,8 @@ struct Source {
 inline std::vector<Source> sources(const Options& o) {
     return {{"dense-sift1m", o.dense + "/base.u8bin", o.dense + "/query.u8bin", false},
             {"fashion-mnist", o.fmnist + "/train-images-idx3-ubyte.gz", o.fmnist + "/t10k-images-idx3-ubyte.gz", true},
-            {"sift5k", o.data + "/sift5k/sift5k_base.fvecs", o.data + "/sift5k/sift5k_query.fvecs", false}};
+            {"sift5k", o.data + "/sift5k/sift5k_base.fvecs", o.data + "/sift5k/sift5k_query.fvecs", false},
+            {"kde-patches1m", o.kde + "/base.u8bin", o.kde + "/query.u8bin", false}};
 }
 
 inline bool Options::parse(int argc, char** argv) {
@@ -89,13 +91,14 @@ inline bool Options::parse(int argc, char** argv) {
         else if (a == "--data" && has_value) data = argv[++i];
         else if (a == "--fmnist" && has_value) fmnist = argv[++i];
         else if (a == "--dense-sift" && has_value) dense = argv[++i];
+        else if (a == "--kde" && has_value) kde = argv[++i];
         else if (a == "--only" && has_value) only = argv[++i];
         else if (a == "--deadline" && has_value) deadline_s = atof(argv[++i]);
         else if (a == "--replicate" && has_value) replicate = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: %s [--out F.jsonl] [--commit C] [--run-id R] [--data DIR] [--fmnist DIR] "
-                    "[--dense-sift DIR] [--only dense-sift1m|fashion-mnist|sift5k] [--quick] [--deadline S] "
+                    "[--dense-sift DIR] [--kde DIR] [--only dense-sift1m|fashion-mnist|sift5k|kde-patches1m] [--quick] [--deadline S] "
                     "[--replicate R]\n",
                     argv[0]);
             return false;
@@ -551,8 +554,8 @@ void for_each_dataset(const Options& o, const Deadline& deadline, F&& run) {
     for (const Source& s : sources(o)) {
         const bool chosen = !o.only.empty() ? s.name == o.only : o.quick ? s.name == "sift5k" : s.name != "sift5k";
         if (!chosen) continue;
-        if (s.name == "dense-sift1m" && o.dense.empty()) {
-            printf("dense-sift1m: no --dense-sift DIR given, skipped\n");
+        if ((s.name == "dense-sift1m" && o.dense.empty()) || (s.name == "kde-patches1m" && o.kde.empty())) {
+            if (s.name == "dense-sift1m") printf("dense-sift1m: no --dense-sift DIR given, skipped\n");
             continue;
         }
         if (deadline.stops(s.name)) break;

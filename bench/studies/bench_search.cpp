@@ -1,18 +1,19 @@
 // Graph-search study: what graft-bench does not measure of graft's GPU graph search (a GRNND graph
 // kept on the GPU, searched by the SONG/BANG-style kernels): the walk's kernel time against the
 // HBM floor its distances imply, the ablation of its visited set, worklist update, probes and
-// lanes, graft's graph searched by FAISS's own HNSW search after the export, and the GPU walk's
-// agreement with the CPU reference. The peers (FAISS HNSW32 on the CPU, FAISS IVF-Flat on the
+// lanes, graft's graph searched by FAISS's own HNSW search after the export, the GPU walk's
+// agreement with the CPU reference, and the walk's memory floor (walk_replay.h). The peers (FAISS HNSW32 on the CPU, FAISS IVF-Flat on the
 // GPU) and the batches from 1 query to 10 nq are graft-bench's runs (bench/studies/README.md).
 //
 //   bench_search --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
-//                [--dense-sift DIR] [--only DATASET] [--quick] [--deadline SECONDS]
+//                [--dense-sift DIR] [--kde DIR] [--only DATASET] [--quick] [--deadline SECONDS]
+//                [--replay-only]
 //
 // Datasets (k = 10, L2): dense-sift1m (--dense-sift DIR holding base.u8bin and query.u8bin: 1M x
 // 128, 10k queries), fashion-mnist (--fmnist DIR: the 60k training images are the base, the 10k
-// test images the queries), sift5k (DIR/sift5k of --data: 4.5k x 128, 500 queries). By default the
-// first two; --quick: sift5k, L in {16, 32, 64} (every step below runs, in seconds);
-// --only NAME: that set alone. --deadline S: no configuration starts more than S seconds after the
+// test images the queries), sift5k (DIR/sift5k of --data: 4.5k x 128, 500 queries), kde-patches1m
+// (--kde DIR, as dense-sift1m's: 1M x 192). By default all but sift5k; --quick: sift5k, L in
+// {16, 32, 64} (every step below runs, in seconds); --only NAME: that set alone. --deadline S: no configuration starts more than S seconds after the
 // program did (records already written are kept; the summary covers what was measured).
 //
 // Per dataset, in this order (the most important numbers first, in case the deadline cuts in):
@@ -27,6 +28,9 @@
 //     / insertion), then multi-step probes, at batch nq.
 //  5. graft's CPU reference search (graft_graph_search_cpu_ex, all host threads) on the same graph
 //     at batch nq, with the GPU-vs-CPU agreement of the results.
+//  6. The walk's memory floor (issue 47; --replay-only: steps 1, 2's build and this alone): at
+//     each L, batch nq, the walk's kernel time against a replay of the CPU reference's walks with
+//     every load independent (walk_replay.h).
 //
 // Timing: wall clock from host queries to host results (what a FAISS user sees), one warm-up pass,
 // then the median of timed passes (graft's graph: 5; the others: 3). graft's records add the kernels' device time
@@ -55,6 +59,7 @@
 
 #include "bench_record.h"
 #include "graft/graph.h"
+#include "walk_replay.h"
 #include "graft/graph_index.h"
 
 namespace {
@@ -80,6 +85,7 @@ struct Bench {
     const Deadline& deadline;
     int threads;
     bool quick;
+    bool replay_only;  // --replay-only: the ground truth, the build and replay_floor alone
 };
 
 // ---- graft's graph index -------------------------------------------------------------------------
@@ -278,6 +284,108 @@ void cpu_reference(Bench& B, const Dataset& D, const Graft& G) {
     }
 }
 
+// ---- the walk's memory floor (issue 47) ------------------------------------------------------------
+
+// One query's walk as the CPU reference walks it (plugin/graph/graph.c, search_one; probes 1, no
+// filter, L2): the worklist of the L best (distance, id), each step expanding its best unexpanded
+// entry; appends the expanded vertices to rows and those whose distances it computed to vecs.
+void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q, int L, uint32_t* seen,
+                uint32_t stamp, std::vector<int32_t>& rows, std::vector<int32_t>& vecs) {
+    struct Entry { float d; int32_t id; bool expanded; };
+    std::vector<Entry> list;
+    list.reserve(L + 1);
+    auto visit = [&](int32_t u) {
+        seen[u] = stamp;
+        vecs.push_back(u);
+        const float* v = x + (int64_t)u * d;
+        float du = 0;
+        for (int64_t j = 0; j < d; j++) du += (q[j] - v[j]) * (q[j] - v[j]);
+        auto before = [](const Entry& a, float dd, int32_t id) { return a.d < dd || (a.d == dd && a.id < id); };
+        if ((int)list.size() == L && !before(list.back(), du, u) ) return;
+        auto at = std::lower_bound(list.begin(), list.end(), du,
+                                   [&](const Entry& a, float dd) { return before(a, dd, u); });
+        list.insert(at, Entry{du, u, false});
+        if ((int)list.size() > L) list.pop_back();
+    };
+    visit((int32_t)g.entry);
+    for (;;) {
+        auto it = std::find_if(list.begin(), list.end(), [](const Entry& e) { return !e.expanded; });
+        if (it == list.end()) break;
+        it->expanded = true;
+        const int32_t v = it->id;
+        rows.push_back(v);
+        for (int j = 0; j < g.R; j++) {
+            const int32_t u = g.nbrs[(int64_t)v * g.R + j];
+            if (u >= 0 && u < g.n && seen[u] != stamp) visit(u);
+        }
+    }
+}
+
+// The nq walks at L, on all host threads (each query's lists, then concatenated in order).
+bench::WalkTraces trace_walks(const graft_graph& g, const float* x, int64_t d, const float* xq, int64_t nq, int L) {
+    std::vector<std::vector<int32_t>> rows(nq), vecs(nq);
+#pragma omp parallel
+    {
+        std::vector<uint32_t> seen(g.n, 0);
+        uint32_t stamp = 0;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t q = 0; q < nq; q++) trace_walk(g, x, d, xq + q * d, L, seen.data(), ++stamp, rows[q], vecs[q]);
+    }
+    bench::WalkTraces t;
+    t.row_off.push_back(0), t.vec_off.push_back(0);
+    for (int64_t q = 0; q < nq; q++) {
+        t.rows.insert(t.rows.end(), rows[q].begin(), rows[q].end());
+        t.vecs.insert(t.vecs.end(), vecs[q].begin(), vecs[q].end());
+        t.row_off.push_back((int64_t)t.rows.size());
+        t.vec_off.push_back((int64_t)t.vecs.size());
+    }
+    return t;
+}
+
+// At each L, batch nq: the walk's kernel time (graft_search_report, the batch in one launch)
+// against the replay of the CPU reference's walks over the same graph (walk_replay.h): the
+// replay is the floor of any walk that reads those rows and vectors, so walk / replay bounds what
+// more memory round trips in flight can gain. The distances a query of both are printed: the
+// GPU's walk recomputes a few after its visited set's deletions.
+void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<int>& Ls) {
+    const graft_graph* g = graft_gindex_graph(G.index);
+    const float* x = graft_gindex_vectors(G.index);
+    bench::WalkReplay replay;
+    if (!g || !x || !replay.upload(x, g->n, D.d, g->nbrs, g->R)) return;
+    graft_search_params sp = graft_gindex_get_params(G.index).search;
+    for (int L : Ls) {
+        if (B.deadline.stops("replay L=" + std::to_string(L))) return;
+        sp.L = L;
+        GraftRun run;
+        if (!time_graft(D, G, D.xq.data(), D.nq, D.nq, sp, 3, &run)) return;
+        const double t0 = now_s();
+        const bench::WalkTraces t = trace_walks(*g, x, D.d, D.xq.data(), D.nq, L);
+        const double trace_s = now_s() - t0;
+        double ms = 0, sum = 0;
+        if (!replay.time(D.xq.data(), D.nq, t, 5, &ms, &sum)) return;
+        const double rows_q = (double)t.rows.size() / D.nq, vecs_q = (double)t.vecs.size() / D.nq;
+        // Bytes the replay reads: rows of R ids and vectors of d floats (the queries aside).
+        const double gb = ((double)t.rows.size() * g->R * 4 + (double)t.vecs.size() * D.d * 4) / 1e9;
+        Rec r{"graft", "graph", "GraftGraph replay floor", D.nq, D.nq};
+        r.params.add("L", L).add("walk_kernel_ms", run.gpu_s * 1e3, false).add("replay_kernel_ms", ms, false)
+            .add("walk_over_replay", ms > 0 ? run.gpu_s * 1e3 / ms : 0, false)
+            .add("rows_per_query", rows_q, false).add("dist_per_query", vecs_q, false)
+            .add("gpu_dist_per_query", run.dist_per_query, false).add("replay_gb", gb, false);
+        r.qps = D.nq / (ms / 1e3);
+        r.recall = run.recall;
+        r.build_s = G.build_s;
+        r.summary = false;
+        char note[240];
+        snprintf(note, sizeof note,
+                 "walk kernel %.3f ms, replay %.3f ms: walk / replay %.2fx; %.0f rows, %.0f dist a query (GPU "
+                 "%.0f); %.2f GB, %.0f GB/s; trace %.1f s; checksum %.6g",
+                 run.gpu_s * 1e3, ms, run.gpu_s * 1e3 / ms, rows_q, vecs_q, run.dist_per_query, gb, gb / (ms / 1e3),
+                 trace_s, sum);
+        r.note = note;
+        B.out.record(D, std::move(r));
+    }
+}
+
 // ---- FAISS peers -----------------------------------------------------------------------------------
 
 // graft's graph exported to a single-level FAISS IndexHNSWFlat (adapters/faiss/hnsw_export.h)
@@ -304,11 +412,16 @@ void run_dataset(Bench& B, Dataset& D) {
     graft_build(D, &G);
     const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
                                         : std::vector<int>{10, 16, 24, 32, 48, 64, 96, 128, 192, 256};
-    if (G.index) {
+    const std::vector<int> replay_Ls = B.quick ? std::vector<int>{16, 32, 64}
+                                               : std::vector<int>{32, 48, 64, 96, 128, 192, 256};
+    if (G.index && B.replay_only) {
+        replay_floor(B, D, G, replay_Ls);
+    } else if (G.index) {
         graft_sweep(B, D, G, Ls);
         exported_hnsw(B, D, G);
         if (B.quick || D.name == "dense-sift1m") graft_ablation(B, D, G);
         cpu_reference(B, D, G);
+        replay_floor(B, D, G, replay_Ls);
     }
     graft_gindex_free(G.index);
 }
@@ -317,7 +430,13 @@ void run_dataset(Bench& B, Dataset& D) {
 
 int main(int argc, char** argv) {
     bench::Options o("search");
-    if (!o.parse(argc, argv)) return 2;
+    // --replay-only (this study's own option): the walk's memory floor alone.
+    bool replay_only = false;
+    std::vector<char*> args;
+    for (int i = 0; i < argc; i++)
+        if (std::string(argv[i]) == "--replay-only") replay_only = true;
+        else args.push_back(argv[i]);
+    if (!o.parse((int)args.size(), args.data())) return 2;
     cudaDeviceProp prop;
     std::string device;
     if (!bench::cuda_device(o, &prop, &device)) return 1;
@@ -330,7 +449,7 @@ int main(int argc, char** argv) {
     }
     Recorder out(f, o.bench, o.run_id, date, o.commit, device);
     const Deadline deadline(o.deadline_s);
-    Bench B{out, deadline, omp_get_max_threads(), o.quick};
+    Bench B{out, deadline, omp_get_max_threads(), o.quick, replay_only};
     printf("device: %s (%d SMs), host threads: %d, commit %s, run %s%s\n", prop.name, prop.multiProcessorCount,
            B.threads, o.commit.c_str(), o.run_id.c_str(), o.quick ? ", quick" : "");
     bench::for_each_dataset(o, deadline, [&](Dataset& D) { run_dataset(B, D); });

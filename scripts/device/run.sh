@@ -22,6 +22,7 @@ study-build         | bench_build: GRNND against RNN-Descent, HNSW, NSG builds
 study-pieces        | bench_build with GRNND in pieces, against the whole GRNND and CPU builds
 study-search        | bench_search: the walk against its floor, its ablations, the HNSW export
 study-search-quick  | study-search on sift5k only
+walk-floor          | bench_search --replay-only: the walk's kernel time against its memory floor, three 1M sets
 study-bang          | bench_bang: graph + PQ, in-memory vs out-of-core (GRAFT_BANG_*: scale, A/B, repeat)
 study-bang-quick    | study-bang on sift5k only
 graft-bench         | graft-bench on dense-SIFT 1M + Fashion-MNIST, FAISS GPU and GGNN beside graft

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# walk-floor: the walk's memory floor (issue 47; bench/studies/walk_replay.h): bench_search
+# --replay-only on dense-SIFT 1M, Fashion-MNIST and KDE-patches 1M. Per set: ground truth, the
+# default GRNND graph, then at L = 32 .. 256, batch 10k: the walk's kernel time against a replay
+# of the CPU reference's walks over the same graph with every load independent. A prebuilt
+# bench_search (GRAFT_PREBUILT, scripts/device/pack_prebuilt.sh bench_search) is used as it is.
+# Writes to $OUT: walk-floor.jsonl (records), walk-floor.log.
+# Time: about 40 s a set on nvidia-h200 (the CPU traces on 16 cores, the replays).
+# targets: bench_search
+# needs: dense-sift kde-patches
+. "$(dirname "$0")/../lib.sh"
+bin=$root/.deps/prebuilt/bench_search
+if [ -z "${GRAFT_PREBUILT:-}" ] || [ ! -x "$bin" ]; then
+  ninja_build bench_search
+  bin=./build-device/bench/studies/bench_search
+fi
+bg_wait dense-sift
+bg_wait kde-patches
+args=()
+[ -f $dense/query.u8bin ] && args+=(--dense-sift "$dense")
+[ -f $patches/query.u8bin ] && args+=(--kde "$patches")
+left=$(seconds_left)
+[ "$left" -ge 60 ] || { stamp "walk floor skipped: ${left}s left before GRAFT_DEADLINE"; exit 0; }
+stamp "walk floor"
+GRAFT_DEVICE_NAME="$(device_name)" OMP_NUM_THREADS=$(nproc) \
+  timeout "$left" "$bin" --replay-only --out "$OUT/walk-floor.jsonl" --commit "$commit" \
+  --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$fm" "${args[@]}" \
+  2>&1 | tee -a "$OUT/walk-floor.log" | grep -E "^==|replay|failed"
+stamp "walk floor done"
