@@ -65,9 +65,13 @@ setup_log() {  # TITLE LOG LINES KEY
 # /tmp/graft-NAME.log its output. Waiting goes by that pid: a `pgrep -f NAME` loop typed into the
 # device command matches its own command line and waits until the limit.
 bg_running() {  # NAME: true while NAME's process (this call's or an earlier call's) runs
-  local pid cmd
+  local pid cmd now
   { read -r pid && read -r cmd; } 2>/dev/null <"/tmp/graft-$1.pid" || return 1
-  [ -r "/proc/$pid/cmdline" ] && [ "$(tr '\0' ' ' <"/proc/$pid/cmdline")" = "$cmd " ]
+  [ -r "/proc/$pid/cmdline" ] || return 1
+  # The process runs the command's tail: setsid, nohup and a leading `env VAR=...` exec the rest
+  # (a test for equality never saw `env ... python3 ...` run, and bg_wait did not wait).
+  now=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+  [ -n "$now" ] && [[ "$cmd " == *"$now" ]]
 }
 bg_start() {  # NAME COMMAND...: starts it unless it already runs
   local name=$1; shift
