@@ -301,7 +301,7 @@ void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q,
         float du = 0;
         for (int64_t j = 0; j < d; j++) du += (q[j] - v[j]) * (q[j] - v[j]);
         auto before = [](const Entry& a, float dd, int32_t id) { return a.d < dd || (a.d == dd && a.id < id); };
-        if ((int)list.size() == L && !before(list.back(), du, u) ) return;
+        if ((int)list.size() == L && before(list.back(), du, u)) return;  // no better than the worst
         auto at = std::lower_bound(list.begin(), list.end(), du,
                                    [&](const Entry& a, float dd) { return before(a, dd, u); });
         list.insert(at, Entry{du, u, false});
