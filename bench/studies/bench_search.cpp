@@ -361,8 +361,14 @@ void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<
         const double t0 = now_s();
         const bench::WalkTraces t = trace_walks(*g, x, D.d, D.xq.data(), D.nq, L);
         const double trace_s = now_s() - t0;
-        double ms = 0, sum = 0;
-        if (!replay.time(D.xq.data(), D.nq, t, 5, &ms, &sum)) return;
+        // The floor (8 loads a lane in flight, every warp that fits), then the walk's own limits
+        // one at a time and together: one load in flight, 5 blocks a multiprocessor.
+        double ms = 0, sum = 0, one = 0, few = 0, both = 0, unused = 0;
+        if (!replay.time(D.xq.data(), D.nq, t, 8, 0, 5, &ms, &sum) ||
+            !replay.time(D.xq.data(), D.nq, t, 1, 0, 5, &one, &unused) ||
+            !replay.time(D.xq.data(), D.nq, t, 8, 5, 5, &few, &unused) ||
+            !replay.time(D.xq.data(), D.nq, t, 1, 5, 5, &both, &unused))
+            return;
         const double rows_q = (double)t.rows.size() / D.nq, vecs_q = (double)t.vecs.size() / D.nq;
         // Bytes the replay reads: rows of R ids and vectors of d floats (the queries aside).
         const double gb = ((double)t.rows.size() * g->R * 4 + (double)t.vecs.size() * D.d * 4) / 1e9;
@@ -370,17 +376,20 @@ void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<
         r.params.add("L", L).add("walk_kernel_ms", run.gpu_s * 1e3, false).add("replay_kernel_ms", ms, false)
             .add("walk_over_replay", ms > 0 ? run.gpu_s * 1e3 / ms : 0, false)
             .add("rows_per_query", rows_q, false).add("dist_per_query", vecs_q, false)
-            .add("gpu_dist_per_query", run.dist_per_query, false).add("replay_gb", gb, false);
+            .add("gpu_dist_per_query", run.dist_per_query, false).add("replay_gb", gb, false)
+            .add("replay_one_load_ms", one, false).add("replay_5_blocks_ms", few, false)
+            .add("replay_one_load_5_blocks_ms", both, false);
         r.qps = D.nq / (ms / 1e3);
         r.recall = run.recall;
         r.build_s = G.build_s;
         r.summary = false;
-        char note[240];
+        char note[400];
         snprintf(note, sizeof note,
-                 "walk kernel %.3f ms, replay %.3f ms: walk / replay %.2fx; %.0f rows, %.0f dist a query (GPU "
-                 "%.0f); %.2f GB, %.0f GB/s; trace %.1f s; checksum %.6g",
-                 run.gpu_s * 1e3, ms, run.gpu_s * 1e3 / ms, rows_q, vecs_q, run.dist_per_query, gb, gb / (ms / 1e3),
-                 trace_s, sum);
+                 "walk kernel %.3f ms, replay %.3f ms: walk / replay %.2fx; replay with 1 load in flight %.3f, "
+                 "5 blocks an SM %.3f, both %.3f ms; %.0f rows, %.0f dist a query (GPU %.0f); %.2f GB, %.0f GB/s; "
+                 "trace %.1f s; checksum %.6g",
+                 run.gpu_s * 1e3, ms, run.gpu_s * 1e3 / ms, one, few, both, rows_q, vecs_q, run.dist_per_query, gb,
+                 gb / (ms / 1e3), trace_s, sum);
         r.note = note;
         B.out.record(D, std::move(r));
     }

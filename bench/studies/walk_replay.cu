@@ -11,7 +11,6 @@ namespace {
 
 constexpr int kWarps = 4;     // a block: four warps, a query each (as the walk's blocks)
 constexpr int kIds = 256;     // ids staged in shared memory at a time, a warp
-constexpr int kInFlight = 8;  // 16-byte loads a lane issues before using any
 
 struct Args {
     const float4* x;      // vectors, dw chunks a row
@@ -26,8 +25,8 @@ struct Args {
 
 // The chunks of items lo..hi of a list (ids into a table of cw 16-byte chunks a row), 32 lanes
 // over them in item-major order (a warp reads consecutive chunks of a row: coalesced, as the
-// walk's teams read), kInFlight loads a lane issued before any is used. use(u, chunk, value).
-template <class T, class Use>
+// walk's teams read), U loads a lane issued before any is used. use(chunk, value).
+template <int U, class T, class Use>
 __device__ void gather(const T* __restrict__ table, int cw, const int32_t* __restrict__ list, int64_t lo,
                        int64_t hi, int32_t* ids, int lane, Use&& use) {
     for (int64_t b0 = lo; b0 < hi; b0 += kIds) {
@@ -38,11 +37,11 @@ __device__ void gather(const T* __restrict__ table, int cw, const int32_t* __res
         const int total = nb * cw;
         int c = 0, ch = lane;  // this lane's item and chunk
         while (ch >= cw) ch -= cw, c++;
-        for (int e0 = 0; e0 < total; e0 += 32 * kInFlight) {
-            T v[kInFlight];
-            int at[kInFlight];
+        for (int e0 = 0; e0 < total; e0 += 32 * U) {
+            T v[U];
+            int at[U];
 #pragma unroll
-            for (int u = 0; u < kInFlight; u++) {
+            for (int u = 0; u < U; u++) {
                 at[u] = -1;
                 v[u] = T{};
                 if (e0 + 32 * u + lane < total) {  // a predicated load: past the end, no address read
@@ -53,12 +52,13 @@ __device__ void gather(const T* __restrict__ table, int cw, const int32_t* __res
                 while (ch >= cw) ch -= cw, c++;
             }
 #pragma unroll
-            for (int u = 0; u < kInFlight; u++)
+            for (int u = 0; u < U; u++)
                 if (at[u] >= 0) use(at[u], v[u]);
         }
     }
 }
 
+template <int U>
 __global__ void __launch_bounds__(kWarps * 32) replay_kernel(Args A) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -68,10 +68,10 @@ __global__ void __launch_bounds__(kWarps * 32) replay_kernel(Args A) {
     int32_t* ids = reinterpret_cast<int32_t*>(q + A.dw);
     for (int c = lane; c < A.dw; c += 32) q[c] = A.q[qi * A.dw + c];
     unsigned bits = 0;
-    gather(A.graph, A.rw, A.rows, A.row_off[qi], A.row_off[qi + 1], ids, lane,
+    gather<U>(A.graph, A.rw, A.rows, A.row_off[qi], A.row_off[qi + 1], ids, lane,
            [&](int, int4 w) { bits ^= (unsigned)(w.x ^ w.y ^ w.z ^ w.w); });
     float acc = 0.f;
-    gather(A.x, A.dw, A.vecs, A.vec_off[qi], A.vec_off[qi + 1], ids, lane, [&](int ch, float4 v) {
+    gather<U>(A.x, A.dw, A.vecs, A.vec_off[qi], A.vec_off[qi + 1], ids, lane, [&](int ch, float4 v) {
         const float4 a = q[ch];
         const float dx = a.x - v.x, dy = a.y - v.y, dz = a.z - v.z, dd = a.w - v.w;
         acc = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, fmaf(dd, dd, acc))));
@@ -104,26 +104,41 @@ bool WalkReplay::upload(const float* x, int64_t n, int64_t d, const int32_t* gra
     return put(&x_, x, (size_t)n * d) && put(&graph_, graph, (size_t)n * R);
 }
 
-bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int reps, double* ms, double* checksum) {
+bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_flight, int blocks_per_sm, int reps,
+                      double* ms, double* checksum) {
+    void (*kernel)(Args) = in_flight == 1 ? replay_kernel<1> : in_flight == 2 ? replay_kernel<2>
+                         : in_flight == 4 ? replay_kernel<4> : in_flight == 8 ? replay_kernel<8> : nullptr;
+    if (!kernel) {
+        printf("walk replay: in_flight = %d, not 1, 2, 4 or 8\n", in_flight);
+        return false;
+    }
     float* q = nullptr;
     float* out = nullptr;
     int64_t *row_off = nullptr, *vec_off = nullptr;
     int32_t *rows = nullptr, *vecs = nullptr;
     cudaEvent_t e0 = nullptr, e1 = nullptr;
+    int per_sm = 0, reserved = 0, optin = 0;
     bool good = put(&q, xq, (size_t)nq * d_) && put(&row_off, t.row_off.data(), t.row_off.size()) &&
                 put(&vec_off, t.vec_off.data(), t.vec_off.size()) && put(&rows, t.rows.data(), t.rows.size()) &&
                 put(&vecs, t.vecs.data(), t.vecs.size()) && ok(cudaMalloc(&out, nq * sizeof(float)), "cudaMalloc") &&
-                ok(cudaEventCreate(&e0), "event") && ok(cudaEventCreate(&e1), "event");
+                ok(cudaEventCreate(&e0), "event") && ok(cudaEventCreate(&e1), "event") &&
+                ok(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0), "attribute") &&
+                ok(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0), "attribute") &&
+                ok(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), "attribute");
     const Args A{reinterpret_cast<const float4*>(x_), reinterpret_cast<const int4*>(graph_),
                  reinterpret_cast<const float4*>(q), row_off, vec_off, rows, vecs, nq, (int)(d_ / 4), R_ / 4, out};
-    const size_t smem = (size_t)kWarps * (A.dw * 16 + kIds * 4);
+    size_t smem = (size_t)kWarps * (A.dw * 16 + kIds * 4);
+    // At most blocks_per_sm blocks a multiprocessor (the walk's 5: its register bound): shared
+    // memory padded so that no more fit.
+    if (blocks_per_sm > 0 && per_sm / blocks_per_sm - reserved > (int)smem)
+        smem = (size_t)std::min(per_sm / blocks_per_sm - reserved, optin);
     const unsigned blocks = (unsigned)((nq + kWarps - 1) / kWarps);
     if (good && smem > 48 * 1024)
-        good = ok(cudaFuncSetAttribute(replay_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), "smem");
+        good = ok(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), "smem");
     std::vector<double> times;
     for (int r = -1; good && r < reps; r++) {
         cudaEventRecord(e0);
-        replay_kernel<<<blocks, kWarps * 32, smem>>>(A);
+        kernel<<<blocks, kWarps * 32, smem>>>(A);
         cudaEventRecord(e1);
         float t_ms = 0;
         good = ok(cudaGetLastError(), "replay_kernel") && ok(cudaEventSynchronize(e1), "replay_kernel") &&

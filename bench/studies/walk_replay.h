@@ -4,7 +4,8 @@
 // replay reads exactly the rows and vectors that the CPU reference's walks read (the same graph,
 // the same L, probes 1), query by query, a warp a query, but with no step waiting on another:
 // every address is known before the first load, up to 8 16-byte loads a lane in flight, as many
-// warps resident as fit, no worklist upkeep and no per-candidate reduction. No walk that reads
+// warps resident as fit, no worklist upkeep and no per-candidate reduction. Fewer loads in flight
+// and fewer resident warps (the walk's own) show which of the two the walk lacks. No walk that reads
 // these bytes can take less time on the same GPU, so walk kernel time / replay time bounds what
 // overlapping a walk's memory round trips (several CTAs a query, several walks a warp, prefetch)
 // can gain at that L.
@@ -28,9 +29,12 @@ public:
     // x: n x d floats (d % 4 == 0), graph: n x R ids (R % 4 == 0). False (printed) on a CUDA error.
     bool upload(const float* x, int64_t n, int64_t d, const int32_t* graph, int R);
     // The replay kernel's time for the nq queries xq (nq x d) and their walks t: the median of
-    // reps timed launches after one untimed; *ms. *checksum: the kernel's output summed (so that
-    // nothing is optimised away; equal across runs).
-    bool time(const float* xq, int64_t nq, const WalkTraces& t, int reps, double* ms, double* checksum);
+    // reps timed launches after one untimed; *ms. in_flight: 16-byte loads a lane issues before
+    // using any (1, 2, 4, 8; the floor: 8); blocks_per_sm: at most that many blocks of four warps
+    // a multiprocessor (0: as many as fit; the walk's kernel holds 5). *checksum: the kernel's
+    // output summed (so that nothing is optimised away; equal across runs and variants).
+    bool time(const float* xq, int64_t nq, const WalkTraces& t, int in_flight, int blocks_per_sm, int reps,
+              double* ms, double* checksum);
     ~WalkReplay();
 
 private:
