@@ -7,7 +7,7 @@
 //
 //   bench_search --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
 //                [--dense-sift DIR] [--kde DIR] [--only DATASET] [--quick] [--deadline SECONDS]
-//                [--replay-only]
+//                [--replay-only] [--replay-L A,B,...]
 //
 // Datasets (k = 10, L2): dense-sift1m (--dense-sift DIR holding base.u8bin and query.u8bin: 1M x
 // 128, 10k queries), fashion-mnist (--fmnist DIR: the 60k training images are the base, the 10k
@@ -47,6 +47,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,7 @@ struct Bench {
     int threads;
     bool quick;
     bool replay_only;  // --replay-only: the ground truth, the build and replay_floor alone
+    std::vector<int> replay_Ls;  // --replay-L A,B,...: replay_floor's L values (else its own)
 };
 
 // ---- graft's graph index -------------------------------------------------------------------------
@@ -421,8 +423,9 @@ void run_dataset(Bench& B, Dataset& D) {
     graft_build(D, &G);
     const std::vector<int> Ls = B.quick ? std::vector<int>{16, 32, 64}
                                         : std::vector<int>{10, 16, 24, 32, 48, 64, 96, 128, 192, 256};
-    const std::vector<int> replay_Ls = B.quick ? std::vector<int>{16, 32, 64}
-                                               : std::vector<int>{32, 48, 64, 96, 128, 192, 256};
+    const std::vector<int> replay_Ls = !B.replay_Ls.empty() ? B.replay_Ls
+                                       : B.quick ? std::vector<int>{16, 32, 64}
+                                                 : std::vector<int>{32, 48, 64, 96, 128, 192, 256};
     if (G.index && B.replay_only) {
         replay_floor(B, D, G, replay_Ls);
     } else if (G.index) {
@@ -439,12 +442,18 @@ void run_dataset(Bench& B, Dataset& D) {
 
 int main(int argc, char** argv) {
     bench::Options o("search");
-    // --replay-only (this study's own option): the walk's memory floor alone.
+    // This study's own options: --replay-only (the walk's memory floor alone), --replay-L LIST.
     bool replay_only = false;
+    std::vector<int> replay_Ls;
     std::vector<char*> args;
     for (int i = 0; i < argc; i++)
-        if (std::string(argv[i]) == "--replay-only") replay_only = true;
-        else args.push_back(argv[i]);
+        if (std::string(argv[i]) == "--replay-only") {
+            replay_only = true;
+        } else if (std::string(argv[i]) == "--replay-L" && i + 1 < argc) {
+            for (char* t = strtok(argv[++i], ","); t; t = strtok(nullptr, ",")) replay_Ls.push_back(atoi(t));
+        } else {
+            args.push_back(argv[i]);
+        }
     if (!o.parse((int)args.size(), args.data())) return 2;
     cudaDeviceProp prop;
     std::string device;
@@ -458,7 +467,7 @@ int main(int argc, char** argv) {
     }
     Recorder out(f, o.bench, o.run_id, date, o.commit, device);
     const Deadline deadline(o.deadline_s);
-    Bench B{out, deadline, omp_get_max_threads(), o.quick, replay_only};
+    Bench B{out, deadline, omp_get_max_threads(), o.quick, replay_only, replay_Ls};
     printf("device: %s (%d SMs), host threads: %d, commit %s, run %s%s\n", prop.name, prop.multiProcessorCount,
            B.threads, o.commit.c_str(), o.run_id.c_str(), o.quick ? ", quick" : "");
     bench::for_each_dataset(o, deadline, [&](Dataset& D) { run_dataset(B, D); });

@@ -4,6 +4,7 @@
 # default GRNND graph, then at L = 32 .. 256, batch 10k: the walk's kernel time against a replay
 # of the CPU reference's walks over the same graph with every load independent. A prebuilt
 # bench_search (GRAFT_PREBUILT, scripts/device/pack_prebuilt.sh bench_search) is used as it is.
+# GRAFT_FLOOR_L="12,16,..." sets the L values (bench_search --replay-L).
 # Writes to $OUT: walk-floor.jsonl (records), walk-floor.log.
 # Time: about 40 s a set on nvidia-h200 (the CPU traces on 16 cores, the replays).
 # targets: bench_search
@@ -25,5 +26,6 @@ stamp "walk floor"
 GRAFT_DEVICE_NAME="$(device_name)" OMP_NUM_THREADS=$(nproc) \
   timeout "$left" "$bin" --replay-only --out "$OUT/walk-floor.jsonl" --commit "$commit" \
   --deadline $(( left - 30 )) --data "$root/.deps/data" --fmnist "$fm" "${args[@]}" \
+  ${GRAFT_FLOOR_L:+--replay-L "$GRAFT_FLOOR_L"} \
   2>&1 | tee -a "$OUT/walk-floor.log" | grep -E "^==|replay|failed"
 stamp "walk floor done"
