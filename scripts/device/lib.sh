@@ -37,6 +37,11 @@ ggnn_lib=$ggnn/deps/usr/lib/x86_64-linux-gnu:$ggnn/build
 if [ -n "${GRAFT_PREBUILT:-}" ] && [ -x .deps/prebuilt/graft-bench ]; then
   mkdir -p build-device/bench && ln -sf "$root/.deps/prebuilt/graft-bench" build-device/bench/graft-bench
   export LD_LIBRARY_PATH=$root/.deps/prebuilt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Packed from a build with the CAGRA peer, it needs CAGRA's libraries in every job (the shards
+  # job's copy of it failed without them): carry .deps/carry/cagra.tar.xz.
+  if ldd .deps/prebuilt/graft-bench 2>/dev/null | grep -q "libcuvs.so => not found"; then
+    [ -d .deps/cagra ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/.deps/cagra
+  fi
 fi
 # The sets the graph-quality job benchmarks: a data job starts only for those (or when named).
 gq_sets=" ${GRAFT_GQ_SETS:-fashion-mnist dense-sift1m kde-patches1m} "

@@ -92,8 +92,7 @@ for j in $named; do
 done
 # FAISS 1.15 replaces the 1.7.3 GPU build as the peers' FAISS.
 if [ $no_fgpu = 1 ] || [[ $bg == *" faiss115 "* ]]; then bg=${bg/ faiss-gpu / }; fi
-[ $all = 1 ] && targets=""
-[ -n "${GRAFT_BUILD_TARGETS:-}" ] && targets=" $GRAFT_BUILD_TARGETS "
+[ $all = 1 ] && targets=""; [ -n "${GRAFT_BUILD_TARGETS:-}" ] && targets=" $GRAFT_BUILD_TARGETS "
 [ "$targets" != " " ] && [ -z "${GRAFT_PREBUILT:-}" ] && named+="build "
 run=() starts=()
 for j in $names; do
