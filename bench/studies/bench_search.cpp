@@ -40,6 +40,7 @@
 // gpu_peak_bytes: graft's graph index, the device memory it held after the configuration's
 // searches (cudaMemGetInfo, against the level before it was created: the steady state, not the
 // build's transient peak); graft's flat index, its scratch peak plus its vectors (as bench_exact).
+#include <cmath>
 #include <cstdint>
 
 #include <omp.h>
@@ -290,9 +291,11 @@ void cpu_reference(Bench& B, const Dataset& D, const Graft& G) {
 
 // One query's walk as the CPU reference walks it (plugin/graph/graph.c, search_one; probes 1, no
 // filter, L2): the worklist of the L best (distance, id), each step expanding its best unexpanded
-// entry; appends the expanded vertices to rows and those whose distances it computed to vecs.
+// entry; appends the expanded vertices to rows and those whose distances it computed to vecs;
+// *sum gets those distances summed and *xor_rows the rows' R words XORed (the replay's check).
 void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q, int L, uint32_t* seen,
-                uint32_t stamp, std::vector<int32_t>& rows, std::vector<int32_t>& vecs) {
+                uint32_t stamp, std::vector<int32_t>& rows, std::vector<int32_t>& vecs, double* sum,
+                uint32_t* xor_rows) {
     struct Entry { float d; int32_t id; bool expanded; };
     std::vector<Entry> list;
     list.reserve(L + 1);
@@ -302,6 +305,7 @@ void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q,
         const float* v = x + (int64_t)u * d;
         float du = 0;
         for (int64_t j = 0; j < d; j++) du += (q[j] - v[j]) * (q[j] - v[j]);
+        *sum += du;
         auto before = [](const Entry& a, float dd, int32_t id) { return a.d < dd || (a.d == dd && a.id < id); };
         if ((int)list.size() == L && before(list.back(), du, u)) return;  // no better than the worst
         auto at = std::lower_bound(list.begin(), list.end(), du,
@@ -309,6 +313,7 @@ void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q,
         list.insert(at, Entry{du, u, false});
         if ((int)list.size() > L) list.pop_back();
     };
+    *sum = 0, *xor_rows = 0;
     visit((int32_t)g.entry);
     for (;;) {
         auto it = std::find_if(list.begin(), list.end(), [](const Entry& e) { return !e.expanded; });
@@ -318,6 +323,7 @@ void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q,
         rows.push_back(v);
         for (int j = 0; j < g.R; j++) {
             const int32_t u = g.nbrs[(int64_t)v * g.R + j];
+            *xor_rows ^= (uint32_t)u;
             if (u >= 0 && u < g.n && seen[u] != stamp) visit(u);
         }
     }
@@ -326,14 +332,17 @@ void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q,
 // The nq walks at L, on all host threads (each query's lists, then concatenated in order).
 bench::WalkTraces trace_walks(const graft_graph& g, const float* x, int64_t d, const float* xq, int64_t nq, int L) {
     std::vector<std::vector<int32_t>> rows(nq), vecs(nq);
+    bench::WalkTraces t;
+    t.sum.resize(nq);
+    t.xor_rows.resize(nq);
 #pragma omp parallel
     {
         std::vector<uint32_t> seen(g.n, 0);
         uint32_t stamp = 0;
 #pragma omp for schedule(dynamic, 16)
-        for (int64_t q = 0; q < nq; q++) trace_walk(g, x, d, xq + q * d, L, seen.data(), ++stamp, rows[q], vecs[q]);
+        for (int64_t q = 0; q < nq; q++) trace_walk(g, x, d, xq + q * d, L, seen.data(), ++stamp, rows[q], vecs[q], &t.sum[q],
+                                                  &t.xor_rows[q]);
     }
-    bench::WalkTraces t;
     t.row_off.push_back(0), t.vec_off.push_back(0);
     for (int64_t q = 0; q < nq; q++) {
         t.rows.insert(t.rows.end(), rows[q].begin(), rows[q].end());
@@ -365,12 +374,19 @@ void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<
         const double trace_s = now_s() - t0;
         // The floor (8 loads a lane in flight, every warp that fits), then the walk's own limits
         // one at a time and together: one load in flight, 5 blocks a multiprocessor.
-        double ms = 0, sum = 0, one = 0, few = 0, both = 0, unused = 0;
-        if (!replay.time(D.xq.data(), D.nq, t, 8, 0, 5, &ms, &sum) ||
-            !replay.time(D.xq.data(), D.nq, t, 1, 0, 5, &one, &unused) ||
-            !replay.time(D.xq.data(), D.nq, t, 8, 5, 5, &few, &unused) ||
-            !replay.time(D.xq.data(), D.nq, t, 1, 5, 5, &both, &unused))
+        double ms = 0, one = 0, few = 0, both = 0;
+        std::vector<float> sums;
+        std::vector<uint32_t> xors;
+        if (!replay.time(D.xq.data(), D.nq, t, 8, 0, 5, &ms, &sums, &xors) ||
+            !replay.time(D.xq.data(), D.nq, t, 1, 0, 5, &one, &sums, &xors) ||
+            !replay.time(D.xq.data(), D.nq, t, 8, 5, 5, &few, &sums, &xors) ||
+            !replay.time(D.xq.data(), D.nq, t, 1, 5, 5, &both, &sums, &xors))
             return;
+        // The last replay read what the host's walks read: each query's rows (XOR equal) and its
+        // vectors' distances (sum within 1e-4 relative: float sums in another order).
+        int64_t agree = 0;
+        for (int64_t q = 0; q < D.nq; q++)
+            agree += xors[q] == t.xor_rows[q] && std::abs(sums[q] - t.sum[q]) <= 1e-4 * std::max(1.0, t.sum[q]);
         const double rows_q = (double)t.rows.size() / D.nq, vecs_q = (double)t.vecs.size() / D.nq;
         // Bytes the replay reads: rows of R ids and vectors of d floats (the queries aside).
         const double gb = ((double)t.rows.size() * g->R * 4 + (double)t.vecs.size() * D.d * 4) / 1e9;
@@ -380,7 +396,7 @@ void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<
             .add("rows_per_query", rows_q, false).add("dist_per_query", vecs_q, false)
             .add("gpu_dist_per_query", run.dist_per_query, false).add("replay_gb", gb, false)
             .add("replay_one_load_ms", one, false).add("replay_5_blocks_ms", few, false)
-            .add("replay_one_load_5_blocks_ms", both, false);
+            .add("replay_one_load_5_blocks_ms", both, false).add("replay_agrees", (double)agree / D.nq, false);
         r.qps = D.nq / (ms / 1e3);
         r.recall = run.recall;
         r.build_s = G.build_s;
@@ -389,9 +405,9 @@ void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<
         snprintf(note, sizeof note,
                  "walk kernel %.3f ms, replay %.3f ms: walk / replay %.2fx; replay with 1 load in flight %.3f, "
                  "5 blocks an SM %.3f, both %.3f ms; %.0f rows, %.0f dist a query (GPU %.0f); %.2f GB, %.0f GB/s; "
-                 "trace %.1f s; checksum %.6g",
+                 "trace %.1f s; the replay's reads equal the host's on %lld of %lld queries",
                  run.gpu_s * 1e3, ms, run.gpu_s * 1e3 / ms, one, few, both, rows_q, vecs_q, run.dist_per_query, gb,
-                 gb / (ms / 1e3), trace_s, sum);
+                 gb / (ms / 1e3), trace_s, (long long)agree, (long long)D.nq);
         r.note = note;
         B.out.record(D, std::move(r));
     }

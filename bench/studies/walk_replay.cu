@@ -20,7 +20,8 @@ struct Args {
     const int32_t *rows, *vecs;
     int64_t nq;
     int dw, rw;
-    float* out;
+    float* out;        // a query's squared distances, summed
+    uint32_t* out_xor;  // the words of its rows, XORed
 };
 
 // The chunks of items lo..hi of a list (ids into a table of cw 16-byte chunks a row), 32 lanes
@@ -76,9 +77,11 @@ __global__ void __launch_bounds__(kWarps * 32) replay_kernel(Args A) {
         const float dx = a.x - v.x, dy = a.y - v.y, dz = a.z - v.z, dd = a.w - v.w;
         acc = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, fmaf(dd, dd, acc))));
     });
-    acc += (float)(bits & 1u);
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (lane == 0) A.out[qi] = acc;
+    for (int o = 16; o > 0; o >>= 1) {
+        acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        bits ^= __shfl_xor_sync(0xffffffffu, bits, o);
+    }
+    if (lane == 0) A.out[qi] = acc, A.out_xor[qi] = bits;
 }
 
 bool ok(cudaError_t e, const char* what) {
@@ -105,7 +108,7 @@ bool WalkReplay::upload(const float* x, int64_t n, int64_t d, const int32_t* gra
 }
 
 bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_flight, int blocks_per_sm, int reps,
-                      double* ms, double* checksum) {
+                      double* ms, std::vector<float>* sums, std::vector<uint32_t>* xors) {
     void (*kernel)(Args) = in_flight == 1 ? replay_kernel<1> : in_flight == 2 ? replay_kernel<2>
                          : in_flight == 4 ? replay_kernel<4> : in_flight == 8 ? replay_kernel<8> : nullptr;
     if (!kernel) {
@@ -114,6 +117,7 @@ bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_f
     }
     float* q = nullptr;
     float* out = nullptr;
+    uint32_t* out_xor = nullptr;
     int64_t *row_off = nullptr, *vec_off = nullptr;
     int32_t *rows = nullptr, *vecs = nullptr;
     cudaEvent_t e0 = nullptr, e1 = nullptr;
@@ -121,12 +125,13 @@ bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_f
     bool good = put(&q, xq, (size_t)nq * d_) && put(&row_off, t.row_off.data(), t.row_off.size()) &&
                 put(&vec_off, t.vec_off.data(), t.vec_off.size()) && put(&rows, t.rows.data(), t.rows.size()) &&
                 put(&vecs, t.vecs.data(), t.vecs.size()) && ok(cudaMalloc(&out, nq * sizeof(float)), "cudaMalloc") &&
+                ok(cudaMalloc(&out_xor, nq * sizeof(uint32_t)), "cudaMalloc") &&
                 ok(cudaEventCreate(&e0), "event") && ok(cudaEventCreate(&e1), "event") &&
                 ok(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0), "attribute") &&
                 ok(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0), "attribute") &&
                 ok(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), "attribute");
     const Args A{reinterpret_cast<const float4*>(x_), reinterpret_cast<const int4*>(graph_),
-                 reinterpret_cast<const float4*>(q), row_off, vec_off, rows, vecs, nq, (int)(d_ / 4), R_ / 4, out};
+                 reinterpret_cast<const float4*>(q), row_off, vec_off, rows, vecs, nq, (int)(d_ / 4), R_ / 4, out, out_xor};
     size_t smem = (size_t)kWarps * (A.dw * 16 + kIds * 4);
     // At most blocks_per_sm blocks a multiprocessor (the walk's 5: its register bound): shared
     // memory padded so that no more fit.
@@ -148,13 +153,12 @@ bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_f
     if (good) {
         std::sort(times.begin(), times.end());
         *ms = times[times.size() / 2];
-        std::vector<float> h(nq);
-        good = ok(cudaMemcpy(h.data(), out, nq * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        double s = 0;
-        for (float v : h) s += v;
-        *checksum = s;
+        sums->resize(nq);
+        xors->resize(nq);
+        good = ok(cudaMemcpy(sums->data(), out, nq * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+               ok(cudaMemcpy(xors->data(), out_xor, nq * sizeof(uint32_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
     }
-    cudaFree(q), cudaFree(out), cudaFree(row_off), cudaFree(vec_off), cudaFree(rows), cudaFree(vecs);
+    cudaFree(q), cudaFree(out), cudaFree(out_xor), cudaFree(row_off), cudaFree(vec_off), cudaFree(rows), cudaFree(vecs);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     return good;
