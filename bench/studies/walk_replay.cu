@@ -21,7 +21,7 @@ struct Args {
     int64_t nq;
     int dw, rw;
     float* out;        // a query's squared distances, summed
-    uint32_t* out_xor;  // the words of its rows, XORed
+    uint32_t* out_xor;  // the words of its rows and of its vectors, XORed: 2 a query
 };
 
 // The chunks of items lo..hi of a list (ids into a table of cw 16-byte chunks a row), 32 lanes
@@ -72,7 +72,9 @@ __global__ void __launch_bounds__(kWarps * 32) replay_kernel(Args A) {
     gather<U>(A.graph, A.rw, A.rows, A.row_off[qi], A.row_off[qi + 1], ids, lane,
            [&](int, int4 w) { bits ^= (unsigned)(w.x ^ w.y ^ w.z ^ w.w); });
     float acc = 0.f;
+    unsigned vbits = 0;
     gather<U>(A.x, A.dw, A.vecs, A.vec_off[qi], A.vec_off[qi + 1], ids, lane, [&](int ch, float4 v) {
+        vbits ^= __float_as_uint(v.x) ^ __float_as_uint(v.y) ^ __float_as_uint(v.z) ^ __float_as_uint(v.w);
         const float4 a = q[ch];
         const float dx = a.x - v.x, dy = a.y - v.y, dz = a.z - v.z, dd = a.w - v.w;
         acc = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, fmaf(dd, dd, acc))));
@@ -80,8 +82,9 @@ __global__ void __launch_bounds__(kWarps * 32) replay_kernel(Args A) {
     for (int o = 16; o > 0; o >>= 1) {
         acc += __shfl_xor_sync(0xffffffffu, acc, o);
         bits ^= __shfl_xor_sync(0xffffffffu, bits, o);
+        vbits ^= __shfl_xor_sync(0xffffffffu, vbits, o);
     }
-    if (lane == 0) A.out[qi] = acc, A.out_xor[qi] = bits;
+    if (lane == 0) A.out[qi] = acc, A.out_xor[2 * qi] = bits, A.out_xor[2 * qi + 1] = vbits;
 }
 
 bool ok(cudaError_t e, const char* what) {
@@ -125,7 +128,7 @@ bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_f
     bool good = put(&q, xq, (size_t)nq * d_) && put(&row_off, t.row_off.data(), t.row_off.size()) &&
                 put(&vec_off, t.vec_off.data(), t.vec_off.size()) && put(&rows, t.rows.data(), t.rows.size()) &&
                 put(&vecs, t.vecs.data(), t.vecs.size()) && ok(cudaMalloc(&out, nq * sizeof(float)), "cudaMalloc") &&
-                ok(cudaMalloc(&out_xor, nq * sizeof(uint32_t)), "cudaMalloc") &&
+                ok(cudaMalloc(&out_xor, 2 * nq * sizeof(uint32_t)), "cudaMalloc") &&
                 ok(cudaEventCreate(&e0), "event") && ok(cudaEventCreate(&e1), "event") &&
                 ok(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0), "attribute") &&
                 ok(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0), "attribute") &&
@@ -154,9 +157,9 @@ bool WalkReplay::time(const float* xq, int64_t nq, const WalkTraces& t, int in_f
         std::sort(times.begin(), times.end());
         *ms = times[times.size() / 2];
         sums->resize(nq);
-        xors->resize(nq);
+        xors->resize(2 * nq);
         good = ok(cudaMemcpy(sums->data(), out, nq * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy") &&
-               ok(cudaMemcpy(xors->data(), out_xor, nq * sizeof(uint32_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
+               ok(cudaMemcpy(xors->data(), out_xor, 2 * nq * sizeof(uint32_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
     }
     cudaFree(q), cudaFree(out), cudaFree(out_xor), cudaFree(row_off), cudaFree(vec_off), cudaFree(rows), cudaFree(vecs);
     if (e0) cudaEventDestroy(e0);

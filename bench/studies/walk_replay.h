@@ -21,9 +21,10 @@ namespace bench {
 struct WalkTraces {
     std::vector<int64_t> row_off, vec_off;
     std::vector<int32_t> rows, vecs;
-    // The host's reading, a query: the distances it computed, summed; its rows' R words XORed.
+    // The host's reading, a query: the distances it computed, summed; its rows' R words and its
+    // vectors' d words (float bits) XORed.
     std::vector<double> sum;
-    std::vector<uint32_t> xor_rows;
+    std::vector<uint32_t> xor_rows, xor_vecs;
 };
 
 // The base vectors and the graph on device 0, for replays.
@@ -35,8 +36,9 @@ public:
     // reps timed launches after one untimed; *ms. in_flight: 16-byte loads a lane issues before
     // using any (1, 2, 4, 8; the floor: 8); blocks_per_sm: at most that many blocks of four warps
     // a multiprocessor (0: as many as fit; the walk's kernel holds 5). What it read, a query: its
-    // vectors' squared L2 distances summed (*sums) and its rows' words XORed (*xors), for the
-    // check against the host's reading of the same walks (WalkTraces::sum, xor_rows).
+    // vectors' squared L2 distances summed (*sums), its rows' words and its vectors' words XORed
+    // (*xors, two a query), for the check against the host's reading of the same walks.
+    // (WalkTraces::sum, xor_rows, xor_vecs)
     bool time(const float* xq, int64_t nq, const WalkTraces& t, int in_flight, int blocks_per_sm, int reps,
               double* ms, std::vector<float>* sums, std::vector<uint32_t>* xors);
     ~WalkReplay();
