@@ -371,6 +371,7 @@ void replay_floor(Bench& B, const Dataset& D, const Graft& G, const std::vector<
     bench::WalkReplay replay;
     if (!g || !x || !replay.upload(x, g->n, D.d, g->nbrs, g->R)) return;
     graft_search_params sp = graft_gindex_get_params(G.index).search;
+    sp.mode = GRAFT_SEARCH_SINGLE;  // the walk the trace replays (auto's own at batch 10k)
     for (int L : Ls) {
         if (B.deadline.stops("replay L=" + std::to_string(L))) return;
         sp.L = L;
