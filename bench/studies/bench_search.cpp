@@ -2,8 +2,9 @@
 // kept on the GPU, searched by the SONG/BANG-style kernels): the walk's kernel time against the
 // HBM floor its distances imply, the ablation of its visited set, worklist update, probes and
 // lanes, graft's graph searched by FAISS's own HNSW search after the export, the GPU walk's
-// agreement with the CPU reference, and the walk's memory floor (walk_replay.h). The peers (FAISS HNSW32 on the CPU, FAISS IVF-Flat on the
-// GPU) and the batches from 1 query to 10 nq are graft-bench's runs (bench/studies/README.md).
+// agreement with the CPU reference, and the walk's memory floor (walk_replay.h). The peers (FAISS
+// HNSW32 on the CPU, FAISS IVF-Flat on the GPU) and the batches from 1 query to 10 nq are
+// graft-bench's runs (bench/studies/README.md).
 //
 //   bench_search --out F.jsonl [--commit C] [--run-id R] [--data DIR] [--fmnist DIR]
 //                [--dense-sift DIR] [--kde DIR] [--only DATASET] [--quick] [--deadline SECONDS]
@@ -13,8 +14,9 @@
 // 128, 10k queries), fashion-mnist (--fmnist DIR: the 60k training images are the base, the 10k
 // test images the queries), sift5k (DIR/sift5k of --data: 4.5k x 128, 500 queries), kde-patches1m
 // (--kde DIR, as dense-sift1m's: 1M x 192). By default all but sift5k; --quick: sift5k, L in
-// {16, 32, 64} (every step below runs, in seconds); --only NAME: that set alone. --deadline S: no configuration starts more than S seconds after the
-// program did (records already written are kept; the summary covers what was measured).
+// {16, 32, 64} (every step below runs, in seconds); --only NAME: that set alone. --deadline S: no
+// configuration starts more than S seconds after the program did (records already written are
+// kept; the summary covers what was measured).
 //
 // Per dataset, in this order (the most important numbers first, in case the deadline cuts in):
 //  1. Ground truth from graft's exact GPU flat index, checked against FAISS IndexFlatL2 (CPU) on a

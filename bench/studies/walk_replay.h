@@ -4,11 +4,11 @@
 // replay reads exactly the rows and vectors that the CPU reference's walks read (the same graph,
 // the same L, probes 1), query by query, a warp a query, but with no step waiting on another:
 // every address is known before the first load, up to 8 16-byte loads a lane in flight, as many
-// warps resident as fit, no worklist upkeep and no per-candidate reduction. Fewer loads in flight
-// and fewer resident warps (the walk's own) show which of the two the walk lacks. No walk that reads
+// warps resident as fit, no worklist upkeep and no per-candidate reduction. No walk that reads
 // these bytes can take less time on the same GPU, so walk kernel time / replay time bounds what
 // overlapping a walk's memory round trips (several CTAs a query, several walks a warp, prefetch)
-// can gain at that L.
+// can gain at that L. The replay held to fewer loads in flight or fewer resident warps (the
+// walk's own limits) shows which of the two the walk lacks.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +37,13 @@ public:
     // using any (1, 2, 4, 8; the floor: 8); blocks_per_sm: at most that many blocks of four warps
     // a multiprocessor (0: as many as fit; the walk's kernel holds 5). What it read, a query: its
     // vectors' squared L2 distances summed (*sums), its rows' words and its vectors' words XORed
-    // (*xors, two a query), for the check against the host's reading of the same walks.
-    // (WalkTraces::sum, xor_rows, xor_vecs)
+    // (*xors, two a query), for the check against the host's reading of the same walks
+    // (WalkTraces::sum, xor_rows, xor_vecs).
     bool time(const float* xq, int64_t nq, const WalkTraces& t, int in_flight, int blocks_per_sm, int reps,
               double* ms, std::vector<float>* sums, std::vector<uint32_t>* xors);
+    WalkReplay() = default;
+    WalkReplay(const WalkReplay&) = delete;  // owns device memory
+    WalkReplay& operator=(const WalkReplay&) = delete;
     ~WalkReplay();
 
 private:

@@ -6,7 +6,10 @@
 # bench_search (GRAFT_PREBUILT, scripts/device/pack_prebuilt.sh bench_search) is used as it is.
 # GRAFT_FLOOR_L="12,16,..." sets the L values (bench_search --replay-L).
 # Writes to $OUT: walk-floor.jsonl (records), walk-floor.log.
-# Time: about 40 s a set on nvidia-h200 (the CPU traces on 16 cores, the replays).
+# Fashion-MNIST runs where .deps/data/fashion-mnist is carried (26 MiB: with prebuilt.tar.xz it
+# leaves no room for the images of the other two sets; bench/logs/walk-floor-*.log).
+# Time: 49-82 s on nvidia-h200 for two sets made in the call, seven L values (the CPU traces on
+# 16 cores, the walk's timing, four replays an L).
 # targets: bench_search
 # needs: dense-sift kde-patches
 . "$(dirname "$0")/../lib.sh"
