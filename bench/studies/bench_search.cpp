@@ -63,6 +63,7 @@
 
 #include "bench_record.h"
 #include "graft/graph.h"
+#include "graph/walk_trace.h"
 #include "walk_replay.h"
 #include "graft/graph_index.h"
 
@@ -291,74 +292,53 @@ void cpu_reference(Bench& B, const Dataset& D, const Graft& G) {
 
 // ---- the walk's memory floor (issue 47) ------------------------------------------------------------
 
-// One query's walk as the CPU reference walks it (plugin/graph/graph.c, search_one; probes 1, no
-// filter, L2): the worklist of the L best (distance, id), each step expanding its best unexpanded
-// entry; appends the expanded vertices to rows and those whose distances it computed to vecs;
-// *sum gets those distances summed, *xor_rows the rows' R words XORed and *xor_vecs the vectors'
-// d words (the replay's check).
-void trace_walk(const graft_graph& g, const float* x, int64_t d, const float* q, int L, uint32_t* seen,
-                uint32_t stamp, std::vector<int32_t>& rows, std::vector<int32_t>& vecs, double* sum,
-                uint32_t* xor_rows, uint32_t* xor_vecs) {
-    struct Entry { float d; int32_t id; bool expanded; };
-    std::vector<Entry> list;
-    list.reserve(L + 1);
-    auto visit = [&](int32_t u) {
-        seen[u] = stamp;
-        vecs.push_back(u);
-        const float* v = x + (int64_t)u * d;
-        float du = 0;
-        for (int64_t j = 0; j < d; j++) {
-            du += (q[j] - v[j]) * (q[j] - v[j]);
-            uint32_t w;
-            memcpy(&w, v + j, 4);
-            *xor_vecs ^= w;
-        }
-        *sum += du;
-        auto before = [](const Entry& a, float dd, int32_t id) { return a.d < dd || (a.d == dd && a.id < id); };
-        if ((int)list.size() == L && before(list.back(), du, u)) return;  // no better than the worst
-        auto at = std::lower_bound(list.begin(), list.end(), du,
-                                   [&](const Entry& a, float dd) { return before(a, dd, u); });
-        list.insert(at, Entry{du, u, false});
-        if ((int)list.size() > L) list.pop_back();
-    };
-    *sum = 0, *xor_rows = 0, *xor_vecs = 0;
-    visit((int32_t)g.entry);
-    for (;;) {
-        auto it = std::find_if(list.begin(), list.end(), [](const Entry& e) { return !e.expanded; });
-        if (it == list.end()) break;
-        it->expanded = true;
-        const int32_t v = it->id;
-        rows.push_back(v);
-        for (int j = 0; j < g.R; j++) {
-            const int32_t u = g.nbrs[(int64_t)v * g.R + j];
-            *xor_rows ^= (uint32_t)u;
-            if (u >= 0 && u < g.n && seen[u] != stamp) visit(u);
-        }
-    }
-}
-
-// The nq walks at L, on all host threads (each query's lists, then concatenated in order).
+// The nq walks at L, probes 1, as the CPU reference walks them (graft_graph_walk_traced: its own
+// search, recording), on all host threads, concatenated in order; with the host's reading of
+// them for the replay's check: each query's distances summed, its rows' R words and its vectors'
+// d words XORed.
 bench::WalkTraces trace_walks(const graft_graph& g, const float* x, int64_t d, const float* xq, int64_t nq, int L) {
-    std::vector<std::vector<int32_t>> rows(nq), vecs(nq);
+    std::vector<graft_walk_trace> tr(nq, graft_walk_trace{});
     bench::WalkTraces t;
     t.sum.resize(nq);
     t.xor_rows.resize(nq);
     t.xor_vecs.resize(nq);
-#pragma omp parallel
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
     {
         std::vector<uint32_t> seen(g.n, 0);
         uint32_t stamp = 0;
 #pragma omp for schedule(dynamic, 16)
-        for (int64_t q = 0; q < nq; q++) trace_walk(g, x, d, xq + q * d, L, seen.data(), ++stamp, rows[q], vecs[q], &t.sum[q],
-                                                  &t.xor_rows[q], &t.xor_vecs[q]);
+        for (int64_t q = 0; q < nq; q++) {
+            const float* qv = xq + q * d;
+            failed |= graft_graph_walk_traced(&g, x, d, GRAFT_METRIC_L2, qv, L, 1, seen.data(), ++stamp, &tr[q]) !=
+                      GRAFT_OK;
+            double sum = 0;
+            uint32_t xr = 0, xv = 0;
+            for (int64_t i = 0; i < tr[q].nrows; i++)
+                for (int j = 0; j < g.R; j++) xr ^= (uint32_t)g.nbrs[(int64_t)tr[q].rows[i] * g.R + j];
+            for (int64_t i = 0; i < tr[q].nvecs; i++) {
+                const float* v = x + (int64_t)tr[q].vecs[i] * d;
+                float du = 0;
+                for (int64_t j = 0; j < d; j++) {
+                    du += (qv[j] - v[j]) * (qv[j] - v[j]);
+                    uint32_t w;
+                    memcpy(&w, v + j, 4);
+                    xv ^= w;
+                }
+                sum += du;
+            }
+            t.sum[q] = sum, t.xor_rows[q] = xr, t.xor_vecs[q] = xv;
+        }
     }
     t.row_off.push_back(0), t.vec_off.push_back(0);
     for (int64_t q = 0; q < nq; q++) {
-        t.rows.insert(t.rows.end(), rows[q].begin(), rows[q].end());
-        t.vecs.insert(t.vecs.end(), vecs[q].begin(), vecs[q].end());
+        t.rows.insert(t.rows.end(), tr[q].rows, tr[q].rows + tr[q].nrows);
+        t.vecs.insert(t.vecs.end(), tr[q].vecs, tr[q].vecs + tr[q].nvecs);
         t.row_off.push_back((int64_t)t.rows.size());
         t.vec_off.push_back((int64_t)t.vecs.size());
+        graft_walk_trace_free(&tr[q]);
     }
+    if (failed) printf("walk traces: %s\n", graft_last_error());
     return t;
 }
 

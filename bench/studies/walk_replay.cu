@@ -93,6 +93,7 @@ bool ok(cudaError_t e, const char* what) {
     return false;
 }
 
+// A device copy of count Ts (16 bytes more: a valid allocation for an empty list).
 template <class T>
 bool put(T** dev, const T* host, size_t count) {
     return ok(cudaMalloc(dev, count * sizeof(T) + 16), "cudaMalloc") &&

@@ -2,7 +2,7 @@
 //
 // A GPU walk waits, each step, for a graph row and then for its fresh neighbours' vectors. The
 // replay reads exactly the rows and vectors that the CPU reference's walks read (the same graph,
-// the same L, probes 1), query by query, a warp a query, but with no step waiting on another:
+// the same L, probes 1; recorded by the reference itself, plugin/graph/walk_trace.h), query by query, a warp a query, but with no step waiting on another:
 // every address is known before the first load, up to 8 16-byte loads a lane in flight, as many
 // warps resident as fit, no worklist upkeep and no per-candidate reduction. No walk that reads
 // these bytes can take less time on the same GPU, so walk kernel time / replay time bounds what

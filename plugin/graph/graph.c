@@ -12,6 +12,7 @@
 #include "graph/graph_gpu.h"
 #include "core/validate.h"
 #include "core/vec_dist.h"
+#include "graph/walk_trace.h"
 #include "graph/worklist.h"
 
 void graft_graph_free(graft_graph* g) {
@@ -104,6 +105,25 @@ static inline float walk_dist(const walk_store* w, const float* q, int32_t u, in
     return graft_vec_dist(q, w->buf, d, l2);
 }
 
+/* Appends v to one of a trace's arrays (graft_walk_trace; NULL: no trace); past a failed
+ * allocation it only marks the trace. */
+static void trace_push(graft_walk_trace* tr, int row, int32_t v) {
+    if (!tr || tr->out_of_memory) return;
+    int32_t** a = row ? &tr->rows : &tr->vecs;
+    int64_t* n = row ? &tr->nrows : &tr->nvecs;
+    int64_t* cap = row ? &tr->cap_rows : &tr->cap_vecs;
+    if (*n == *cap) {
+        const int64_t c = *cap ? 2 * *cap : 256;
+        int32_t* b = realloc(*a, (size_t)c * sizeof(int32_t));
+        if (!b) {
+            tr->out_of_memory = 1;
+            return;
+        }
+        *a = b, *cap = c;
+    }
+    (*a)[(*n)++] = v;
+}
+
 /* One walk of a query from the nstart vertices of start (the entry vertex; the multi mode's
  * other walks, their seeds). The worklist (the L best vertices seen, sorted by (distance, id))
  * doubles as the beam: each iteration expands its best `probes` unexpanded entries, and the
@@ -112,7 +132,7 @@ static inline float walk_dist(const walk_store* w, const float* q, int32_t u, in
 static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int l2, const float* q,
                       const int32_t* start, int nstart, int L, int probes, const uint8_t* allowed,
                       int k, cand* list, cand* res, int* nres, uint32_t* seen, uint32_t stamp,
-                      int64_t* steps, int64_t* dists) {
+                      int64_t* steps, int64_t* dists, graft_walk_trace* tr) {
     int size = 0, computed = 0, expansions = 0;
     *nres = 0;
     for (int i = 0; i < nstart; i++) {
@@ -121,6 +141,7 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
         seen[u] = stamp;
         const float du = walk_dist(w, q, u, d, l2);
         computed++;
+        trace_push(tr, 0, u);
         if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
         list_insert(list, &size, L, du, u);
     }
@@ -131,6 +152,7 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
             if (!list[i].expanded) {
                 list[i].expanded = 1;
                 sel[ns++] = list[i].id;
+                trace_push(tr, 1, list[i].id);
             }
         if (ns == 0) break;
         for (int s = 0; s < ns; s++) {
@@ -141,6 +163,7 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
                 seen[u] = stamp;
                 float du = walk_dist(w, q, u, d, l2);
                 computed++;
+                trace_push(tr, 0, u);
                 if (allowed && is_allowed(allowed, u)) list_insert(res, nres, k, du, u);
                 list_insert(list, &size, L, du, u);
             }
@@ -148,6 +171,29 @@ static int search_one(const graft_graph* g, const walk_store* w, int64_t d, int 
     }
     *steps += expansions, *dists += computed;
     return size;
+}
+
+int graft_graph_walk_traced(const graft_graph* g, const float* x, int64_t d, graft_metric metric, const float* q,
+                            int L, int probes, uint32_t* seen, uint32_t stamp, graft_walk_trace* tr) {
+    if (L < 1 || probes < 1 || probes > 8)  /* search_one's selection holds 8 */
+        return graft_fail(GRAFT_EINVAL, "graft_graph_walk_traced: L = %d, probes = %d (1..8)", L, probes);
+    cand* list = malloc((size_t)L * sizeof(cand));
+    if (!list) return graft_fail(GRAFT_ENOMEM, "graft_graph_walk_traced: out of host memory");
+    const walk_store w = {x, NULL, NULL, 0, NULL};
+    const int32_t start = (int32_t)g->entry;
+    int nres = 0;
+    int64_t steps = 0, dists = 0;
+    search_one(g, &w, d, metric == GRAFT_METRIC_L2, q, &start, 1, L, probes, NULL, 0, list, NULL, &nres, seen,
+               stamp, &steps, &dists, tr);
+    free(list);
+    return tr->out_of_memory ? graft_fail(GRAFT_ENOMEM, "graft_graph_walk_traced: out of host memory") : GRAFT_OK;
+}
+
+void graft_walk_trace_free(graft_walk_trace* tr) {
+    if (!tr) return;
+    free(tr->rows);
+    free(tr->vecs);
+    *tr = (graft_walk_trace){0};
 }
 
 static int cand_cmp(const void* a, const void* b) {
@@ -316,7 +362,7 @@ int graft_graph_search_cpu_store(const graft_graph* g, const float* x, const gra
                 int nres = 0;
                 const int size = search_one(g, &w, d, l2, qv, start, nstart, L, p.probes, p.allowed,
                                             (int)k, list, list + L, &nres, seen, stamp, &steps,
-                                            &dists);
+                                            &dists, NULL);
                 out = p.allowed ? list + L : list;
                 found = p.allowed ? nres : size;
                 if (codes && x) { /* x NULL: codes only (keep_fp32 = 0), no re-rank */
