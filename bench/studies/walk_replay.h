@@ -2,13 +2,14 @@
 //
 // A GPU walk waits, each step, for a graph row and then for its fresh neighbours' vectors. The
 // replay reads exactly the rows and vectors that the CPU reference's walks read (the same graph,
-// the same L, probes 1; recorded by the reference itself, plugin/graph/walk_trace.h), query by query, a warp a query, but with no step waiting on another:
-// every address is known before the first load, up to 8 16-byte loads a lane in flight, as many
-// warps resident as fit, no worklist upkeep and no per-candidate reduction. No walk that reads
-// these bytes can take less time on the same GPU, so walk kernel time / replay time bounds what
-// overlapping a walk's memory round trips (several CTAs a query, several walks a warp, prefetch)
-// can gain at that L. The replay held to fewer loads in flight or fewer resident warps (the
-// walk's own limits) shows which of the two the walk lacks.
+// the same L, probes 1; recorded by the reference itself, plugin/graph/walk_trace.h), query by
+// query, a warp a query, but with no step waiting on another: every address is known before the
+// first load, up to 8 16-byte loads a lane in flight, as many warps resident as fit, no worklist
+// upkeep and no per-candidate reduction. No walk that reads these bytes can take less time on the
+// same GPU, so walk kernel time / replay time bounds what overlapping a walk's memory round trips
+// (several CTAs a query, several walks a warp, prefetch) can gain at that L. The replay held to
+// fewer loads in flight or fewer resident warps (the walk's own limits) shows which of the two
+// the walk lacks.
 #pragma once
 
 #include <cstdint>
